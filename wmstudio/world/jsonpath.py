@@ -1,0 +1,87 @@
+"""Dotted JSON paths with indices (`status`, `items[0].price`): parse, read and write.
+
+Anchors, check reports and the canvas all name response fields this way, so there is one parser."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_TOKEN = re.compile(r"""\.?([A-Za-z_$@][\w$@\-]*)|\[(\d+)\]|\[["']([^"']*)["']\]""")
+
+
+def parse_path(path: str) -> list[str | int]:
+    """Split `items[0].price` into `["items", 0, "price"]`; raises ValueError on anything else."""
+    if not isinstance(path, str) or not path.strip():
+        raise ValueError("empty path: write a field name such as `status` or `items[0].price`")
+    parts: list[str | int] = []
+    pos = 0
+    while pos < len(path):
+        match = _TOKEN.match(path, pos)
+        if not match or (pos == 0 and path.startswith(".")):
+            raise ValueError(
+                f"cannot read path {path!r} at character {pos + 1}: use dotted names and [index], "
+                "e.g. items[0].price or ['odd key']"
+            )
+        name, index, quoted = match.groups()
+        parts.append(int(index) if index is not None else (name if name is not None else quoted))
+        pos = match.end()
+    return parts
+
+
+def format_path(parts: list[str | int]) -> str:
+    """Inverse of parse_path: `["items", 0, "price"]` -> `items[0].price`."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_$@][\w$@\-]*", part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{part!r}]"
+    return out
+
+
+_MISSING = object()
+
+
+def get_path(document: Any, path: str | list[str | int], default: Any = _MISSING) -> Any:
+    """Value at `path` in a parsed JSON document; KeyError (or `default`) when it is absent."""
+    parts = parse_path(path) if isinstance(path, str) else path
+    node = document
+    for part in parts:
+        if isinstance(part, int) and isinstance(node, list) and -len(node) <= part < len(node):
+            node = node[part]
+        elif isinstance(part, str) and isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            if default is _MISSING:
+                raise KeyError(format_path(parts) if isinstance(path, list) else path)
+            return default
+    return node
+
+
+def set_path(document: Any, path: str | list[str | int], value: Any) -> Any:
+    """Set `path` in `document`, creating objects and list slots on the way; returns the document."""
+    parts = parse_path(path) if isinstance(path, str) else path
+    if not parts:
+        return value
+    root = document if document is not None else ({} if isinstance(parts[0], str) else [])
+    node = root
+    for part, nxt in zip(parts, parts[1:] + [None]):
+        fresh: Any = value if nxt is None else ({} if isinstance(nxt, str) else [])
+        if isinstance(part, int):
+            if not isinstance(node, list):
+                raise TypeError(f"cannot index a {type(node).__name__} with [{part}]")
+            while len(node) <= part:
+                node.append(None)
+            if nxt is None or node[part] is None:
+                node[part] = fresh
+            node = node[part]
+        else:
+            if not isinstance(node, dict):
+                raise TypeError(f"cannot take field {part!r} of a {type(node).__name__}")
+            if nxt is None or part not in node:
+                node[part] = fresh
+            node = node[part]
+    return root

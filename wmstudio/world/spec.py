@@ -1,0 +1,223 @@
+"""WorldSpec: the five parts a world model conditions on, loaded from and saved to a JSON world file.
+
+Loading validates everything and reports each problem with its JSON path; saving is canonical, so
+load -> save -> load round-trips exactly."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.world.rules import Rule, cel_syntax_problem
+from wmstudio.world.tools import Tool, parse_tools
+
+MAX_WORLD_BYTES = 5_000_000
+WORLD_FIELDS = ("name", "description", "simulator", "initial_state", "task", "tools", "rules", "directives")
+
+
+@dataclass
+class Call:
+    """An agent's tool call in the OpenAI tool-call shape: `{"name": ..., "arguments": {...}}`."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "call") -> "Call":
+        """Validate a parsed call; InvalidInput names the bad field and the expected shape."""
+        if isinstance(data, dict) and "function" in data and isinstance(data["function"], dict):
+            data = data["function"]  # accept an OpenAI tool_call entry too
+        if not isinstance(data, dict):
+            raise InvalidInput(Problem(source, 'expected an object {"name": ..., "arguments": {...}}'))
+        problems = []
+        if not isinstance(data.get("name"), str) or not data.get("name"):
+            problems.append(Problem(f"{source}.name", "missing or not a string: give the tool's name"))
+        arguments = data.get("arguments", {})
+        if isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError as err:
+                problems.append(Problem(f"{source}.arguments", f"not valid JSON ({err.msg}): give an object"))
+        if not isinstance(arguments, dict) and not problems:
+            problems.append(Problem(f"{source}.arguments", "must be an object of argument names to values"))
+        if problems:
+            raise InvalidInput(problems)
+        return cls(name=data["name"], arguments=arguments)
+
+
+@dataclass
+class WorldSpec:
+    """A world: initial state e0, task, tools T, rules R and steering directives D (DESIGN.md §3)."""
+
+    name: str
+    task: str = ""
+    initial_state: Any = field(default_factory=dict)
+    tools: list[Tool] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
+    directives: list[str] = field(default_factory=list)
+    description: str = ""
+    simulator: str | None = None  # name of the built-in simulator that gives ground truth, if any
+
+    def tool(self, name: str) -> Tool:
+        """The tool called `name` (or whose original name it is); KeyError lists the known names."""
+        for tool in self.tools:
+            if name in (tool.name, tool.original_name):
+                return tool
+        known = ", ".join(t.name for t in self.tools) or "none"
+        raise KeyError(f"no tool named {name!r} in world {self.name!r} (tools: {known})")
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name}
+        if self.description:
+            data["description"] = self.description
+        if self.simulator:
+            data["simulator"] = self.simulator
+        data["initial_state"] = self.initial_state
+        data["task"] = self.task
+        data["tools"] = [t.to_json() for t in self.tools]
+        data["rules"] = [r.to_json() for r in self.rules]
+        data["directives"] = list(self.directives)
+        return data
+
+    def dumps(self) -> str:
+        """Canonical text of the world file (2-space indent, trailing newline)."""
+        return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def parse_world(data: Any, source: str | None = None) -> WorldSpec:
+    """Build a WorldSpec from parsed JSON; InvalidInput lists every problem with its JSON path."""
+    if not isinstance(data, dict):
+        raise InvalidInput(Problem("", "a world file must be a JSON object with at least `name`"), source)
+    problems: list[Problem] = []
+    for key in data:
+        if key not in WORLD_FIELDS:
+            problems.append(Problem(key, f"unknown field; allowed fields are {', '.join(WORLD_FIELDS)}"))
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        problems.append(Problem("name", "missing or empty: give the world a name"))
+    for key in ("task", "description"):
+        if key in data and not isinstance(data[key], str):
+            problems.append(Problem(key, f"must be text, got {_json_type(data[key])}"))
+    if data.get("simulator") is not None and not isinstance(data["simulator"], str):
+        problems.append(Problem("simulator", "must be the name of a built-in simulator (text)"))
+
+    tools: list[Tool] = []
+    raw_tools = data.get("tools", [])
+    if not isinstance(raw_tools, list):
+        problems.append(Problem("tools", f"must be a list of tools, got {_json_type(raw_tools)}"))
+    elif raw_tools:
+        try:
+            tools = parse_tools(raw_tools, "auto", source="tools").tools
+        except InvalidInput as err:
+            problems.extend(err.problems)
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        if tool.name in seen:
+            problems.append(Problem(f"tools[{i}].name", f"duplicate tool name {tool.name!r}: rename one"))
+        seen.add(tool.name)
+
+    rules = _parse_rules(data.get("rules", []), problems)
+    directives = data.get("directives", [])
+    if not isinstance(directives, list) or not all(isinstance(d, str) for d in directives):
+        problems.append(Problem("directives", "must be a list of strings (one steering directive each)"))
+        directives = []
+    if problems:
+        raise InvalidInput(problems, source)
+    return WorldSpec(
+        name=name.strip(),
+        task=data.get("task", ""),
+        initial_state=data.get("initial_state", {}),
+        tools=tools,
+        rules=rules,
+        directives=list(directives),
+        description=data.get("description", ""),
+        simulator=data.get("simulator"),
+    )
+
+
+def _parse_rules(raw: Any, problems: list[Problem]) -> list[Rule]:
+    if not isinstance(raw, list):
+        problems.append(Problem("rules", f"must be a list of {{text, check}} objects, got {_json_type(raw)}"))
+        return []
+    rules = []
+    for i, item in enumerate(raw):
+        path = f"rules[{i}]"
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, dict):
+            problems.append(Problem(path, 'expected {"text": ..., "check": <optional CEL>} or a string'))
+            continue
+        extra = set(item) - {"text", "check"}
+        if extra:
+            problems.append(Problem(path, f"unknown field(s) {', '.join(sorted(extra))}: only text and check"))
+        text, check = item.get("text"), item.get("check")
+        if not isinstance(text, str) or not text.strip():
+            problems.append(Problem(f"{path}.text", "missing or empty: say the rule in words"))
+            continue
+        if check is not None:
+            if not isinstance(check, str):
+                problems.append(Problem(f"{path}.check", "must be a CEL expression as text"))
+                continue
+            if (problem := cel_syntax_problem(check, f"{path}.check")) is not None:
+                problems.append(problem)
+                continue
+        rules.append(Rule(text=text, check=check or None))
+    return rules
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "text", bool: "a boolean", int: "a number",
+             float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def read_json_file(path: str | Path, max_bytes: int = MAX_WORLD_BYTES) -> Any:
+    """Read a JSON file with clear messages for missing, huge, non-UTF-8 and malformed files."""
+    p = Path(path)
+    if not p.exists():
+        raise InvalidInput(f"{p}: no such file")
+    if p.is_dir():
+        raise InvalidInput(f"{p}: is a folder, not a JSON file")
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise InvalidInput(f"{p}: file is {size:,} bytes, over the {max_bytes:,}-byte limit: split or trim it")
+    raw = p.read_bytes()
+    return parse_json_text(raw, str(p))
+
+
+def parse_json_text(raw: bytes | str, source: str) -> Any:
+    """Parse JSON text, turning decode errors into 'source:line:col: what' messages."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise InvalidInput(
+                f"{source}: not UTF-8 text (bad byte at offset {err.start}): save the file as UTF-8"
+            ) from None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise InvalidInput(
+            f"{source}:{err.lineno}:{err.colno}: invalid JSON ({err.msg}): fix the syntax there"
+        ) from None
+
+
+def load_world(path: str | Path) -> WorldSpec:
+    """Load and validate a world file; InvalidInput lists every problem."""
+    return parse_world(read_json_file(path), source=str(path))
+
+
+def save_world(world: WorldSpec, path: str | Path) -> Path:
+    """Write the canonical world file (atomically, so a crash never leaves half a file)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(p.suffix + ".tmp")
+    tmp.write_text(world.dumps(), encoding="utf-8")
+    tmp.replace(p)
+    return p
