@@ -1,0 +1,1 @@
+"""Metrics over world-model outputs: diversity of samples, agreement of annotators, coherence rates."""
