@@ -1,0 +1,161 @@
+"""Deterministic verdicts on one tool response: JSON, the response schema, the world's rules, the pinned anchors.
+
+The same CheckReport feeds the UI badges, RL reward terms and coherence metrics, so it never needs a model."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from jsonschema import exceptions as schema_exceptions
+from jsonschema.validators import validator_for
+
+from wmstudio.world.anchors import Anchor, parse_anchors
+from wmstudio.world.history import HistoryStep, parse_history
+from wmstudio.world.jsonpath import format_path, get_path
+from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.world.rules import evaluate_check
+from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.tools import Tool
+
+
+@dataclass
+class CheckReport:
+    """What held and what did not for one response; `ok` only when it is JSON and nothing was violated."""
+
+    ok: bool
+    json_valid: bool
+    schema_errors: list[str] = field(default_factory=list)
+    rule_violations: list[dict[str, str]] = field(default_factory=list)  # {"rule": text, "message": why}
+    anchor_violations: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "json_valid": self.json_valid,
+            "schema_errors": list(self.schema_errors),
+            "rule_violations": [dict(v) for v in self.rule_violations],
+            "anchor_violations": list(self.anchor_violations),
+        }
+
+
+def check_step(
+    world: WorldSpec,
+    call: Call | dict[str, Any],
+    response_text: str,
+    anchors: Sequence[Anchor | str] = (),
+    history: Sequence[HistoryStep | dict[str, Any]] = (),
+) -> CheckReport:
+    """Check `response_text` as the response of `call` after `history` in `world`, honouring `anchors`.
+
+    InvalidInput (never a verdict) for a call to a tool the world lacks, a bad anchor or a bad history step."""
+    the_call = call if isinstance(call, Call) else Call.from_json(call, "call")
+    tool = _called_tool(world, the_call)
+    pinned = parse_anchors(anchors)
+    steps = parse_history(list(history))
+
+    json_valid, response = parse_response(response_text)
+    where = f"tools[{world.tools.index(tool)}].response"
+    schema_errors = schema_errors_of(response, tool, where) if json_valid else []
+    variables = {
+        "state": world.initial_state,
+        "call": the_call.to_json(),
+        "response": response,
+        "history": [{"call": s.call.to_json(), "response": s.response_value()} for s in steps],
+    }
+    rule_violations = []
+    for rule in world.rules:
+        if rule.check is None:
+            continue
+        holds, why = evaluate_check(rule.check, variables)
+        if not holds:
+            why = why or "check is false"
+            if not json_valid:
+                why = f"the response is not JSON, so the check cannot hold ({why})"
+            rule_violations.append({"rule": rule.text, "message": why})
+    anchor_violations = [v for a in pinned if (v := anchor_violation(response, a, json_valid)) is not None]
+    ok = json_valid and not schema_errors and not rule_violations and not anchor_violations
+    return CheckReport(ok, json_valid, schema_errors, rule_violations, anchor_violations)
+
+
+def parse_response(response_text: Any) -> tuple[bool, Any]:
+    """(True, value) when the response is strict JSON (no NaN/Infinity), else (False, the text as given).
+
+    A value that is not text is taken as already parsed."""
+    if isinstance(response_text, bytes):
+        response_text = response_text.decode("utf-8", errors="replace")
+    if not isinstance(response_text, str):
+        return True, response_text
+    try:
+        return True, json.loads(response_text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError):
+        return False, response_text
+
+
+def schema_errors_of(response: Any, tool: Tool, where: str = "response") -> list[str]:
+    """Each way `response` breaks the tool's response schema, as `<json path>: <message>`, sorted by path.
+
+    The response root is written `(root)`; a tool without a response schema has no errors. A schema that
+    cannot be applied is bad input: InvalidInput names it as `where` (e.g. `tools[2].response`)."""
+    if tool.response is None:
+        return []
+    try:
+        validator_cls = validator_for(tool.response)
+        validator_cls.check_schema(tool.response)
+        errors = sorted(validator_cls(tool.response).iter_errors(response), key=_error_order)
+    except schema_exceptions.SchemaError as err:
+        raise InvalidInput(
+            Problem(where, f"not a valid JSON Schema ({err.message}): fix the tool's schema")
+        ) from None
+    except Exception as err:  # noqa: BLE001 - unknown types or unresolvable $refs inside the schema
+        raise InvalidInput(
+            Problem(where, f"cannot be applied ({err}): fix the tool's schema")
+        ) from None
+    return [f"{format_path(list(e.absolute_path)) or '(root)'}: {e.message}" for e in errors]
+
+
+def anchor_violation(response: Any, anchor: Anchor, json_valid: bool = True) -> str | None:
+    """None when the response holds the pinned value at the anchor's path, else what it holds instead."""
+    pinned = json.dumps(anchor.value, ensure_ascii=False)
+    if not json_valid:
+        return f"{anchor.path}: pinned to {pinned}, but the response is not JSON"
+    try:
+        actual = get_path(response, anchor.path)
+    except (KeyError, ValueError):
+        return f"{anchor.path}: missing, pinned to {pinned}"
+    if json_equal(actual, anchor.value):
+        return None
+    return f"{anchor.path}: is {json.dumps(actual, ensure_ascii=False)}, pinned to {pinned}"
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: 1 == 1.0, but "1" != 1 and true != 1; objects compare by keys, lists by order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def _called_tool(world: WorldSpec, call: Call) -> Tool:
+    try:
+        return world.tool(call.name)
+    except KeyError:
+        known = ", ".join(t.name for t in world.tools) or "none"
+        raise InvalidInput(
+            Problem("call.name", f"no tool {call.name!r} in world {world.name!r}: call one of {known}")
+        ) from None
+
+
+def _error_order(error: Any) -> tuple[str, str]:
+    return (format_path(list(error.absolute_path)), error.message)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
