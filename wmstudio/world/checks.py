@@ -54,7 +54,7 @@ def check_step(
     the_call = call if isinstance(call, Call) else Call.from_json(call, "call")
     tool = _called_tool(world, the_call)
     pinned = parse_anchors(anchors)
-    steps = parse_history(list(history))
+    steps = parse_history(history)
 
     json_valid, response = parse_response(response_text)
     where = f"tools[{world.tools.index(tool)}].response"

@@ -60,7 +60,7 @@ def render_prompt(
     """The plain `sections` prompt for predicting the response to `call` after `history`.
 
     InvalidInput names a bad call (`call.name`), history step (`history[3].call`) or `max_chars`."""
-    the_call, steps = _as_call(call), parse_history(list(history))
+    the_call, steps = _as_call(call), parse_history(history)
     _check_budget(max_chars)
     head = _sections_before_task(world)
     tail = _sections_after_task(world, the_call, grounding, computed_state)
@@ -86,7 +86,7 @@ def render_chat(
 
     `response` (text, or a JSON value written as compact JSON) becomes the assistant turn when given;
     `max_chars` bounds the system + user text."""
-    the_call, steps = _as_call(call), parse_history(list(history))
+    the_call, steps = _as_call(call), parse_history(history)
     _check_budget(max_chars)
     context = f"{SECTION_HEADERS[1]}\n{world.task.strip() or NO_TASK}"
     system = "\n\n".join(
