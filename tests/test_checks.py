@@ -251,9 +251,10 @@ def test_cli_check_reports_bad_input_with_exit_code_2(tmp_path):
     bad_json_world = write(tmp_path / "bad_world.json", '{"name": "shop", "tools": [,]}')
     call = write(tmp_path / "call.json", CALL)
     good = write(tmp_path / "good.json", '{"refund_processed": false, "status": "error"}')
+    absent = str(tmp_path / "absent.json")
     runner = CliRunner()
     cases = [
-        (["check", world, "--call", call, "--response", str(tmp_path / "absent.json")], ["absent.json", "no such file"]),
+        (["check", world, "--call", call, "--response", absent], ["absent.json", "no such file"]),
         (["check", bad_json_world, "--call", call, "--response", good], ["bad_world.json:1:", "invalid JSON"]),
         (["check", broken_cel, "--call", call, "--response", good], ["rules[1].check", "line 1, column"]),
         (["check", world, "--call", call, "--response", good, "--anchor", "status=error"], ['status="error"']),

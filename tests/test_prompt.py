@@ -93,7 +93,7 @@ def test_environment_state_and_tool_schemas_are_compact_json_in_the_worlds_key_o
     assert state_body == '{"zeta":1,"alpha":{"b":2,"a":1}}'
     schema_lines = text.split("## TOOL SCHEMAS\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert len(schema_lines) == len(world.tools)
-    for line, tool in zip(schema_lines, world.tools):
+    for line, tool in zip(schema_lines, world.tools, strict=True):
         entry = json.loads(line)
         assert list(entry)[:3] == ["name", "description", "parameters"]
         assert entry["name"] == tool.name and entry["parameters"] == tool.parameters

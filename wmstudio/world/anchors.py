@@ -6,8 +6,9 @@ value of the wrong type is caught before a rollout is generated, not after."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from jsonschema.validators import validator_for
 

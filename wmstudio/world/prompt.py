@@ -29,7 +29,8 @@ The non-history parts are never cut: when they alone exceed `max_chars` the prom
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from wmstudio.world.history import HistoryStep, compact_json, parse_history, response_text
 from wmstudio.world.problems import InvalidInput, Problem
@@ -82,7 +83,7 @@ def render_chat(
     grounding: bool = True,
     computed_state: Any = None,
 ) -> dict[str, list[dict[str, str]]]:
-    """One chat row `{"messages": [system, user(, assistant)]}`: sections in the system turn, `State/Action` in the user turn.
+    """One chat row `{"messages": [system, user(, assistant)]}`: the sections as system, `State/Action` as user.
 
     `response` (text, or a JSON value written as compact JSON) becomes the assistant turn when given;
     `max_chars` bounds the system + user text."""
