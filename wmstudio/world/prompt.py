@@ -129,11 +129,12 @@ def middle_truncate(blocks: list[str], budget: int) -> str:
     full = "\n".join(blocks)
     if len(full) <= budget:
         return full
+    kept_len = len(full)  # length of "\n".join(blocks[start:]), updated as the earliest turns are dropped
     for start in range(1, len(blocks)):
-        kept = "\n".join(blocks[start:])
-        text = f"{omitted_marker(len(full) - len(kept))}\n{kept}"
-        if len(text) <= budget:
-            return text
+        kept_len -= len(blocks[start - 1]) + 1
+        marker = omitted_marker(len(full) - kept_len)
+        if len(marker) + 1 + kept_len <= budget:
+            return f"{marker}\n{full[len(full) - kept_len:]}"
     room = budget - len(omitted_marker(len(full))) - 1
     if room <= 0:
         return omitted_marker(len(full))
