@@ -1,0 +1,496 @@
+"""Type constraints for canvas spans: small character grammars compiled into per-token transition tables.
+
+A span's grammar (integer, number, option list, JSON string content, typed array, bounded JSON) runs
+over the characters of each token, so any tokenisation of a valid value is allowed. With the span's
+committed tokens fixed and its masked slots free, a forward/backward pass over the grammar's states
+tells which tokens keep the span completable at each masked slot: sampling only those, committing
+slot by slot, always ends in a value the grammar accepts. The pad token is an empty string
+(removed afterwards), so values have variable length. Tables are built once per tokenizer."""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Sequence
+
+import torch
+
+DEAD = -1
+OTHER = "\x80"  # every non-ASCII character behaves alike in our grammars: plain string content
+
+
+# ----------------------------------------------------------------------------------------------------
+# Grammars: `start`, `step(state, ch) -> state | None`, `accepts(state)`; states are small hashables.
+
+
+@dataclass(frozen=True)
+class TextContent:
+    """The inside of a JSON string (quotes are anchors): no raw quote, backslash or control character."""
+
+    def start(self) -> Hashable:
+        return 0
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        return 0 if ch not in '"\\' and ord(ch) >= 0x20 else None
+
+    def accepts(self, state: Hashable) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class QuotedText:
+    """A whole JSON string with its quotes (array items, bounded JSON): `"` content `"`."""
+
+    def start(self) -> Hashable:
+        return "open"
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        if state == "open":
+            return "in" if ch == '"' else None
+        if state == "in":
+            return "closed" if ch == '"' else ("in" if ch != "\\" and ord(ch) >= 0x20 else None)
+        return None
+
+    def accepts(self, state: Hashable) -> bool:
+        return state == "closed"
+
+
+@dataclass(frozen=True)
+class NumberText:
+    """A JSON number: `-?(0|[1-9][0-9]*)`, plus `(\\.[0-9]+)?` unless `integer`; no `-` unless `signed`."""
+
+    integer: bool = False
+    signed: bool = True
+
+    def start(self) -> Hashable:
+        return "start"
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        digit = "0" <= ch <= "9"
+        if state in ("start", "minus"):
+            if ch == "-" and state == "start" and self.signed:
+                return "minus"
+            return ("zero" if ch == "0" else "int") if digit else None
+        if state == "int" and digit:
+            return "int"
+        if state in ("zero", "int") and ch == "." and not self.integer:
+            return "dot"
+        if state in ("dot", "frac") and digit:
+            return "frac"
+        return None
+
+    def accepts(self, state: Hashable) -> bool:
+        return state in ("zero", "int", "frac")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Exactly one of the option texts (booleans, enums, null): a trie over their characters."""
+
+    options: tuple[str, ...]
+
+    def start(self) -> Hashable:
+        return ""
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        prefix = state + ch
+        return prefix if any(option.startswith(prefix) for option in self.options) else None
+
+    def accepts(self, state: Hashable) -> bool:
+        return state in self.options
+
+
+@dataclass(frozen=True)
+class ArrayText:
+    """A JSON array of values of one grammar, `[a, b]` (one optional space after each comma)."""
+
+    item: Any
+
+    def start(self) -> Hashable:
+        return ("open", None)
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        phase, inner = state
+        if phase == "open":
+            return ("first", None) if ch == "[" else None
+        if phase == "done":
+            return None
+        if phase == "item":
+            nxt = self.item.step(inner, ch)
+            if nxt is not None:
+                return ("item", nxt)
+            if self.item.accepts(inner):
+                return ("comma", None) if ch == "," else (("done", None) if ch == "]" else None)
+            return None
+        if phase == "first" and ch == "]":
+            return ("done", None)
+        if phase == "comma" and ch == " ":
+            return ("space", None)
+        nxt = self.item.step(self.item.start(), ch)
+        return ("item", nxt) if nxt is not None else None
+
+    def accepts(self, state: Hashable) -> bool:
+        return state[0] == "done"
+
+
+@dataclass(frozen=True)
+class JsonText:
+    """Any JSON value nested at most `depth` containers deep, written compactly (single spaces allowed)."""
+
+    depth: int = 1
+
+    def start(self) -> Hashable:
+        return ((), "value", None)
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        stack, mode, sub = state
+        if mode == "num":
+            nxt = _NUMBER.step(sub, ch)
+            if nxt is not None:
+                return (stack, "num", nxt)
+            return self._after(stack, ch) if _NUMBER.accepts(sub) else None
+        if mode == "lit":
+            prefix = sub + ch
+            if any(word.startswith(prefix) for word in ("true", "false", "null")):
+                return (stack, "lit" if prefix not in ("true", "false", "null") else "after", prefix)
+            return None
+        if mode in ("str", "key_str"):
+            if ch == '"':
+                return (stack, "after" if mode == "str" else "colon", None)
+            return (stack, mode, None) if ch != "\\" and ord(ch) >= 0x20 else None
+        if ch == " " and mode in ("value", "first_value", "key", "first_key", "colon", "after"):
+            return state
+        if mode in ("key", "first_key"):
+            if ch == '"':
+                return (stack, "key_str", None)
+            return (stack[:-1], "after", None) if ch == "}" and mode == "first_key" else None
+        if mode == "colon":
+            return (stack, "value", None) if ch == ":" else None
+        if mode == "after":
+            return self._after(stack, ch)
+        # mode is "value" or "first_value"
+        if ch == "]" and mode == "first_value":
+            return (stack[:-1], "after", None)
+        if ch in "{[" and len(stack) < self.depth:
+            return (stack + (ch,), "first_key" if ch == "{" else "first_value", None)
+        if ch == '"':
+            return (stack, "str", None)
+        if ch in "tfn":
+            return (stack, "lit", ch)
+        nxt = _NUMBER.step(_NUMBER.start(), ch)
+        return (stack, "num", nxt) if nxt is not None else None
+
+    def _after(self, stack: tuple, ch: str) -> Hashable | None:
+        if not stack:
+            return None
+        if ch == ",":
+            return (stack, "key" if stack[-1] == "{" else "value", None)
+        if (ch == "}" and stack[-1] == "{") or (ch == "]" and stack[-1] == "["):
+            return (stack[:-1], "after", None)
+        return None
+
+    def accepts(self, state: Hashable) -> bool:
+        stack, mode, sub = state
+        return not stack and (mode == "after" or (mode == "num" and _NUMBER.accepts(sub)))
+
+
+_NUMBER = NumberText()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Vocabulary: what text each token stands for, once per tokenizer.
+
+
+@dataclass
+class Vocabulary:
+    """Each token id's text (None for special tokens), the pad id, and the grammar tables built so far.
+
+    Byte-level BPE tokens are read as their raw bytes (one latin-1 character per byte), so the text of
+    a token sequence is exactly the concatenation of its tokens' texts."""
+
+    texts: list[str | None]
+    pad_id: int
+    byte_level: bool
+    tables: dict[Hashable, "GrammarTable"] = field(default_factory=dict)
+    free_allowed: torch.Tensor | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.texts)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of `ids` with pads (and any special token) dropped."""
+        pieces = [self.texts[i] for i in ids if 0 <= i < len(self.texts) and self.texts[i] is not None]
+        joined = "".join(pieces)
+        return joined.encode("latin-1").decode("utf-8", errors="replace") if self.byte_level else joined
+
+    def table(self, grammar: Any) -> "GrammarTable":
+        """The transition table of `grammar` over this vocabulary (built on first use, then cached)."""
+        key = (type(grammar).__name__, grammar)
+        if key not in self.tables:
+            self.tables[key] = build_table(grammar, self)
+        return self.tables[key]
+
+    def free_mask(self) -> torch.Tensor:
+        """Tokens a free span may hold: every ordinary token and the pad, never mask/bos/eos/sep."""
+        if self.free_allowed is None:
+            allowed = torch.tensor([text is not None for text in self.texts], dtype=torch.bool)
+            allowed[self.pad_id] = True
+            self.free_allowed = allowed
+        return self.free_allowed
+
+
+_VOCABULARIES: "weakref.WeakKeyDictionary[Any, dict[int, Vocabulary]]" = weakref.WeakKeyDictionary()
+
+
+def vocabulary_for(tokenizer: Any, vocab_size: int | None = None) -> Vocabulary:
+    """The Vocabulary of `tokenizer` padded to `vocab_size` ids (a model's embedding rows), cached."""
+    size = max(vocab_size or 0, len(tokenizer))
+    per_size = _VOCABULARIES.setdefault(tokenizer, {})
+    if size not in per_size:
+        per_size[size] = _read_vocabulary(tokenizer, size)
+    return per_size[size]
+
+
+def _read_vocabulary(tokenizer: Any, size: int) -> Vocabulary:
+    byte_decoder = {char: byte for byte, char in _bytes_to_unicode().items()}
+    special = set(tokenizer.all_special_ids) | {
+        i for i, added in getattr(tokenizer, "added_tokens_decoder", {}).items() if getattr(added, "special", False)
+    }
+    pad_id = tokenizer.pad_token_id
+    if pad_id is None:
+        raise ValueError("the tokenizer has no pad token: the canvas needs one to fill unused span slots")
+    tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    as_bytes, mapped = [], 0
+    for i, token in enumerate(tokens):
+        if token is None or i in special:
+            as_bytes.append(None)
+            continue
+        if all(char in byte_decoder for char in token):
+            as_bytes.append(bytes(byte_decoder[char] for char in token).decode("latin-1"))
+            mapped += 1
+        else:
+            as_bytes.append(None)
+    ordinary = sum(1 for i, t in enumerate(tokens) if t is not None and i not in special)
+    byte_level = ordinary > 0 and mapped >= 0.95 * ordinary
+    if byte_level:
+        texts = as_bytes
+    else:  # WordPiece / SentencePiece: each token's own text, glued as the grammar sees it
+        texts = [None if (t is None or i in special) else _piece_text(tokenizer, t) for i, t in enumerate(tokens)]
+    texts = texts + [None] * (size - len(texts))
+    texts[pad_id] = ""
+    return Vocabulary(texts=texts, pad_id=pad_id, byte_level=byte_level)
+
+
+def _piece_text(tokenizer: Any, token: str) -> str:
+    if token.startswith("##"):
+        return token[2:]
+    if token.startswith("\u2581"):
+        return " " + token[1:]
+    return tokenizer.convert_tokens_to_string([token])
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character map used by byte-level BPE vocabularies."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+    printable += list(range(ord("®"), ord("ÿ") + 1))
+    mapping, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            mapping[byte] = chr(byte)
+        else:
+            mapping[byte] = chr(256 + extra)
+            extra += 1
+    return mapping
+
+
+# ----------------------------------------------------------------------------------------------------
+# Tables: next state of every (state, token); the pad keeps the state; special tokens are dead.
+
+
+@dataclass
+class GrammarTable:
+    """`next_state[s, t]` (DEAD = -1), `accepting[s]`, and `successors[s]` (states one token away)."""
+
+    next_state: torch.Tensor
+    accepting: list[bool]
+    successors: list[frozenset[int]]
+    start: int = 0
+
+    @property
+    def states(self) -> int:
+        return len(self.accepting)
+
+
+MAX_STATES = 4000
+
+
+def build_table(grammar: Any, vocab: Vocabulary) -> GrammarTable:
+    """Explore `grammar`'s states over an ASCII-plus-OTHER alphabet, then run every token through them."""
+    alphabet = [chr(c) for c in range(128)] + [OTHER]
+    index = {grammar.start(): 0}
+    order = [grammar.start()]
+    char_rows: list[list[int]] = []
+    while len(char_rows) < len(order):
+        state = order[len(char_rows)]
+        row = []
+        for ch in alphabet:
+            nxt = grammar.step(state, ch)
+            if nxt is None:
+                row.append(DEAD)
+                continue
+            if nxt not in index:
+                if len(order) >= MAX_STATES:
+                    raise ValueError(f"grammar {grammar} has over {MAX_STATES} states: simplify the schema")
+                index[nxt] = len(order)
+                order.append(nxt)
+            row.append(index[nxt])
+        char_rows.append(row)
+    n = len(order)
+    # char table with an absorbing dead row n; column per alphabet character
+    char_table = torch.tensor(char_rows + [[n] * len(alphabet)], dtype=torch.int32)
+    char_table[char_table == DEAD] = n
+    next_state = _run_tokens(char_table, vocab, n)
+    next_state[next_state == n] = DEAD
+    accepting = [bool(grammar.accepts(state)) for state in order]
+    successors = []
+    for s in range(n):
+        row = next_state[s]
+        successors.append(frozenset(int(x) for x in torch.unique(row[row >= 0]).tolist()))
+    return GrammarTable(next_state=next_state, accepting=accepting, successors=successors)
+
+
+def _run_tokens(char_table: torch.Tensor, vocab: Vocabulary, dead: int) -> torch.Tensor:
+    """Fold every token's characters through the char table from every state at once: (states, V)."""
+    n = char_table.shape[0] - 1
+    texts = vocab.texts
+    lengths = torch.tensor([len(t) if t else 0 for t in texts])
+    order = torch.argsort(lengths, descending=True)
+    longest = int(lengths.max()) if len(texts) else 0
+    columns = torch.zeros((len(texts), max(longest, 1)), dtype=torch.long)
+    for i, text in enumerate(texts):
+        if text:
+            columns[i, : len(text)] = torch.tensor([ord(c) if ord(c) < 128 else 128 for c in text])
+    states = torch.arange(n, dtype=torch.int32).view(n, 1).expand(n, len(texts)).clone()
+    sorted_lengths = lengths[order]
+    for j in range(longest):
+        live = int((sorted_lengths > j).sum())
+        ids = order[:live]
+        states[:, ids] = char_table[states[:, ids].long(), columns[ids, j].view(1, -1)]
+    special = torch.tensor([t is None for t in texts], dtype=torch.bool)
+    states[:, special] = dead
+    states[:, vocab.pad_id] = torch.arange(n, dtype=torch.int32)
+    return states
+
+
+# ----------------------------------------------------------------------------------------------------
+# Spans: which tokens keep a partly committed span completable.
+
+
+def _forward(table: GrammarTable, tokens: Sequence[int | None]) -> list[set[int]]:
+    reach = [{table.start}]
+    for token in tokens:
+        here = reach[-1]
+        if token is None:
+            nxt = set(here)
+            for s in here:
+                nxt |= table.successors[s]
+        else:
+            nxt = {int(table.next_state[s, token]) for s in here} - {DEAD}
+        reach.append(nxt)
+    return reach
+
+
+def _backward(table: GrammarTable, tokens: Sequence[int | None]) -> list[set[int]]:
+    ok = [{s for s in range(table.states) if table.accepting[s]}]
+    for token in reversed(tokens):
+        after = ok[0]
+        if token is None:
+            here = {s for s in range(table.states) if s in after or table.successors[s] & after}
+        else:
+            here = {s for s in range(table.states) if int(table.next_state[s, token]) in after}
+        ok.insert(0, here)
+    return ok
+
+
+def completable(table: GrammarTable, tokens: Sequence[int | None]) -> bool:
+    """True when the masked slots (None) of `tokens` can still be filled into a value the grammar accepts."""
+    return any(table.accepting[s] for s in _forward(table, tokens)[-1])
+
+
+def allowed_tokens(table: GrammarTable, tokens: Sequence[int | None]) -> torch.Tensor:
+    """(len(tokens), V) bool: at each masked slot, the tokens after which the span stays completable.
+
+    Committed slots get an all-False row (they are never resampled)."""
+    forward, backward = _forward(table, tokens), _backward(table, tokens)
+    allowed = torch.zeros((len(tokens), table.next_state.shape[1]), dtype=torch.bool)
+    for k, token in enumerate(tokens):
+        if token is not None:
+            continue
+        good = torch.zeros(table.states + 1, dtype=torch.bool)  # last entry: DEAD
+        if backward[k + 1]:
+            good[list(backward[k + 1])] = True
+        sources = list(forward[k])
+        if sources:
+            rows = table.next_state[sources].long()
+            allowed[k] = good[rows].any(dim=0)
+    return allowed
+
+
+# ----------------------------------------------------------------------------------------------------
+# A canvas's constraints during sampling, one copy per sample.
+
+
+class CanvasConstraints:
+    """Allowed-token masks `(K, C, V)` for the masked slots of K copies of a canvas, kept exact as slots
+    are committed: a commit that would leave its span uncompletable is refused (the slot stays masked)."""
+
+    def __init__(self, canvas: Any, samples: int, vocab_size: int, device: torch.device | str = "cpu"):
+        self.canvas, self.samples, self.vocab_size = canvas, samples, vocab_size
+        self.tables = [canvas.vocab.table(s.grammar) if s.grammar is not None else None for s in canvas.spans]
+        self.filled: list[list[list[int | None]]] = [
+            [[None] * span.length for span in canvas.spans] for _ in range(samples)
+        ]
+        self.allowed = torch.zeros((samples, len(canvas.tokens), vocab_size), dtype=torch.bool, device=device)
+        free = self._fit(canvas.vocab.free_mask()).to(device)
+        for i, span in enumerate(canvas.spans):
+            if self.tables[i] is None:
+                self.allowed[:, span.start : span.end] = free
+            else:
+                rows = self._fit(allowed_tokens(self.tables[i], self.filled[0][i])).to(device)
+                self.allowed[:, span.start : span.end] = rows
+
+    def _fit(self, mask: torch.Tensor) -> torch.Tensor:
+        """Cut or pad the last dimension to the model's vocabulary size (extra ids are never allowed)."""
+        size = mask.shape[-1]
+        if size >= self.vocab_size:
+            return mask[..., : self.vocab_size]
+        pad = torch.zeros((*mask.shape[:-1], self.vocab_size - size), dtype=torch.bool)
+        return torch.cat([mask, pad], dim=-1)
+
+    def commit(self, chosen: torch.Tensor, tokens: torch.Tensor, confidence: torch.Tensor) -> torch.Tensor:
+        """The subset of `chosen` (K, C) that can be committed with `tokens`, most confident first;
+        updates the allowed masks of every span that changed."""
+        kept = torch.zeros_like(chosen)
+        span_of = self.canvas.span_of
+        spans = self.canvas.spans
+        chosen_cpu, tokens_cpu, confidence_cpu = chosen.cpu(), tokens.cpu(), confidence.float().cpu()
+        for k in range(self.samples):
+            positions = chosen_cpu[k].nonzero().flatten().tolist()
+            positions.sort(key=lambda p: -float(confidence_cpu[k, p]))
+            touched: set[int] = set()
+            for position in positions:
+                i = span_of[position]
+                slots = self.filled[k][i]
+                slots[position - spans[i].start] = int(tokens_cpu[k, position])
+                table = self.tables[i]
+                if table is not None and i in touched and not completable(table, slots):
+                    slots[position - spans[i].start] = None  # conflicts with a more confident commit
+                    continue
+                kept[k, position] = True
+                touched.add(i)
+            for i in touched:
+                if self.tables[i] is not None:
+                    rows = self._fit(allowed_tokens(self.tables[i], self.filled[k][i]))
+                    self.allowed[k, spans[i].start : spans[i].end] = rows.to(self.allowed.device)
+        return kept
