@@ -1,0 +1,334 @@
+"""World-model backends: one small interface over transformers checkpoints, and `load_backend`.
+
+A backend turns (prompt, canvas) into per-position logits. Ours (prefix-causal) caches the prompt's
+keys/values exactly in a preallocated buffer; fully bidirectional masked LMs recompute everything
+(or cache approximately, only when asked); LLaDA and Dream need remote code and an explicit opt-in;
+the autoregressive baseline generates left to right for side-by-side comparison."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+from transformers.cache_utils import Cache, DynamicCache
+
+from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefix_causal_mask
+from wmstudio.world.problems import InvalidInput
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_MODEL = "assets/models/wm-mdlm-small"
+DEFAULT_AR_MODEL = "assets/models/wm-ar-small"
+LLADA_MASK_ID = 126336
+DREAM_MASK_ID = 151666
+MASKED_LM_TYPES = ("bert", "modernbert", "roberta", "distilbert", "xlm-roberta", "electra", "deberta-v2", "albert")
+
+
+@dataclass
+class PromptCache:
+    """An encoded prompt: its ids, and (when cached) each layer's keys/values for the prompt."""
+
+    prompt_ids: torch.Tensor  # (1, P)
+    layers: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+    buffer: "CanvasCache | None" = None  # preallocated prompt+canvas keys/values, made on first use
+
+    @property
+    def length(self) -> int:
+        return int(self.prompt_ids.shape[1])
+
+
+class CanvasCache(Cache):
+    """Keys/values of a fixed prompt plus one canvas, preallocated: each step overwrites the canvas part.
+
+    It never grows, so re-using it across denoising steps costs no concatenation or copy of the prompt."""
+
+    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor]], batch: int, canvas_len: int):
+        super().__init__(layers=[])
+        self.prompt_len = int(layers[0][0].shape[2])
+        self.batch, self.canvas_len = batch, canvas_len
+        self.keys, self.values = [], []
+        for key, value in layers:
+            shape = (batch, key.shape[1], self.prompt_len + canvas_len, key.shape[3])
+            k = torch.empty(shape, dtype=key.dtype, device=key.device)
+            v = torch.empty((*shape[:3], value.shape[3]), dtype=value.dtype, device=value.device)
+            k[:, :, : self.prompt_len] = key
+            v[:, :, : self.prompt_len] = value
+            self.keys.append(k)
+            self.values.append(v)
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        self.keys[layer_idx][:, :, self.prompt_len :] = key_states
+        self.values[layer_idx][:, :, self.prompt_len :] = value_states
+        return self.keys[layer_idx], self.values[layer_idx]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.prompt_len
+
+    def get_mask_sizes(self, query_length: int, layer_idx: int = 0) -> tuple[int, int]:
+        return self.prompt_len + self.canvas_len, 0
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+class Backend:
+    """The interface the sampler uses: ids in, logits `(K, C, V)` for the canvas positions out."""
+
+    name: str = ""
+    kind: str = MDLM
+    exact_cache: bool = False
+
+    def __init__(self, model: Any, tokenizer: Any, name: str, mask_id: int, span_pad_id: int | None,
+                 max_length: int, approximate_cache: bool = False):
+        self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
+        self.mask_id, self.span_pad_id = int(mask_id), span_pad_id
+        self.max_length = int(max_length)
+        self.approximate_cache = approximate_cache
+        embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+        self.vocab_size = int(embeddings.weight.shape[0]) if embeddings is not None else len(tokenizer)
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+
+    def _ids(self, ids: Sequence[int] | torch.Tensor) -> torch.Tensor:
+        tensor = torch.as_tensor(ids, dtype=torch.long, device=self.device)
+        return tensor.view(1, -1) if tensor.dim() == 1 else tensor
+
+    @torch.inference_mode()
+    def encode_prompt(self, prompt_ids: Sequence[int] | torch.Tensor) -> PromptCache:
+        """Run the prompt once; later `logits` calls re-use it (exactly, or approximately when asked)."""
+        ids = self._ids(prompt_ids)
+        if not (self.exact_cache or self.approximate_cache):
+            return PromptCache(ids)
+        out = self._forward(ids, cache=DynamicCache(config=self.model.config), use_cache=True)
+        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        if cache is None:
+            raise InvalidInput(f"{self.name} does not return a key/value cache: run without approximate caching")
+        layers = [(layer.keys, layer.values) for layer in cache.layers]
+        return PromptCache(ids, layers)
+
+    @torch.inference_mode()
+    def logits(self, canvas_ids: torch.Tensor, cache: PromptCache) -> torch.Tensor:
+        """Logits `(K, C, V)` for a batch of canvases after the encoded prompt."""
+        canvas_ids = self._ids(canvas_ids)
+        if cache.layers is None:
+            return self.full_logits(cache.prompt_ids, canvas_ids)
+        batch, length = canvas_ids.shape
+        buffer = cache.buffer
+        if buffer is None or buffer.batch != batch or buffer.canvas_len != length:
+            buffer = cache.buffer = CanvasCache(cache.layers, batch, length)
+        positions = torch.arange(cache.length, cache.length + length, device=self.device).view(1, -1)
+        mask = canvas_mask(batch, length, cache.length + length, device=self.device)
+        return self._forward(canvas_ids, cache=buffer, position_ids=positions, attention_mask=mask).logits
+
+    @torch.inference_mode()
+    def full_logits(self, prompt_ids: torch.Tensor, canvas_ids: torch.Tensor) -> torch.Tensor:
+        """Reference path: the whole prompt + canvas through the model, canvas logits returned."""
+        prompt_ids, canvas_ids = self._ids(prompt_ids), self._ids(canvas_ids)
+        batch = canvas_ids.shape[0]
+        ids = torch.cat([prompt_ids.expand(batch, -1), canvas_ids], dim=1)
+        return self._sequence_logits(ids, prompt_ids.shape[1])[:, prompt_ids.shape[1] :]
+
+    def _sequence_logits(self, ids: torch.Tensor, prompt_len: int) -> torch.Tensor:
+        return self._forward(ids).logits
+
+    def _forward(self, ids: torch.Tensor, **kwargs: Any) -> Any:
+        return self.model(input_ids=ids, **kwargs)
+
+
+class PrefixCausalBackend(Backend):
+    """Our MDLM: prompt causal, canvas bidirectional over prompt + canvas, so the prompt cache is exact."""
+
+    exact_cache = True
+
+    def _sequence_logits(self, ids: torch.Tensor, prompt_len: int) -> torch.Tensor:
+        mask = prefix_causal_mask(prompt_len, ids.shape[1] - prompt_len, device=self.device)
+        return self._forward(ids, attention_mask=mask.expand(ids.shape[0], -1, -1, -1)).logits
+
+
+class BidirectionalBackend(Backend):
+    """A fully bidirectional masked LM (BERT/ModernBERT-style, LLaDA): every step sees the whole sequence.
+
+    Its prompt states depend on the canvas, so caching them is only an approximation (opt-in)."""
+
+
+class DreamBackend(BidirectionalBackend):
+    """Dream: adapted from an AR model, so position i's prediction sits at logits[i - 1]."""
+
+    def _sequence_logits(self, ids: torch.Tensor, prompt_len: int) -> torch.Tensor:
+        logits = self._forward(ids).logits
+        return torch.cat([logits[:, :1], logits[:, :-1]], dim=1)
+
+    def logits(self, canvas_ids: torch.Tensor, cache: PromptCache) -> torch.Tensor:
+        if cache.layers is not None:
+            raise InvalidInput("approximate caching is not supported for Dream checkpoints: run without it")
+        return super().logits(canvas_ids, cache)
+
+
+class ArBaseline:
+    """An autoregressive world model (`AutoModelForCausalLM`), generating left to right.
+
+    It cannot see anchors that come later in the response, so callers put them in the prompt as directives."""
+
+    kind = AR
+
+    def __init__(self, model: Any, tokenizer: Any, name: str, max_length: int):
+        self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
+        self.max_length = int(max_length)
+        self.device = next(model.parameters()).device
+        self.eos_id = tokenizer.eos_token_id
+
+    @torch.inference_mode()
+    def generate(self, prompt_ids: Sequence[int], max_new_tokens: int = 128, temperature: float = 0.0,
+                 repetition_penalty: float = 1.0, samples: int = 1, seed: int = 0) -> list[list[int]]:
+        """`samples` continuations of `prompt_ids` (eos excluded), with a seeded generator and a CTRL penalty."""
+        generator = torch.Generator(device="cpu").manual_seed(seed)
+        ids = torch.as_tensor([list(prompt_ids)] * samples, dtype=torch.long, device=self.device)
+        max_new_tokens = max(0, min(max_new_tokens, self.max_length - ids.shape[1]))
+        cache = DynamicCache(config=self.model.config)
+        out = self.model(input_ids=ids, cache=cache, use_cache=True)
+        produced = torch.zeros((samples, 0), dtype=torch.long, device=self.device)
+        finished = torch.zeros(samples, dtype=torch.bool, device=self.device)
+        for _ in range(max_new_tokens):
+            logits = out.logits[:, -1].float()
+            if repetition_penalty != 1.0 and produced.shape[1]:
+                seen = torch.gather(logits, 1, produced)
+                seen = torch.where(seen > 0, seen / repetition_penalty, seen * repetition_penalty)
+                logits = logits.scatter(1, produced, seen)
+            if temperature > 0:
+                probs = torch.softmax(logits.double() / temperature, dim=-1).cpu()
+                token = torch.multinomial(probs, 1, generator=generator).to(self.device).view(-1)
+            else:
+                token = logits.argmax(dim=-1)
+            token = torch.where(finished, torch.full_like(token, self.eos_id), token)
+            produced = torch.cat([produced, token.view(-1, 1)], dim=1)
+            finished |= token == self.eos_id
+            if bool(finished.all()):
+                break
+            out = self.model(input_ids=token.view(-1, 1), cache=cache, use_cache=True)
+        results = []
+        for row in produced.tolist():
+            results.append(row[: row.index(self.eos_id)] if self.eos_id in row else row)
+        return results
+
+
+# ----------------------------------------------------------------------------------------------------
+
+
+def pick_device(device: str | None = None) -> torch.device:
+    """The device to run on: the one asked for, else cuda, then mps, then cpu."""
+    if device:
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise InvalidInput(f"--device {device}: no CUDA GPU is available here; use --device cpu")
+        return torch.device(device)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def resolve_model_path(model_id_or_path: str | Path | None) -> str:
+    """A local folder (relative paths also tried from the repository root) or a hub id, as given."""
+    name = str(model_id_or_path or DEFAULT_MODEL)
+    for candidate in (Path(name).expanduser(), REPO_ROOT / name):
+        if candidate.is_dir():
+            return str(candidate)
+    return name
+
+
+def load_backend(model_id_or_path: str | Path | None = None, trust_remote_code: bool = False,
+                 device: str | None = None, dtype: torch.dtype | None = None,
+                 approximate_cache: bool = False) -> Backend | ArBaseline:
+    """Load a world model: ours (config `wmstudio` marker), a native masked LM, LLaDA/Dream (remote code,
+    opt-in only) or an autoregressive baseline. InvalidInput for unknown models and missing opt-ins."""
+    source = resolve_model_path(model_id_or_path)
+    config = _read_config(source)
+    where = pick_device(device)
+    dtype = dtype or (torch.bfloat16 if where.type in ("cuda", "mps") else torch.float32)
+    kind = model_kind(_Namespace(config))
+    model_type = str(config.get("model_type", "")).lower()
+    architectures = [str(a) for a in config.get("architectures") or []]
+    remote = bool(config.get("auto_map"))
+    common = {"dtype": dtype}
+
+    if kind in (MDLM, AR):
+        model = AutoModelForCausalLM.from_pretrained(source, **common).to(where)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        max_length = config.get("max_position_embeddings", 1024)
+        if kind == AR:
+            return ArBaseline(model, tokenizer, source, max_length)
+        marker = config["wmstudio"]
+        if approximate_cache:
+            raise InvalidInput("--approximate-cache is for fully bidirectional models; ours caches exactly already")
+        return PrefixCausalBackend(model, tokenizer, source, marker.get("mask_token_id", tokenizer.mask_token_id),
+                                   marker.get("span_pad_token_id", tokenizer.pad_token_id), max_length)
+    if remote or "llada" in model_type or "dream" in model_type:
+        if not trust_remote_code:
+            raise InvalidInput(
+                f"{source} runs its own model code (model_type {model_type or '?'}): pass --trust-remote-code "
+                "(trust_remote_code=True) if you trust its authors, or pick a native model"
+            )
+        model = AutoModel.from_pretrained(source, trust_remote_code=True, **common).to(where)
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=True)
+        max_length = config.get("max_sequence_length") or config.get("max_position_embeddings") or 4096
+        pad = tokenizer.eos_token_id if tokenizer.pad_token_id is None else tokenizer.pad_token_id
+        if "dream" in model_type:
+            return DreamBackend(model, tokenizer, source, DREAM_MASK_ID, pad, max_length)
+        mask = LLADA_MASK_ID if "llada" in model_type else tokenizer.mask_token_id
+        if mask is None:
+            raise InvalidInput(f"{source}: cannot tell its mask token (the tokenizer has none): not a masked LM?")
+        return BidirectionalBackend(model, tokenizer, source, mask, pad, max_length, approximate_cache)
+    if model_type in MASKED_LM_TYPES or any(a.endswith("ForMaskedLM") for a in architectures):
+        model = AutoModelForMaskedLM.from_pretrained(source, **common).to(where)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        if tokenizer.mask_token_id is None:
+            raise InvalidInput(f"{source}: the tokenizer has no mask token, so it cannot denoise a canvas")
+        max_length = config.get("max_position_embeddings", 512)
+        return BidirectionalBackend(model, tokenizer, source, tokenizer.mask_token_id, tokenizer.pad_token_id,
+                                    max_length, approximate_cache)
+    if any(a.endswith("ForCausalLM") for a in architectures):
+        model = AutoModelForCausalLM.from_pretrained(source, **common).to(where)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        return ArBaseline(model, tokenizer, source, config.get("max_position_embeddings", 2048))
+    raise InvalidInput(
+        f"{source}: model type {model_type or '?'} ({', '.join(architectures) or 'no architectures'}) is not a "
+        "world model wmstudio can run: use a wmstudio checkpoint, a masked LM (BERT/ModernBERT-style), "
+        "LLaDA/Dream with --trust-remote-code, or a causal LM as the AR baseline"
+    )
+
+
+class _Namespace:
+    def __init__(self, data: dict):
+        self.wmstudio = data.get("wmstudio")
+
+
+def _read_config(source: str) -> dict[str, Any]:
+    """config.json of a local folder or a hub repository, as a dict; InvalidInput when there is none."""
+    local = Path(source)
+    if local.is_dir():
+        path = local / "config.json"
+        if not path.exists():
+            raise InvalidInput(f"{source}: no config.json in this folder: not a transformers checkpoint")
+    elif local.is_absolute() or source.startswith((".", "~")) or source.count("/") > 1:
+        raise InvalidInput(f"model {source}: no such folder: give a model folder or a Hugging Face hub id")
+    else:
+        try:
+            from huggingface_hub import hf_hub_download
+
+            path = Path(hf_hub_download(source, "config.json"))
+        except Exception as err:  # noqa: BLE001 - offline, unknown repo, gated repo: all mean "cannot load"
+            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise InvalidInput(
+                f"model {source}: not a local folder and not loadable from the Hugging Face hub ({reason}): "
+                "check the name, your network, or give a local folder"
+            ) from None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InvalidInput(f"{path}: unreadable config.json ({err}): re-save or re-download the model") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path}: config.json is not a JSON object")
+    return data
