@@ -18,17 +18,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
-from wmstudio.model.constraints import (
-    ArrayText,
-    JsonText,
-    NumberText,
-    Options,
-    QuotedText,
-    TextContent,
-    Vocabulary,
-    completable,
-    vocabulary_for,
-)
+from wmstudio.model.constraints import Vocabulary, completable, vocabulary_for
+from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, QuotedText, TextContent
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.world.anchors import Anchor, anchor_problems, parse_anchors
 from wmstudio.world.jsonpath import format_path, parse_path

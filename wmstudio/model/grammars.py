@@ -1,0 +1,183 @@
+"""Character grammars for canvas spans: JSON string content, numbers, option lists, typed arrays, bounded JSON.
+
+Each grammar is a frozen dataclass with `start()`, `step(state, ch) -> state | None` and `accepts(state)`;
+states are small hashables, so constraints.py can compile a grammar into a per-token transition table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+
+@dataclass(frozen=True)
+class TextContent:
+    """The inside of a JSON string (quotes are anchors): no raw quote, backslash or control character."""
+
+    def start(self) -> Hashable:
+        return 0
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        return 0 if ch not in '"\\' and ord(ch) >= 0x20 else None
+
+    def accepts(self, state: Hashable) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class QuotedText:
+    """A whole JSON string with its quotes (array items, bounded JSON): `"` content `"`."""
+
+    def start(self) -> Hashable:
+        return "open"
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        if state == "open":
+            return "in" if ch == '"' else None
+        if state == "in":
+            return "closed" if ch == '"' else ("in" if ch != "\\" and ord(ch) >= 0x20 else None)
+        return None
+
+    def accepts(self, state: Hashable) -> bool:
+        return state == "closed"
+
+
+@dataclass(frozen=True)
+class NumberText:
+    """A JSON number: `-?(0|[1-9][0-9]*)`, plus `(\\.[0-9]+)?` unless `integer`; no `-` unless `signed`."""
+
+    integer: bool = False
+    signed: bool = True
+
+    def start(self) -> Hashable:
+        return "start"
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        digit = "0" <= ch <= "9"
+        if state in ("start", "minus"):
+            if ch == "-" and state == "start" and self.signed:
+                return "minus"
+            return ("zero" if ch == "0" else "int") if digit else None
+        if state == "int" and digit:
+            return "int"
+        if state in ("zero", "int") and ch == "." and not self.integer:
+            return "dot"
+        if state in ("dot", "frac") and digit:
+            return "frac"
+        return None
+
+    def accepts(self, state: Hashable) -> bool:
+        return state in ("zero", "int", "frac")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Exactly one of the option texts (booleans, enums, null): a trie over their characters."""
+
+    options: tuple[str, ...]
+
+    def start(self) -> Hashable:
+        return ""
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        prefix = state + ch
+        return prefix if any(option.startswith(prefix) for option in self.options) else None
+
+    def accepts(self, state: Hashable) -> bool:
+        return state in self.options
+
+
+@dataclass(frozen=True)
+class ArrayText:
+    """A JSON array of values of one grammar, `[a, b]` (one optional space after each comma)."""
+
+    item: Any
+
+    def start(self) -> Hashable:
+        return ("open", None)
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        phase, inner = state
+        if phase == "open":
+            return ("first", None) if ch == "[" else None
+        if phase == "done":
+            return None
+        if phase == "item":
+            nxt = self.item.step(inner, ch)
+            if nxt is not None:
+                return ("item", nxt)
+            if self.item.accepts(inner):
+                return ("comma", None) if ch == "," else (("done", None) if ch == "]" else None)
+            return None
+        if phase == "first" and ch == "]":
+            return ("done", None)
+        if phase == "comma" and ch == " ":
+            return ("space", None)
+        nxt = self.item.step(self.item.start(), ch)
+        return ("item", nxt) if nxt is not None else None
+
+    def accepts(self, state: Hashable) -> bool:
+        return state[0] == "done"
+
+
+@dataclass(frozen=True)
+class JsonText:
+    """Any JSON value nested at most `depth` containers deep, written compactly (single spaces allowed)."""
+
+    depth: int = 1
+
+    def start(self) -> Hashable:
+        return ((), "value", None)
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        stack, mode, sub = state
+        if mode == "num":
+            nxt = _NUMBER.step(sub, ch)
+            if nxt is not None:
+                return (stack, "num", nxt)
+            return self._after(stack, ch) if _NUMBER.accepts(sub) else None
+        if mode == "lit":
+            prefix = sub + ch
+            if any(word.startswith(prefix) for word in ("true", "false", "null")):
+                return (stack, "lit" if prefix not in ("true", "false", "null") else "after", prefix)
+            return None
+        if mode in ("str", "key_str"):
+            if ch == '"':
+                return (stack, "after" if mode == "str" else "colon", None)
+            return (stack, mode, None) if ch != "\\" and ord(ch) >= 0x20 else None
+        if ch == " " and mode in ("value", "first_value", "key", "first_key", "colon", "after"):
+            return state
+        if mode in ("key", "first_key"):
+            if ch == '"':
+                return (stack, "key_str", None)
+            return (stack[:-1], "after", None) if ch == "}" and mode == "first_key" else None
+        if mode == "colon":
+            return (stack, "value", None) if ch == ":" else None
+        if mode == "after":
+            return self._after(stack, ch)
+        # mode is "value" or "first_value"
+        if ch == "]" and mode == "first_value":
+            return (stack[:-1], "after", None)
+        if ch in "{[" and len(stack) < self.depth:
+            return (stack + (ch,), "first_key" if ch == "{" else "first_value", None)
+        if ch == '"':
+            return (stack, "str", None)
+        if ch in "tfn":
+            return (stack, "lit", ch)
+        nxt = _NUMBER.step(_NUMBER.start(), ch)
+        return (stack, "num", nxt) if nxt is not None else None
+
+    def _after(self, stack: tuple, ch: str) -> Hashable | None:
+        if not stack:
+            return None
+        if ch == ",":
+            return (stack, "key" if stack[-1] == "{" else "value", None)
+        if (ch == "}" and stack[-1] == "{") or (ch == "]" and stack[-1] == "["):
+            return (stack[:-1], "after", None)
+        return None
+
+    def accepts(self, state: Hashable) -> bool:
+        stack, mode, sub = state
+        return not stack and (mode == "after" or (mode == "num" and _NUMBER.accepts(sub)))
+
+
+_NUMBER = NumberText()
