@@ -1,0 +1,123 @@
+"""Reading a tool file: JSON, JSON Lines (BFCL's `.json` files are JSON Lines) or YAML (SWE-agent bundles).
+
+Every way a file can be unreadable gets a message with the file, the line and column where known, and
+what to do: missing, a folder, huge, empty, not UTF-8, bad JSON / JSON Lines / YAML."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from wmstudio.world.problems import InvalidInput
+
+MAX_TOOLS_FILE_BYTES = 20_000_000
+YAML_SUFFIXES = (".yaml", ".yml")
+JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
+
+
+@dataclass
+class ToolsFile:
+    """A parsed tool file; for JSON Lines, `lines[i]` is the line number of record `i`."""
+
+    path: Path
+    data: Any
+    kind: str  # "json", "jsonl" or "yaml"
+    lines: list[int] | None = None
+
+
+def read_tools_file(path: str | Path, max_bytes: int = MAX_TOOLS_FILE_BYTES) -> ToolsFile:
+    """Read and parse a tool file, choosing JSON, JSON Lines or YAML by suffix and content."""
+    p = Path(path)
+    if not p.exists():
+        raise InvalidInput(f"{p}: no such file")
+    if p.is_dir():
+        raise InvalidInput(f"{p}: is a folder: give one tool file (JSON, JSON Lines or YAML)")
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise InvalidInput(f"{p}: file is {size:,} bytes, over the {max_bytes:,}-byte limit for a tool file: "
+                           "split it or keep only the tools you need")
+    text = _decode(p.read_bytes(), p)
+    if not text.strip():
+        raise InvalidInput(f"{p}: file is empty: it should hold a JSON list of tools, JSON Lines "
+                           "(one tool per line) or YAML")
+    suffix = p.suffix.lower()
+    if suffix in YAML_SUFFIXES:
+        return ToolsFile(p, _parse_yaml(text, p), "yaml")
+    if suffix in JSON_LINES_SUFFIXES:
+        return _parse_json_lines(text, p)
+    try:
+        return ToolsFile(p, json.loads(text), "json")
+    except RecursionError:
+        raise InvalidInput(f"{p}: JSON nested too deeply to read: flatten it") from None
+    except json.JSONDecodeError as err:
+        if err.msg == "Extra data":  # more than one value: JSON Lines
+            return _parse_json_lines(text, p)
+        if text.lstrip()[:1] not in ("[", "{"):
+            data = _try_yaml(text)
+            if isinstance(data, (dict, list)):
+                return ToolsFile(p, data, "yaml")
+        raise InvalidInput(f"{p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg}): fix the syntax there") from None
+
+
+def _decode(raw: bytes, p: Path) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InvalidInput(f"{p}: file is UTF-16 text: save it as UTF-8")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise InvalidInput(f"{p}:{line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}): "
+                           "save the file as UTF-8") from None
+
+
+def _parse_json_lines(text: str, p: Path) -> ToolsFile:
+    records, lines = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except RecursionError:
+            raise InvalidInput(f"{p}:{number}: JSON nested too deeply to read: flatten it") from None
+        except json.JSONDecodeError as err:
+            raise InvalidInput(f"{p}:{number}:{err.colno}: invalid JSON Lines record ({err.msg}): each line must "
+                               "be one complete JSON value; fix that line") from None
+        lines.append(number)
+    return ToolsFile(p, records, "jsonl", lines)
+
+
+def _parse_yaml(text: str, p: Path) -> Any:
+    try:
+        return _jsonable(yaml.safe_load(text))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise InvalidInput(f"{where}: invalid YAML ({problem}): fix the syntax there") from None
+    except RecursionError:
+        raise InvalidInput(f"{p}: YAML nested too deeply to read: flatten it") from None
+
+
+def _try_yaml(text: str) -> Any:
+    try:
+        return _jsonable(yaml.safe_load(text))
+    except (yaml.YAMLError, RecursionError):
+        return None
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML values as JSON would have them: dates as ISO text, keys as text, sets as lists."""
+    if isinstance(value, dict):
+        return {str(k) if not isinstance(k, str) else k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (datetime.date, datetime.datetime, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value

@@ -1,0 +1,44 @@
+"""MCP tools (a `tools/list` result: `{name, description, inputSchema, outputSchema?}`) into Tools.
+
+`inputSchema` becomes the parameters and `outputSchema` the response schema; the JSON-RPC envelope and
+the `{"tools": [...]}` wrapper are taken off by the importer before a tool gets here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wmstudio.world.tools.build import finish_tool, start_tool
+from wmstudio.world.tools.findings import Findings, at
+from wmstudio.world.tools.schema import normalise_schema, parameters_schema
+from wmstudio.world.tools.tool import Tool
+
+MCP_KEYS = frozenset({"name", "description", "inputSchema", "outputSchema", "title"})
+QUIET_KEYS = frozenset({"_meta", "icons"})  # display and transport details, nothing a world model needs
+
+
+def parse_mcp_tool(item: Any, path: str, findings: Findings) -> list[Tool]:
+    """One MCP tool definition; a missing `inputSchema` is a problem, as the MCP schema requires it."""
+    if not isinstance(item, dict):
+        findings.problem(path, 'expected an MCP tool {"name": ..., "description": ..., "inputSchema": {...}}')
+        return []
+    run = start_tool(path, item.get("name"), at(path, "name"), findings, loose=False)
+    if run is None:
+        return []
+    if "inputSchema" not in item:
+        findings.problem(at(path, "inputSchema"), "missing: an MCP tool declares its arguments in `inputSchema` "
+                                                  '(use {"type": "object", "properties": {}} for none)')
+    parameters = parameters_schema(item.get("inputSchema"), at(path, "inputSchema"), run)
+    response = item.get("outputSchema")
+    if response is not None:
+        response = normalise_schema(response, at(path, "outputSchema"), run)
+    description, title = item.get("description"), item.get("title")
+    if isinstance(title, str) and title and title != item["name"]:
+        if description in (None, ""):
+            description = title
+        else:
+            findings.warn(run.label, f"title {title!r} not kept (the description is)")
+    extra = sorted(set(item) - MCP_KEYS - QUIET_KEYS)
+    if extra:
+        findings.warn(run.label, f"MCP field(s) not kept: {', '.join(extra)}")
+    return [finish_tool(run, item["name"], description, at(path, "description"), parameters,
+                        at(path, "inputSchema"), response, at(path, "outputSchema"))]
