@@ -1,16 +1,40 @@
-"""Tool import entry points: detect the source format and turn raw tool lists into normalised Tools.
+"""Tool import entry points: tool files or parsed data in any known format, to normalised Tools.
 
-PLACEHOLDER: only the OpenAI shape for now; the full set of formats is being written (issue [worlds])."""
+`parse_tools` reads already-parsed data (a world file's `tools`, a paste in the UI); `import_tools_file`
+reads a JSON, JSON Lines or YAML file. Both report every problem at once as InvalidInput and every lossy
+conversion as a warning."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from wmstudio.world.problems import InvalidInput, Problem
-from wmstudio.world.tools.tool import Tool, sanitise_name
+from wmstudio.world.problems import InvalidInput
+from wmstudio.world.tools import bfcl
+from wmstudio.world.tools.api_bank import parse_api
+from wmstudio.world.tools.detect import FORMATS, NOT_A_TOOL, Entry, check_format, locate_entries
+from wmstudio.world.tools.files import read_tools_file
+from wmstudio.world.tools.findings import Findings
+from wmstudio.world.tools.mcp import parse_mcp_tool
+from wmstudio.world.tools.openai import parse_function_doc
+from wmstudio.world.tools.swe_agent import parse_swe_tool
+from wmstudio.world.tools.tool import Tool
+from wmstudio.world.tools.toolemu import parse_toolkit
 
-FORMATS = ("auto", "openai", "mcp", "bfcl", "toolemu", "tau", "api-bank", "swe-agent")
+__all__ = ["FORMATS", "ImportResult", "import_tools_file", "parse_tools"]
+
+PARSERS: dict[str, Callable[[Any, str, Findings], list[Tool]]] = {
+    "openai": parse_function_doc,
+    "tau": parse_function_doc,
+    "mcp": parse_mcp_tool,
+    "bfcl": bfcl.parse_bfcl_function,
+    "toolemu": parse_toolkit,
+    "api-bank": parse_api,
+    "swe-agent": parse_swe_tool,
+}
+FUNCTION_DOC_FORMATS = ("openai", "tau", "bfcl")
 
 
 @dataclass
@@ -22,25 +46,70 @@ class ImportResult:
 
 
 def parse_tools(raw: Any, fmt: str = "auto", source: str = "tools") -> ImportResult:
-    """Normalise an already-parsed tool list; problems name `source[i]...` paths."""
-    if not isinstance(raw, list):
-        raise InvalidInput([Problem(source, "expected a list of tools")])
-    tools, problems = [], []
-    for i, item in enumerate(raw):
-        fn = item.get("function", item) if isinstance(item, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            problems.append(Problem(f"{source}[{i}]", "expected a tool object with a `name`"))
+    """Normalise already-parsed tool data (a list, or e.g. an MCP `{"tools": [...]}`); problems name `source[i]...`."""
+    return _import(raw, fmt, root=source, lines=None, func_doc_dir=None, origin=None)
+
+
+def import_tools_file(path: str | Path, fmt: str = "auto") -> ImportResult:
+    """Read a tool file (JSON, JSON Lines or YAML) in `fmt` (or detect it); messages name the file and line."""
+    check_format(fmt)
+    loaded = read_tools_file(path)
+    result = _import(loaded.data, fmt, root="", lines=loaded.lines,
+                     func_doc_dir=loaded.path.parent / bfcl.FUNC_DOC_FOLDER, origin=str(path))
+    if not result.tools:
+        result.warnings.append(f"{path}: no tools found")
+    return result
+
+
+def _import(raw: Any, fmt: str, root: str, lines: list[int] | None, func_doc_dir: Path | None,
+            origin: str | None) -> ImportResult:
+    check_format(fmt)
+    findings = Findings()
+    entries = locate_entries(raw, fmt, root, lines, findings)
+    entries = _expand_bfcl_records(entries, func_doc_dir, findings)
+    made: list[tuple[Tool, str]] = []
+    for entry in entries:
+        if entry.fmt is None:
+            findings.problem(entry.path, NOT_A_TOOL)
             continue
-        name = sanitise_name(fn["name"])
-        tools.append(
-            Tool(
-                name=name,
-                description=fn.get("description", ""),
-                parameters=fn.get("parameters") or {"type": "object", "properties": {}},
-                response=fn.get("response"),
-                original_name=fn.get("original_name") or (fn["name"] if name != fn["name"] else None),
-            )
-        )
-    if problems:
-        raise InvalidInput(problems)
-    return ImportResult(tools)
+        made += [(tool, entry.path) for tool in PARSERS[entry.fmt](entry.item, entry.path, findings)]
+    tools = _without_duplicates(made, findings)
+    if findings.problems:
+        raise InvalidInput(findings.problems, origin)
+    return ImportResult(tools, findings.warnings)
+
+
+def _expand_bfcl_records(entries: list[Entry], func_doc_dir: Path | None, findings: Findings) -> list[Entry]:
+    """Replace BFCL question records by the union of their functions, multi-turn tasks by their classes' docs."""
+    kinds = [bfcl.record_kind(e.item) if e.fmt in FUNCTION_DOC_FORMATS else None for e in entries]
+    expanded: list[Entry] = []
+    done: set[str] = set()
+    for entry, kind in zip(entries, kinds, strict=False):
+        if kind not in ("question", "task"):
+            expanded.append(entry)
+            continue
+        if kind in done:
+            continue  # every record of this kind was expanded where the first one stood
+        done.add(kind)
+        records = [(e.item, e.path) for e, k in zip(entries, kinds, strict=False) if k == kind]
+        docs = (bfcl.functions_of_questions(records, findings) if kind == "question"
+                else bfcl.functions_of_tasks(records, func_doc_dir, findings))
+        expanded += [Entry(doc, path, entry.fmt) for doc, path in docs]
+    return expanded
+
+
+def _without_duplicates(made: list[tuple[Tool, str]], findings: Findings) -> list[Tool]:
+    """Drop exact repeats (with a warning); two different tools under one name is a problem."""
+    first: dict[str, tuple[Tool, str]] = {}
+    tools: list[Tool] = []
+    for tool, path in made:
+        if tool.name not in first:
+            first[tool.name] = (tool, path)
+            tools.append(tool)
+        elif first[tool.name][0] == tool:
+            findings.warn(path, f"tool {tool.name!r} repeats {first[tool.name][1]} exactly: dropped")
+        else:
+            origin = f" (from {tool.original_name!r})" if tool.original_name else ""
+            findings.problem(path, f"duplicate tool name {tool.name!r}{origin}, also used at {first[tool.name][1]}: "
+                                   "rename or remove one")
+    return tools
