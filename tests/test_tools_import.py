@@ -415,6 +415,8 @@ MALFORMED_FILES = [
     ("dangling-ref", "tools.json", ('[{"name": "f", "parameters": {"type": "object", "properties": '
                                    '{"leg": {"$ref": "#/$defs/Leg"}}}}]'),
      ["[0].parameters.properties.leg.$ref: '#/$defs/Leg' points nowhere", "add the definition under `$defs`"]),
+    ("property-as-type-name", "tools.json", '[{"name": "f", "parameters": {"properties": {"city": "string"}}}]',
+     ['[0].parameters.properties.city: a schema must be a JSON object, got text: write e.g. {"type": "string"}']),
     ("bad-required", "tools.json", '[{"name": "f", "parameters": {"type": "object", "required": "city"}}]',
      ["[0].parameters.required: must be a list of property names"]),
     ("unrecognised", "tools.json", '{"servers": []}', ["no tools found in an object with keys servers",
@@ -483,6 +485,22 @@ def test_all_problems_of_a_list_are_reported_at_once():
                                                         "tools[2]"]
     assert excinfo.value.problems[2].message.startswith("not a tool in any known format (tried openai, mcp, bfcl, "
                                                         "toolemu, tau, api-bank, swe-agent)")
+
+
+def test_names_that_collide_after_sanitising_are_a_problem_and_exact_repeats_a_warning():
+    with pytest.raises(InvalidInput) as excinfo:
+        parse_tools([{"name": "a.b"}, {"name": "a_b"}])
+    expected = "tools[1]: duplicate tool name 'a_b', also used at tools[0] (from 'a.b'): rename or remove one"
+    assert problem_text(excinfo) == expected
+    repeated = parse_tools([{"name": "a"}, {"name": "a"}])
+    assert [t.name for t in repeated.tools] == ["a"]
+    assert repeated.warnings == ["tools[1]: tool 'a' repeats tools[0] exactly: dropped"]
+
+
+def test_openai_built_in_tools_without_a_schema_are_skipped_with_a_warning():
+    result = parse_tools([{"type": "web_search_preview"}, {"type": "function", "function": {"name": "f"}}])
+    assert [t.name for t in result.tools] == ["f"]
+    assert result.warnings == ["tools[0]: OpenAI built-in tool type 'web_search_preview' has no schema: skipped"]
 
 
 def test_loose_formats_map_unknown_types_to_any_value_with_a_warning():

@@ -65,7 +65,7 @@ def detect_item(item: Any) -> str | None:
         return "openai"
     if "signature" in item or "docstring" in item or "arguments" in item:
         return "swe-agent"
-    if "name" in item or "parameters" in item or "description" in item:
+    if "name" in item or "parameters" in item or "description" in item or isinstance(item.get("type"), str):
         return "bfcl" if _uses_own_types(item.get("parameters"), item.get("response")) else "openai"
     return None
 

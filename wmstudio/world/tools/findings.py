@@ -21,7 +21,7 @@ def at(base: str, key: str | int) -> str:
 
 
 def tool_label(path: str, name: object) -> str:
-    """How warnings name a tool: `tools[3] (math.factorial)`; the path alone without a name, the name alone at the top."""
+    """How warnings name a tool: `tools[3] (math.factorial)`; just the path without a name, just the name at the top."""
     if not (isinstance(name, str) and name):
         return path
     return f"{path} ({name})" if path else name

@@ -109,7 +109,11 @@ def _without_duplicates(made: list[tuple[Tool, str]], findings: Findings) -> lis
         elif first[tool.name][0] == tool:
             findings.warn(path, f"tool {tool.name!r} repeats {first[tool.name][1]} exactly: dropped")
         else:
-            origin = f" (from {tool.original_name!r})" if tool.original_name else ""
-            findings.problem(path, f"duplicate tool name {tool.name!r}{origin}, also used at {first[tool.name][1]}: "
-                                   "rename or remove one")
+            earlier, earlier_path = first[tool.name]
+            findings.problem(path, f"duplicate tool name {tool.name!r}{_origin(tool)}, also used at {earlier_path}"
+                                   f"{_origin(earlier)}: rename or remove one")
     return tools
+
+
+def _origin(tool: Tool) -> str:
+    return f" (from {tool.original_name!r})" if tool.original_name else ""

@@ -53,8 +53,10 @@ def normalise_schema(schema: Any, path: str, run: SchemaPass, depth: int = 0) ->
     if isinstance(schema, bool):
         return schema
     if not isinstance(schema, dict):
-        run.findings.problem(path, f"a schema must be a JSON object, got {_kind(schema)}: "
-                                   'write e.g. {"type": "string", "description": "..."}')
+        example = '{"type": "string", "description": "..."}'
+        if isinstance(schema, str) and map_type_name(schema) is not None:
+            example = json.dumps({"type": schema}) + f" rather than {json.dumps(schema)}"
+        run.findings.problem(path, f"a schema must be a JSON object, got {_kind(schema)}: write e.g. {example}")
         return {}
     if depth > MAX_DEPTH:
         run.findings.problem(path, f"schema nested deeper than {MAX_DEPTH} levels: flatten it")
