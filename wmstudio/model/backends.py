@@ -102,9 +102,12 @@ class Backend:
         ids = self._ids(prompt_ids)
         if not (self.exact_cache or self.approximate_cache):
             return PromptCache(ids)
-        out = self._forward(ids, cache=DynamicCache(config=self.model.config), use_cache=True)
+        try:
+            out = self._forward(ids, cache=DynamicCache(config=self.model.config), use_cache=True)
+        except (TypeError, ValueError) as err:
+            raise InvalidInput(f"{self.name} cannot cache its prompt ({err}): run without approximate caching") from None
         cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
-        if cache is None:
+        if cache is None or not getattr(cache, "layers", None):
             raise InvalidInput(f"{self.name} does not return a key/value cache: run without approximate caching")
         layers = [(layer.keys, layer.values) for layer in cache.layers]
         return PromptCache(ids, layers)
