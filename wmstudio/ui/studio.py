@@ -17,7 +17,7 @@ def build_studio() -> gr.Blocks:
         gr.Markdown("# World Model Studio\nAuthor steered rollouts for a masked diffusion text world model.")
         with gr.Tab("World"):
             picker, fields, status = build_world_tab()
-        studio.load(load_fields, picker, fields + [status])
+        studio.load(load_fields, picker, fields + [status], api_visibility="private")
     return studio
 
 

@@ -56,10 +56,15 @@ def fields_to_world(name, description, task, state_text, tools_text, rules_text,
             data[key] = parse_json_text(text, key)
         except InvalidInput as err:
             problems.extend(Problem(key, p.message.split(": ", 1)[-1]) for p in err.problems)
+            data[key] = default
     data["directives"] = [line.strip() for line in (directives_text or "").splitlines() if line.strip()]
+    try:
+        world = parse_world(data)
+    except InvalidInput as err:
+        problems.extend(err.problems)
     if problems:
         raise InvalidInput(problems)
-    return parse_world(data)
+    return world
 
 
 def _state_value(text: str, problems: list[Problem]) -> Any:
@@ -116,17 +121,17 @@ def load_fields(path: str | None) -> tuple:
     return world_to_fields(world) + (f"Loaded **{world.name}** from `{path}`.",)
 
 
-def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[Any, str]:
+def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[str, str]:
     """Append the tools of an uploaded file (any supported format) to the tools editor."""
     if not upload:
-        return gr.update(), "Choose a tool file to import first."
+        return tools_text, "Choose a tool file to import first."
     try:
         result = import_tools_file(upload, fmt)
         current = parse_json_text(tools_text, "tools") if (tools_text or "").strip() else []
         if not isinstance(current, list):
             raise InvalidInput(Problem("tools", "the tools editor must hold a JSON list before importing into it"))
     except InvalidInput as err:
-        return gr.update(), problems_markdown(err)
+        return tools_text, problems_markdown(err)
     merged = current + [tool.to_json() for tool in result.tools]
     notes = "".join(f"\n- ⚠️ {w}" for w in result.warnings[:20])
     more = f"\n- … and {len(result.warnings) - 20} more warnings" if len(result.warnings) > 20 else ""
@@ -163,9 +168,10 @@ def build_world_tab() -> None:
     status = gr.Markdown(elem_id="world-status")
 
     fields = [name, description, task, state, tools, rules, directives]
-    load_button.click(load_fields, picker, fields + [status])
-    validate_button.click(validate_fields, fields, status)
-    rules.change(validate_fields, fields, status, show_progress="hidden")
-    save_button.click(save_fields, [filename] + fields, [status, picker])
-    import_button.click(import_tools_into, [upload, fmt, tools], [tools, status])
+    load_button.click(load_fields, picker, fields + [status], api_name="load_world")
+    validate_button.click(validate_fields, fields, status, api_name="validate_world")
+    for editor in (tools, rules):  # validated as you type
+        editor.change(validate_fields, fields, status, show_progress="hidden", api_visibility="private")
+    save_button.click(save_fields, [filename] + fields, [status, picker], api_name="save_world")
+    import_button.click(import_tools_into, [upload, fmt, tools], [tools, status], api_name="import_tools")
     return picker, fields, status
