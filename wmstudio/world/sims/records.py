@@ -110,7 +110,7 @@ class RecordsSimulator(Simulator):
         ]
 
     def initial_state(self, rng: random.Random) -> JSON:
-        names = rng.sample([f"{a} {b}" for a in FIRST for b in SECOND], rng.randrange(14, 21))
+        names = rng.sample([f"{a} {b}" for a in FIRST for b in SECOND], rng.randrange(11, 17))
         ids = sorted(rng.sample(range(1000, 1999), len(names)))
         records = []
         for number, name in zip(ids, names):

@@ -250,8 +250,11 @@ class RetailSimulator(Simulator):
                 args["page"] = rng.choice([1, 2])
             return Call("list_orders", args)
         if roll < 0.8:
+            today = dt.date.fromisoformat(state["today"])
             delivered = [o for o in orders if o["status"] == "delivered"] or orders
-            order = rng.choice(delivered)
+            refundable = [o for o in delivered if o["delivered_on"] and o["total_cents"] > o["refunded_cents"]
+                          and (today - dt.date.fromisoformat(o["delivered_on"])).days <= REFUND_WINDOW_DAYS]
+            order = rng.choice(refundable if refundable and rng.random() < 0.75 else delivered)
             left = order["total_cents"] - order["refunded_cents"]
             amount = left if left and rng.random() < 0.4 else rng.randrange(1, max(left, 2))
             args = {"order_id": order["id"], "amount_cents": amount}

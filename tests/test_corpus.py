@@ -1,0 +1,126 @@
+"""The simulated-world corpus: every row re-checks against its world, files repeat byte for byte per seed, and the
+mix (splits, grounding, directives, mistakes, history lengths) is what a world model should learn from."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from wmstudio.world.checks import check_step
+from wmstudio.world.corpus import SPLITS, write_corpus
+from wmstudio.world.directives import parse_directive
+from wmstudio.world.history import compact_json
+from wmstudio.world.problems import InvalidInput
+from wmstudio.world.sims import SIMULATORS, get_simulator
+from wmstudio.world.spec import Call
+
+ROWS, SEED = 2000, 5
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> tuple[Path, dict, dict[str, list[dict]]]:
+    out = tmp_path_factory.mktemp("corpus")
+    calls: list[tuple[int, int]] = []
+    stats = write_corpus(out, rows=ROWS, seed=SEED, progress=lambda done, total: calls.append((done, total)))
+    stats["progress"] = calls
+    rows = {split: [json.loads(line) for line in (out / f"{split}.jsonl").read_text("utf-8").splitlines()]
+            for split in SPLITS}
+    return out, stats, rows
+
+
+def all_rows(rows: dict[str, list[dict]]) -> list[dict]:
+    return [row for split in SPLITS for row in rows[split]]
+
+
+def test_every_row_passes_its_worlds_checks_and_replays_to_the_same_response(corpus):
+    _, _, rows = corpus
+    for row in all_rows(rows):
+        meta = row["meta"]
+        sim = get_simulator(meta["world"])
+        world = sim.world(meta["initial_state"], meta["directives"])
+        answer = row["messages"][-1]["content"]
+        report = check_step(world, meta["call"], answer, history=meta["history"])
+        assert report.ok, (meta["world"], meta["call"], answer, report.to_json())
+        state = meta["initial_state"]  # replay: the meta alone reproduces every response
+        for earlier in meta["history"]:
+            state, response = sim.step(state, Call.from_json(earlier["call"]))
+            assert response == earlier["response"]
+        assert compact_json(sim.step(state, Call.from_json(meta["call"]), meta["directives"])[1]) == answer
+
+
+def test_rows_are_chat_rows_in_the_public_format(corpus):
+    _, _, rows = corpus
+    for row in all_rows(rows)[:300]:
+        assert set(row) == {"dataset", "messages", "meta"}
+        assert row["dataset"] == f"wmstudio-sim/{row['meta']['world']}"
+        assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant"]
+        system, user = row["messages"][0]["content"], row["messages"][1]["content"]
+        assert system.startswith("## ENVIRONMENT STATE") and "PREDICTION TARGET:" in system
+        assert user.startswith("State:") and "\n\nAction: " in user
+        assert {"world", "initial_state", "call", "history", "directives", "grounding"} <= set(row["meta"])
+
+
+def test_same_seed_gives_byte_identical_files_and_another_seed_does_not(corpus, tmp_path):
+    out, _, _ = corpus
+    write_corpus(tmp_path / "again", rows=ROWS, seed=SEED)
+    for split in SPLITS:
+        assert (tmp_path / "again" / f"{split}.jsonl").read_bytes() == (out / f"{split}.jsonl").read_bytes()
+    write_corpus(tmp_path / "other", rows=30, seed=SEED + 1)
+    write_corpus(tmp_path / "same", rows=30, seed=SEED)
+    assert (tmp_path / "other" / "train.jsonl").read_bytes() != (tmp_path / "same" / "train.jsonl").read_bytes()
+
+
+def test_splits_are_80_10_10_disjoint_and_hold_every_world(corpus):
+    _, stats, rows = corpus
+    assert {split: len(rows[split]) for split in SPLITS} == {"train": 1600, "eval": 200, "test": 200}
+    assert stats["splits"] == {"train": 1600, "eval": 200, "test": 200} and stats["rows"] == ROWS
+    texts = {split: {json.dumps(row["messages"]) for row in rows[split]} for split in SPLITS}
+    assert sum(len(t) for t in texts.values()) == ROWS  # no row twice, so no row in two splits
+    for split in SPLITS:
+        assert {row["meta"]["world"] for row in rows[split]} == set(SIMULATORS)
+    assert stats["worlds"] == {name: ROWS // len(SIMULATORS) for name in sorted(SIMULATORS)}
+
+
+def test_mix_of_grounding_directives_mistakes_and_history(corpus):
+    _, stats, rows = corpus
+    everything = all_rows(rows)
+    ungrounded = [row for row in everything if not row["meta"]["grounding"]]
+    steered = [row for row in everything if row["meta"]["directives"]]
+    assert 0.16 <= len(ungrounded) / ROWS <= 0.24 and stats["without_grounding"] == len(ungrounded)
+    assert 0.2 <= len(steered) / ROWS <= 0.3 and stats["with_directives"] == len(steered)
+    assert 0.15 <= stats["invalid_calls"] / ROWS <= 0.25
+    for row in ungrounded:
+        assert "## DOMAIN RULES" not in row["messages"][0]["content"] and not row["meta"]["directives"]
+    kinds = Counter()
+    for row in steered:
+        system = row["messages"][0]["content"]
+        for text in row["meta"]["directives"]:
+            assert f"- {text}" in system.split("## STEERING DIRECTIVES", 1)[1]
+            kinds[parse_directive(text).kind] += 1
+    assert set(kinds) == {"inject_error", "empty_result", "page_size", "rate_limit", "auth_failure",
+                          "partial_success", "verbose"}
+    lengths = Counter(len(row["meta"]["history"]) for row in everything)
+    assert set(lengths) == set(range(7))
+    statuses = Counter(json.loads(row["messages"][-1]["content"])["status"] for row in everything)
+    assert statuses["ok"] > statuses["error"] > 0 and statuses["partial"] > 0
+
+
+def test_progress_reports_up_to_the_total(corpus):
+    _, stats, _ = corpus
+    assert stats["progress"][-1] == (ROWS, ROWS)
+    assert [done for done, _ in stats["progress"]] == sorted(done for done, _ in stats["progress"])
+
+
+def test_bad_requests_name_the_field(tmp_path):
+    with pytest.raises(InvalidInput, match="rows"):
+        write_corpus(tmp_path / "c", rows=0, seed=0)
+    with pytest.raises(InvalidInput, match="seed"):
+        write_corpus(tmp_path / "c", rows=10, seed="zero")
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    with pytest.raises(InvalidInput, match="is a file"):
+        write_corpus(a_file, rows=10, seed=0)
+    assert not (tmp_path / "c").exists()

@@ -1,0 +1,179 @@
+"""The world-model corpus: chat rows from the simulated worlds, with ground-truth responses and what re-checks them.
+
+Scripted agents play episodes in every simulated world (valid calls, mistakes and policy violations, some
+steered by directives); each row is one step in the public chat format, split 80/10/10, byte-identical per seed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from wmstudio.world.directives import Directive
+from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.world.prompt import render_chat
+from wmstudio.world.sims import SIMULATORS, Simulator
+
+SPLITS = ("train", "eval", "test")
+SPLIT_SHARES = (0.8, 0.1, 0.1)
+MAX_ROWS = 1_000_000
+MAX_HISTORY = 6
+INVALID_SHARE = 0.2  # target calls that are mistakes (missing/wrong-typed arguments, unknown ids, policy)
+HISTORY_INVALID_SHARE = 0.15
+UNGROUNDED_SHARE = 0.2  # rows without DOMAIN RULES / STEERING DIRECTIVES notes, as in the paper's corpus
+DIRECTIVE_SHARE = 0.25  # of all rows; only grounded rows get directives, since the model must see them
+INJECTED_ERRORS = {
+    "retail": ("PAYMENT_GATEWAY_ERROR", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE", "TIMEOUT"),
+    "airline": ("INVENTORY_UNAVAILABLE", "FARE_EXPIRED", "SERVICE_UNAVAILABLE", "TIMEOUT"),
+    "filesystem": ("EIO", "ENOSPC", "EROFS", "ETIMEDOUT"),
+    "records": ("INDEX_UNAVAILABLE", "QUERY_TIMEOUT", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE"),
+    "payments": ("PROCESSOR_UNAVAILABLE", "IDEMPOTENCY_CONFLICT", "INTERNAL_ERROR", "TIMEOUT"),
+}
+DIRECTIVE_WEIGHTS = {"inject_error": 5, "empty_result": 3, "page_size": 3, "rate_limit": 2, "auth_failure": 2,
+                     "partial_success": 3, "verbose": 2}
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class CorpusRow:
+    """One generated row and the split it belongs to; `data` is the JSON object written on its line."""
+
+    index: int
+    split: str
+    data: dict[str, Any]
+
+
+def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = None) -> dict[str, Any]:
+    """Write `train.jsonl`, `eval.jsonl` and `test.jsonl` (80/10/10) under `out`; return the stats.
+
+    Same rows and seed give byte-identical files; `progress(done, total)` is called as rows are written.
+    Stats: rows per split and per world, invalid calls, rows with directives and without grounding, seconds."""
+    started = time.perf_counter()
+    out = _check_request(out, rows, seed)
+    out.mkdir(parents=True, exist_ok=True)
+    temporary = {split: out / f".{split}.jsonl.tmp" for split in SPLITS}
+    handles = {split: path.open("w", encoding="utf-8", newline="\n") for split, path in temporary.items()}
+    stats: dict[str, Any] = {
+        "out": str(out), "rows": 0, "seed": seed, "splits": dict.fromkeys(SPLITS, 0), "worlds": {},
+        "invalid_calls": 0, "error_responses": 0, "with_directives": 0, "without_grounding": 0,
+    }
+    try:
+        for row in iter_corpus(rows, seed):
+            handles[row.split].write(json.dumps(row.data, ensure_ascii=False) + "\n")
+            meta = row.data["meta"]
+            stats["rows"] += 1
+            stats["splits"][row.split] += 1
+            stats["worlds"][meta["world"]] = stats["worlds"].get(meta["world"], 0) + 1
+            stats["invalid_calls"] += meta["invalid_call"]
+            stats["error_responses"] += '"status":"error"}' in row.data["messages"][-1]["content"]
+            stats["with_directives"] += bool(meta["directives"])
+            stats["without_grounding"] += not meta["grounding"]
+            if progress is not None and (stats["rows"] % 100 == 0 or stats["rows"] == rows):
+                progress(stats["rows"], rows)
+    except BaseException:
+        for split, path in temporary.items():
+            handles[split].close()
+            path.unlink(missing_ok=True)
+        raise
+    for handle in handles.values():
+        handle.close()
+    for split, path in temporary.items():
+        path.replace(out / f"{split}.jsonl")
+    stats["worlds"] = dict(sorted(stats["worlds"].items()))
+    stats["seconds"] = round(time.perf_counter() - started, 2)
+    return stats
+
+
+def iter_corpus(rows: int, seed: int) -> Iterator[CorpusRow]:
+    """The corpus rows in order, each with its split; row i depends only on (seed, i), so any prefix is stable.
+
+    Worlds take turns; splits come from a seeded shuffle so each holds every world; a row whose text
+    repeats an earlier row is drawn again, so no row is in two splits."""
+    _check_request(Path("."), rows, seed)
+    names = sorted(SIMULATORS)
+    split_of = _split_plan(rows, seed)
+    seen: set[bytes] = set()
+    for index in range(rows):
+        rng = random.Random(f"wmstudio-corpus/{seed}/{index}")
+        simulator = SIMULATORS[names[index % len(names)]]
+        for _ in range(50):
+            data = corpus_row(simulator, rng)
+            key = hashlib.blake2b(json.dumps(data["messages"]).encode(), digest_size=16).digest()
+            if key not in seen:
+                break
+        seen.add(key)
+        yield CorpusRow(index=index, split=split_of[index], data=data)
+
+
+def corpus_row(simulator: Simulator, rng: random.Random) -> dict[str, Any]:
+    """One row: a random initial state, 0-6 earlier steps played by the scripted agent, then the target call.
+
+    The response is the simulator's ground truth under the row's directives; `meta` holds what
+    `check_step` needs to re-check the row (world, initial_state, call, history, directives, grounding)."""
+    initial = simulator.initial_state(rng)
+    state, history = initial, []
+    for _ in range(rng.randint(0, MAX_HISTORY)):
+        call = simulator.agent_call(state, rng, invalid=rng.random() < HISTORY_INVALID_SHARE)
+        state, response = simulator.step(state, call)
+        history.append({"call": call.to_json(), "response": response})
+    invalid = rng.random() < INVALID_SHARE
+    call = simulator.agent_call(state, rng, invalid=invalid)
+    grounding = rng.random() >= UNGROUNDED_SHARE
+    directives = sample_directives(simulator.name, rng) if grounding and rng.random() < (
+        DIRECTIVE_SHARE / (1 - UNGROUNDED_SHARE)) else []
+    _, response = simulator.step(state, call, directives)
+    world = simulator.world(initial, directives)
+    chat = render_chat(world, call, history, response=response, grounding=grounding)
+    return {
+        "dataset": f"wmstudio-sim/{simulator.name}",
+        "messages": chat["messages"],
+        "meta": {"world": simulator.name, "initial_state": initial, "call": call.to_json(), "history": history,
+                 "directives": directives, "grounding": grounding, "invalid_call": invalid},
+    }
+
+
+def sample_directives(world: str, rng: random.Random) -> list[str]:
+    """One vocabulary directive (sometimes two, of different kinds) as the canonical text a world carries."""
+    kinds = list(DIRECTIVE_WEIGHTS)
+    chosen = rng.choices(kinds, weights=list(DIRECTIVE_WEIGHTS.values()))
+    if rng.random() < 0.15:
+        second = rng.choice([k for k in ("verbose", "page_size", "partial_success") if k != chosen[0]])
+        chosen.append(second)
+    texts = []
+    for kind in chosen:
+        value: str | int | None = None
+        if kind == "inject_error":
+            value = rng.choice(INJECTED_ERRORS.get(world, ("INTERNAL_ERROR", "SERVICE_UNAVAILABLE")))
+        elif kind == "page_size":
+            value = rng.randint(1, 4)
+        texts.append(Directive(kind, value).text())
+    return texts
+
+
+def _split_plan(rows: int, seed: int) -> list[str]:
+    """Split of each row index: exact 80/10/10 counts (each split non-empty from 3 rows), seeded order."""
+    eval_count = max(1, round(rows * SPLIT_SHARES[1]))
+    test_count = max(1, round(rows * SPLIT_SHARES[2]))
+    labels = ["eval"] * eval_count + ["test"] * test_count
+    labels = ["train"] * (rows - len(labels)) + labels
+    random.Random(f"wmstudio-corpus-splits/{seed}").shuffle(labels)
+    return labels
+
+
+def _check_request(out: Path, rows: Any, seed: Any) -> Path:
+    problems = []
+    if isinstance(rows, bool) or not isinstance(rows, int) or not 3 <= rows <= MAX_ROWS:
+        problems.append(Problem("rows", f"must be a whole number from 3 to {MAX_ROWS:,}, got {rows!r}"))
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        problems.append(Problem("seed", f"must be a whole number, got {seed!r}"))
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        problems.append(Problem("out", f"{out} is a file: give a folder for train.jsonl, eval.jsonl and test.jsonl"))
+    if problems:
+        raise InvalidInput(problems)
+    return out
