@@ -1,0 +1,107 @@
+"""Curricula: named, versioned sets of rollouts to train on; each change of the set is saved as a new version.
+
+A training run names the exact version it used, so a result can always be traced to its rollouts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlmodel import select
+
+from wmstudio.store.database import Store, fetch_row
+from wmstudio.store.tables import Curriculum, CurriculumRollout, Rollout
+from wmstudio.world.problems import InvalidInput, Problem
+
+MAX_NAME_CHARS = 100
+
+
+@dataclass
+class CurriculumSummary:
+    """A curriculum version and how many rollouts it holds."""
+
+    curriculum: Curriculum
+    rollout_count: int
+
+
+def create_curriculum_version(store: Store, name: str, rollout_ids: Sequence[int], description: str = "",
+                              accepted_only: bool = True) -> Curriculum:
+    """Save the next version of curriculum `name` holding these rollouts (in this order, duplicates dropped).
+
+    By default every rollout must be accepted: a curriculum is what the model is trained on."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput(Problem("name", "give the curriculum a name"))
+    name = name.strip()
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidInput(Problem("name", f"is {len(name)} characters; keep it under {MAX_NAME_CHARS}"))
+    if not isinstance(description, str):
+        raise InvalidInput(Problem("description", "must be text"))
+    ids = list(dict.fromkeys(rollout_ids))
+    bad = [i for i, rid in enumerate(ids) if isinstance(rid, bool) or not isinstance(rid, int)]
+    if bad:
+        raise InvalidInput(Problem(f"rollout_ids[{bad[0]}]", f"must be a rollout id (a whole number), got {ids[bad[0]]!r}"))
+    if not ids:
+        raise InvalidInput(Problem("rollout_ids", "pick at least one rollout for the curriculum"))
+    with store.write() as session:
+        found = dict(session.exec(select(Rollout.id, Rollout.status).where(Rollout.id.in_(ids))).all())
+        missing = [rid for rid in ids if rid not in found]
+        if missing:
+            raise InvalidInput(Problem("rollout_ids", f"no rollouts with ids {_listed(missing)}: remove them"))
+        if accepted_only:
+            unaccepted = [rid for rid in ids if found[rid] != "accepted"]
+            if unaccepted:
+                raise InvalidInput(Problem("rollout_ids", f"rollouts {_listed(unaccepted)} are not accepted: "
+                                                          "accept them first, or leave them out"))
+        latest = session.exec(select(sa.func.max(Curriculum.version)).where(Curriculum.name == name)).one()
+        curriculum = Curriculum(name=name, version=(latest or 0) + 1, description=description.strip())
+        session.add(curriculum)
+        session.flush()
+        session.add_all(CurriculumRollout(curriculum_id=curriculum.id, rollout_id=rid, position=position)
+                        for position, rid in enumerate(ids))
+        return curriculum
+
+
+def list_curricula(store: Store) -> list[CurriculumSummary]:
+    """Every curriculum version: by name, newest version first."""
+    members = (
+        select(CurriculumRollout.curriculum_id, sa.func.count().label("n"))
+        .group_by(CurriculumRollout.curriculum_id)
+        .subquery()
+    )
+    query = (
+        select(Curriculum, sa.func.coalesce(members.c.n, 0))
+        .outerjoin(members, members.c.curriculum_id == Curriculum.id)
+        .order_by(Curriculum.name, Curriculum.version.desc())
+    )
+    with store.read() as session:
+        return [CurriculumSummary(curriculum=row, rollout_count=n) for row, n in session.exec(query)]
+
+
+def get_curriculum(store: Store, name: str, version: int | None = None) -> Curriculum:
+    """A curriculum by name, the latest version unless `version` is given; InvalidInput when it does not exist."""
+    query = select(Curriculum).where(Curriculum.name == name)
+    query = query.where(Curriculum.version == version) if version is not None else query
+    with store.read() as session:
+        found = session.exec(query.order_by(Curriculum.version.desc()).limit(1)).first()
+    if found is None:
+        which = f"{name!r} version {version}" if version is not None else repr(name)
+        raise InvalidInput(Problem("curriculum", f"no curriculum {which}: create it from rollouts first"))
+    return found
+
+
+def curriculum_rollouts(store: Store, curriculum_id: int) -> list[Rollout]:
+    """The rollouts of a curriculum version, in the order they were given."""
+    with store.read() as session:
+        fetch_row(session, Curriculum, curriculum_id, "curriculum_id")
+        return list(session.exec(
+            select(Rollout)
+            .join(CurriculumRollout, CurriculumRollout.rollout_id == Rollout.id)
+            .where(CurriculumRollout.curriculum_id == curriculum_id)
+            .order_by(CurriculumRollout.position)
+        ))
+
+
+def _listed(ids: list[int], most: int = 10) -> str:
+    shown = ", ".join(str(i) for i in ids[:most])
+    return shown + (f" and {len(ids) - most} more" if len(ids) > most else "")
