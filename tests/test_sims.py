@@ -193,11 +193,11 @@ def test_retail_world_carries_the_canonical_refund_rule():
 
 
 def airline_state() -> dict:
-    fares = lambda base: {"basic": base, "standard": base + 5000, "flex": base + 15000}  # noqa: E731
-    flight = lambda number, date, seats, base: {  # noqa: E731
+    fares = lambda base: {"basic": base, "standard": base + 5000, "flex": base + 15000}
+    flight = lambda number, date, seats, base: {
         "flight": number, "origin": "SFO", "destination": "JFK", "date": date, "departs": "08:15",
         "seats_left": seats, "fares": fares(base)}
-    booking = lambda ref, number, fare, pax, paid: {  # noqa: E731
+    booking = lambda ref, number, fare, pax, paid: {
         "booking_id": ref, "flight": number, "fare": fare, "passengers": pax, "paid_cents": paid, "status": "confirmed"}
     return {"today": "2025-06-01", "traveller": "Ana Costa",
             "flights": [flight("NX100", "2025-06-10", 3, 20000), flight("NX200", "2025-06-10", 1, 22000),
@@ -462,3 +462,16 @@ def test_every_directive_is_obeyed(name):
     assert partial["status"] == "partial", partial
     assert check_step(world, calls["partial"], json.dumps(partial), history=history).ok
     assert partial != full and partial["error"] == ""
+
+
+@pytest.mark.parametrize("name", WORLDS)
+def test_a_state_of_the_wrong_shape_is_reported_not_a_traceback(name):
+    sim = get_simulator(name)
+    call = sim.agent_call(sim.initial_state(random.Random(0)), random.Random(0))
+    if name == "payments":
+        call = Call("login", {"email": "a@b.example", "password": "x"})
+    for broken in ({}, {"orders": 3, "flights": None, "records": "x", "dirs": 1, "files": [], "login": 2}):
+        with pytest.raises(InvalidInput, match="initial_state"):
+            sim.step(broken, call)
+    with pytest.raises(InvalidInput, match="initial_state"):
+        sim.step(["not", "an", "object"], call)

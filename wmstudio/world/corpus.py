@@ -9,9 +9,10 @@ import hashlib
 import json
 import random
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from wmstudio.world.directives import Directive
 from wmstudio.world.problems import InvalidInput, Problem

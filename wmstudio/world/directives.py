@@ -6,8 +6,8 @@ a corpus row's directive and its ground-truth response always agree."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from wmstudio.world.problems import InvalidInput, Problem
 

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from wmstudio.world.sims.base import Simulator
 from wmstudio.world.sims.airline import AirlineSimulator
+from wmstudio.world.sims.base import Simulator
 from wmstudio.world.sims.filesystem import FilesystemSimulator
 from wmstudio.world.sims.payments import PaymentsSimulator
 from wmstudio.world.sims.records import RecordsSimulator

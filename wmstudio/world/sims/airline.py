@@ -12,8 +12,22 @@ import random
 from wmstudio.world.directives import Steering
 from wmstudio.world.rules import Rule
 from wmstudio.world.sims.base import (
-    ERROR, JSON, OK, PARTIAL, Reply, Simulator, array, boolean, fail, integer, make_tool, money, params, record,
-    response_schema, string,
+    ERROR,
+    JSON,
+    OK,
+    PARTIAL,
+    Reply,
+    Simulator,
+    array,
+    boolean,
+    fail,
+    integer,
+    make_tool,
+    money,
+    params,
+    record,
+    response_schema,
+    string,
 )
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
@@ -241,8 +255,8 @@ class AirlineSimulator(Simulator):
         elif new["flight"] == old["flight"]:
             problem = ("SAME_FLIGHT", f"Booking {ref} is already on {old['flight']}.")
         elif (new["origin"], new["destination"]) != (old["origin"], old["destination"]):
-            problem = ("ROUTE_MISMATCH", f"{new['flight']} flies {new['origin']}-{new['destination']}, "
-                                         f"not {old['origin']}-{old['destination']}.")
+            route = f"{old['origin']}-{old['destination']}"
+            problem = ("ROUTE_MISMATCH", f"{new['flight']} does not fly {route}.")
         elif new["seats_left"] < booking["passengers"]:
             problem = ("NOT_ENOUGH_SEATS", f"Only {new['seats_left']} seat(s) left on {new['flight']}.")
         if problem:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from wmstudio.world.directives import Directive, Steering, steering
+from wmstudio.world.problems import InvalidInput, Problem
 from wmstudio.world.rules import Rule
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
@@ -267,13 +269,21 @@ class Simulator:
                            "status": ERROR}
         steer = steering(directives)
         args = call.arguments
-        reply = self._refusal(state, call, steer)
-        if reply is None and (problem := argument_error(tool.parameters, args)) is not None:
-            reply = fail(problem.code, problem.message)
-        new_state = state
-        if reply is None:
-            new_state = _copy(state)
-            reply = getattr(self, f"do_{call.name}")(new_state, args, steer)
+        if not isinstance(state, dict):
+            raise InvalidInput(Problem("initial_state", f"the {self.name} simulator needs an object as its state"))
+        try:
+            reply = self._refusal(state, call, steer)
+            if reply is None and (problem := argument_error(tool.parameters, args)) is not None:
+                reply = fail(problem.code, problem.message)
+            new_state = state
+            if reply is None:
+                new_state = _copy(state)
+                reply = getattr(self, f"do_{call.name}")(new_state, args, steer)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+            raise InvalidInput(Problem(
+                "initial_state", f"does not have the shape the {self.name} simulator keeps ({type(err).__name__}: "
+                f"{err}): start from the demo world assets/worlds/{self.name}.json and edit its values, not its shape"
+            )) from None
         if reply.status == ERROR:
             new_state = state
             reply.fields = {**self._echo(tool, args), **reply.fields}

@@ -13,8 +13,22 @@ import string as text_chars
 from wmstudio.world.directives import Steering
 from wmstudio.world.rules import Rule
 from wmstudio.world.sims.base import (
-    ERROR, JSON, OK, PARTIAL, Reply, Simulator, array, boolean, fail, integer, make_tool, money, params, record,
-    response_schema, string,
+    ERROR,
+    JSON,
+    OK,
+    PARTIAL,
+    Reply,
+    Simulator,
+    array,
+    boolean,
+    fail,
+    integer,
+    make_tool,
+    money,
+    params,
+    record,
+    response_schema,
+    string,
 )
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
@@ -128,7 +142,7 @@ class PaymentsSimulator(Simulator):
 
     def initial_state(self, rng: random.Random) -> JSON:
         business, handle = rng.choice(BUSINESSES)
-        now = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=rng.randrange(365 * 24 * 60))
+        now = dt.datetime(2025, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=rng.randrange(365 * 24 * 60))
         customers = [{"id": "cus_" + _random62(rng, 14), "name": name, "card": card, "card_ok": True}
                      for name, card in zip(rng.sample(CUSTOMER_NAMES, 4), rng.sample(CARDS, 4))]
         rng.choice(customers[1:])["card_ok"] = False
@@ -331,7 +345,7 @@ def _stamp(moment: dt.datetime) -> str:
 
 
 def _parse(stamp: str) -> dt.datetime:
-    return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+    return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
 
 
 def _live_token(state: JSON) -> str | None:

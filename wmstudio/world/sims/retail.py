@@ -11,8 +11,22 @@ import random
 from wmstudio.world.directives import Steering
 from wmstudio.world.rules import Rule
 from wmstudio.world.sims.base import (
-    JSON, OK, PARTIAL, ERROR, Reply, Simulator, array, boolean, fail, integer, make_tool, money, params, record,
-    response_schema, string,
+    ERROR,
+    JSON,
+    OK,
+    PARTIAL,
+    Reply,
+    Simulator,
+    array,
+    boolean,
+    fail,
+    integer,
+    make_tool,
+    money,
+    params,
+    record,
+    response_schema,
+    string,
 )
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
