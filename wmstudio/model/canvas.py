@@ -268,7 +268,7 @@ class _Builder:
         elif shape is not None:
             raise InvalidInput("value is not an object")
         if not keys and not properties:
-            self.span(path, "json", self.budgets.json, JsonText(1))
+            self.span(path, "json", self.budgets.json, JsonText(1, "{"))
             return
         self.text("{")
         for i, key in enumerate(keys):
@@ -290,7 +290,7 @@ class _Builder:
             grammar = _item_grammar(items)
             self.span(path, "array", self.budgets.array, ArrayText(grammar) if grammar else ArrayText(JsonText(0)))
             return
-        count = len(shape) if isinstance(shape, list) else max([self.budgets.array_items, *[i + 1 for i in indexed]])
+        count = len(shape) if isinstance(shape, list) else _item_count(schema, self.budgets.array_items, indexed)
         self.text("[")
         for i in range(count):
             if i:
@@ -301,12 +301,12 @@ class _Builder:
 
     def _enum(self, options: list, path: list) -> None:
         if all(isinstance(o, str) for o in options):
-            texts = tuple(dict.fromkeys(_dump(o)[1:-1] for o in options))
+            texts = tuple(dict.fromkeys(_ascii(o)[1:-1] for o in options))
             self.text('"')
             self._options(texts, path, "enum", quoted=True)
             self.text('"')
         else:
-            self._options(tuple(dict.fromkeys(_dump(o) for o in options)), path, "enum")
+            self._options(tuple(dict.fromkeys(_ascii(o) for o in options)), path, "enum")
 
     def _options(self, texts: tuple[str, ...], path: list, kind: str, quoted: bool = False) -> None:
         longest = max(self.tokens_of(t) for t in texts) if texts else 1
@@ -362,7 +362,7 @@ def _value_tokens(tokenizer: Any, span: Span, root_value: Any) -> list[int] | No
         return None
     if kind == "array" and not isinstance(value, list):
         return None
-    text = _dump(value)
+    text = _ascii(value) if kind == "enum" else _dump(value)
     if span.quoted:
         if not isinstance(value, str):
             return None
@@ -381,6 +381,11 @@ def _at(value: Any, path: str) -> Any:
 
 def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _ascii(value: Any) -> str:
+    """Option text with non-ASCII escaped (grammars see every non-ASCII character as one class)."""
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _types(schema: dict) -> set[str]:
@@ -425,7 +430,7 @@ def _additional(schema: dict) -> Any:
 
 def _item_grammar(items: dict) -> Any:
     if isinstance(items.get("enum"), list) and items["enum"]:
-        return Options(tuple(dict.fromkeys(_dump(o) for o in items["enum"])))
+        return Options(tuple(dict.fromkeys(_ascii(o) for o in items["enum"])))
     kinds = _types(items)
     if "string" in kinds:
         return QuotedText()
@@ -436,6 +441,16 @@ def _item_grammar(items: dict) -> Any:
     if "boolean" in kinds:
         return Options(("true", "false"))
     return None
+
+
+def _item_count(schema: dict, default: int, indexed: list[int]) -> int:
+    """Item skeletons for an array: the default within minItems..maxItems, and enough for every anchored index."""
+    count = default
+    if isinstance(schema.get("minItems"), int):
+        count = max(count, min(schema["minItems"], 8))
+    if isinstance(schema.get("maxItems"), int):
+        count = min(count, max(schema["maxItems"], 0))
+    return max([count, *[i + 1 for i in indexed]])
 
 
 def _is_under(pinned: str, path: list) -> bool:

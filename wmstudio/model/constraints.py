@@ -138,10 +138,17 @@ class GrammarTable:
     accepting: list[bool]
     successors: list[frozenset[int]]
     start: int = 0
+    columns: dict[int, list[int]] = field(default_factory=dict)
 
     @property
     def states(self) -> int:
         return len(self.accepting)
+
+    def column(self, token: int) -> list[int]:
+        """Next state of every state on `token`, as a plain list (cached: spans look these up often)."""
+        if token not in self.columns:
+            self.columns[token] = self.next_state[:, token].tolist()
+        return self.columns[token]
 
 
 MAX_STATES = 4000
@@ -218,7 +225,8 @@ def _forward(table: GrammarTable, tokens: Sequence[int | None]) -> list[set[int]
             for s in here:
                 nxt |= table.successors[s]
         else:
-            nxt = {int(table.next_state[s, token]) for s in here} - {DEAD}
+            column = table.column(token)
+            nxt = {column[s] for s in here} - {DEAD}
         reach.append(nxt)
     return reach
 
@@ -230,7 +238,8 @@ def _backward(table: GrammarTable, tokens: Sequence[int | None]) -> list[set[int
         if token is None:
             here = {s for s in range(table.states) if s in after or table.successors[s] & after}
         else:
-            here = {s for s in range(table.states) if int(table.next_state[s, token]) in after}
+            column = table.column(token)
+            here = {s for s in range(table.states) if column[s] in after}
         ok.insert(0, here)
     return ok
 

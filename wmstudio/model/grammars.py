@@ -121,9 +121,11 @@ class ArrayText:
 
 @dataclass(frozen=True)
 class JsonText:
-    """Any JSON value nested at most `depth` containers deep, written compactly (single spaces allowed)."""
+    """Any JSON value nested at most `depth` containers deep (spaces allowed between tokens);
+    `root` "{" or "[" requires the value to be an object or an array."""
 
     depth: int = 1
+    root: str = ""
 
     def start(self) -> Hashable:
         return ((), "value", None)
@@ -155,6 +157,8 @@ class JsonText:
         if mode == "after":
             return self._after(stack, ch)
         # mode is "value" or "first_value"
+        if self.root and not stack and mode == "value" and ch != self.root:
+            return None
         if ch == "]" and mode == "first_value":
             return (stack[:-1], "after", None)
         if ch in "{[" and len(stack) < self.depth:

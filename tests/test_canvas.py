@@ -1,0 +1,208 @@
+"""The response canvas: skeleton layout, pinned anchors, free mode, training targets, clear errors, and the
+promise that skeleton sampling always yields parseable JSON (a thousand random schemas, a random tiny model)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+from jsonschema import Draft202012Validator
+
+from wmstudio.model.architecture import new_model
+from wmstudio.model.backends import PrefixCausalBackend
+from wmstudio.model.canvas import SpanBudgets, build_canvas, check_fits, skeleton_target
+from wmstudio.model.constraints import allowed_tokens, completable, vocabulary_for
+from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, QuotedText
+from wmstudio.model.sampler import denoise
+from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.world.problems import InvalidInput
+
+REFUND = {
+    "type": "object",
+    "properties": {
+        "refund_processed": {"type": "boolean"},
+        "amount": {"type": "number"},
+        "items": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}}},
+        },
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "message": {"type": "string"},
+        "status": {"type": "string", "enum": ["ok", "error"]},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    rng = random.Random(0)
+    lines = []
+    for i in range(400):
+        value = {"refund_processed": rng.random() < 0.5, "amount": round(rng.uniform(-50, 500), 2),
+                 "items": [{"sku": f"SKU-{rng.randint(1, 999)}", "qty": rng.randint(1, 9)}],
+                 "tags": ["gift", "café"][: rng.randint(0, 2)], "message": "Refund window of 30 days has passed",
+                 "status": rng.choice(["ok", "error"]), "note": None}
+        lines.append(json.dumps(value, ensure_ascii=False))
+    return train_tokenizer(lines, vocab_size=500)
+
+
+def layout(canvas) -> str:
+    """The canvas as text with each masked slot drawn as `_`."""
+    return "".join("_" if kind == "masked" else canvas.piece(t) for t, kind in zip(canvas.tokens, canvas.kinds()))
+
+
+def test_skeleton_keeps_keys_and_punctuation_as_anchors_and_values_as_budgeted_spans(tokenizer):
+    canvas = build_canvas(tokenizer, REFUND)
+    budgets = SpanBudgets()
+    assert layout(canvas) == (
+        '{"refund_processed":' + "_" * canvas.spans[0].length + ',"amount":' + "_" * budgets.number
+        + ',"items":[{"sku":"' + "_" * budgets.string + '","qty":' + "_" * budgets.integer
+        + '},{"sku":"' + "_" * budgets.string + '","qty":' + "_" * budgets.integer + "}]"
+        + ',"tags":' + "_" * budgets.array + ',"message":"' + "_" * budgets.long_string
+        + '","status":"' + "_" * canvas.spans[-1].length + '"}'
+    )
+    kinds = {span.path: span.kind for span in canvas.spans}
+    assert kinds == {"refund_processed": "boolean", "amount": "number", "items[0].sku": "string", "items[0].qty":
+                     "integer", "items[1].sku": "string", "items[1].qty": "integer", "tags": "array",
+                     "message": "string", "status": "enum"}
+    assert all(canvas.span_of[i] == -1 for i, kind in enumerate(canvas.kinds()) if kind == "anchor")
+
+
+def test_anchors_pin_values_and_extend_arrays(tokenizer):
+    canvas = build_canvas(tokenizer, REFUND, ['status="error"', "items[3].qty=2", "refund_processed=false"])
+    text = layout(canvas)
+    assert '"status":"error"}' in text and '"refund_processed":false,' in text
+    assert text.count('{"sku"') == 4 and '"qty":2}]' in text
+    assert "status" not in [span.path for span in canvas.spans]
+
+
+def test_fill_lays_a_response_into_its_canvas_and_decodes_back(tokenizer):
+    value = {"refund_processed": False, "amount": 12.5, "items": [{"sku": "SKU-1", "qty": 2}], "tags": ["café"],
+             "message": "Refund window of 30 days has passed", "status": "error"}
+    canvas, tokens = skeleton_target(tokenizer, REFUND, value)
+    assert json.loads(canvas.decode(tokens)) == value
+    assert tokenizer.pad_token_id in tokens  # unused slots are pads, dropped on decode
+    assert skeleton_target(tokenizer, REFUND, {**value, "amount": "12.5"}) is None  # wrong type
+    assert skeleton_target(tokenizer, REFUND, {**value, "status": "maybe"}) is None  # not an enum option
+
+
+def test_free_mode_places_text_anchors_and_pinned_fields(tokenizer):
+    canvas = build_canvas(tokenizer, None, mode="free", free_length=10, text_anchors=[(0, "{"), (10, "}")])
+    assert layout(canvas) == "{" + "_" * 10 + "}" and canvas.mode == "free"
+    pinned = build_canvas(tokenizer, REFUND, ['status="error"'], mode="free", free_length=6)
+    assert layout(pinned) == "_" * 6 + '"status":"error"' + "_" * 8
+    assert pinned.decode(pinned.tokens) == '"status":"error"'
+
+
+def test_bad_anchors_and_sizes_are_reported_with_the_field_and_the_fix(tokenizer):
+    with pytest.raises(InvalidInput) as err:
+        build_canvas(tokenizer, REFUND, ['refund_processd=true', 'amount="lots"'])
+    text = str(err.value)
+    assert "anchor refund_processd" in text and "fields: refund_processed, amount" in text
+    assert "anchor amount" in text and "expected a number" in text
+    with pytest.raises(InvalidInput, match="no response schema"):
+        build_canvas(tokenizer, None, mode="skeleton")
+    with pytest.raises(InvalidInput, match="prompt \\(900 tokens\\) \\+ response canvas \\(200 tokens\\)"):
+        check_fits(900, 200, 1024)
+    with pytest.raises(InvalidInput, match="over 4096"):
+        build_canvas(tokenizer, None, mode="free", free_length=5000)
+
+
+@pytest.mark.parametrize(
+    "grammar, good, bad",
+    [
+        (NumberText(integer=True), ["0", "-12", "907"], ["01", "-", "1.5", ""]),
+        (NumberText(), ["0.25", "-3", "12.5"], ["1.", ".5", "--1"]),
+        (Options(("true", "false")), ["true", "false"], ["tru", "truefalse"]),
+        (ArrayText(QuotedText()), ['["a", "b"]', "[]"], ['["a",]', '["a"']),
+        (JsonText(1, "{"), ['{"a":1}', "{}"], ["[1]", '{"a":{"b":1}}']),
+    ],
+)
+def test_grammars_accept_exactly_their_values(tokenizer, grammar, good, bad):
+    vocab = vocabulary_for(tokenizer)
+    table = vocab.table(grammar)
+    for text in good + bad:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        assert completable(table, ids) == (text in good), text
+
+
+def test_allowed_tokens_keep_a_span_completable(tokenizer):
+    vocab = vocabulary_for(tokenizer)
+    table = vocab.table(NumberText(integer=True))
+    zero = tokenizer.convert_tokens_to_ids("0")
+    allowed = allowed_tokens(table, [zero, None, None])
+    assert allowed[1, tokenizer.pad_token_id] and not allowed[1, tokenizer.convert_tokens_to_ids("5")]
+    allowed = allowed_tokens(table, [None, None])
+    assert not allowed[0, tokenizer.convert_tokens_to_ids("a")]
+    assert allowed[0, tokenizer.convert_tokens_to_ids("-")] and not allowed[1, tokenizer.convert_tokens_to_ids("-")]
+
+
+# ----------------------------------------------------------------------------------------------------
+# A thousand random schemas: whatever a random model samples, the skeleton decodes to schema-valid JSON.
+
+
+def random_schema(rng: random.Random, depth: int = 0) -> dict:
+    kinds = ["string", "integer", "number", "boolean", "enum", "mixed_enum", "const", "nullable", "scalar_array",
+             "any", "open_object", "date"]
+    if depth < 2:
+        kinds += ["object", "object", "object_array"]
+    kind = rng.choice(kinds)
+    if kind == "object":
+        names = rng.sample(["id", "name", "status", "total", "items", "message", "ok", "count", "price", "é"],
+                           rng.randint(1, 4))
+        return {"type": "object", "properties": {n: random_schema(rng, depth + 1) for n in names},
+                "required": names, "additionalProperties": False}
+    if kind == "object_array":
+        item = {"type": "object", "properties": {"v": random_schema(rng, 2)}, "required": ["v"]}
+        return {"type": "array", "items": item, "maxItems": rng.randint(1, 3)}
+    if kind == "scalar_array":
+        return {"type": "array", "items": rng.choice([{"type": "string"}, {"type": "integer"}, {"type": "number"},
+                                                      {"type": "boolean"}, {"enum": [1, "x", None]}])}
+    return {
+        "string": {"type": "string"},
+        "date": {"type": "string", "format": "date"},
+        "integer": {"type": "integer", **({"minimum": 0} if rng.random() < 0.5 else {})},
+        "number": {"type": "number"},
+        "boolean": {"type": "boolean"},
+        "enum": {"type": "string", "enum": rng.sample(["", "ok", "error", "partial", "a\"b", "café"], 3)},
+        "mixed_enum": {"enum": [1, 2.5, "two", True, None]},
+        "const": {"const": rng.choice(["v1", 3, None])},
+        "nullable": {"anyOf": [{"type": rng.choice(["integer", "string"])}, {"type": "null"}]},
+        "any": {},
+        "open_object": {"type": "object"},
+    }[kind]
+
+
+@pytest.fixture
+def one_thread():
+    """A 1-layer model gains nothing from threads; on a shared 2-core machine they only contend."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_skeleton_sampling_always_yields_schema_valid_json(tokenizer, one_thread):
+    torch.manual_seed(0)
+    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
+    backend = PrefixCausalBackend(model, tokenizer, "random-tiny", tokenizer.mask_token_id, tokenizer.pad_token_id,
+                                  4096)
+    rng = random.Random(1234)
+    prompt = [tokenizer.bos_token_id, 10, 11, 12, tokenizer.sep_token_id]
+    for trial in range(1000):
+        schema = random_schema(rng)
+        canvas = build_canvas(tokenizer, schema, vocab_size=backend.vocab_size)
+        settings = {"steps": rng.choice([1, 2, 3]), "threshold": rng.choice([None, 0.5]),
+                    "temperature": rng.choice([0.0, 1.0, 2.0]), "strategy": rng.choice(["low_confidence", "random"]),
+                    "seed": trial, "repetition_penalty": rng.choice([1.0, 1.3])}
+        *_, last = denoise(backend, prompt, canvas, **settings) if canvas.spans else [None]
+        tokens = last.tokens[0] if last is not None else canvas.tokens
+        text = canvas.decode(tokens)
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as err:
+            pytest.fail(f"trial {trial}: {text!r} is not JSON ({err}); schema {json.dumps(schema)}")
+        errors = [e.message for e in Draft202012Validator(schema).iter_errors(value)]
+        assert not errors, f"trial {trial}: {text!r} breaks {json.dumps(schema)}: {errors}"
