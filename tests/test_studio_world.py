@@ -1,6 +1,5 @@
-"""The studio's World tab over HTTP: load a demo world, validate, save, import tools — as a client would.
-
-Launches the real Gradio app on a free loopback port and drives it with gradio_client."""
+"""The studio's World tab over HTTP: load a saved world, validate, save new versions, open and download files,
+import tools — as a client would. Launches the real Gradio app on a loopback port over a real SQLite store."""
 
 from __future__ import annotations
 
@@ -12,6 +11,9 @@ import pytest
 from gradio_client import Client, handle_file
 
 from wmstudio.locations import DEMO_WORLDS_DIR
+from wmstudio.store import open_store, save_world_version, world_versions
+from wmstudio.ui.context import StudioContext
+from wmstudio.ui.studio import build_studio
 from wmstudio.world.spec import load_world
 
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
@@ -25,48 +27,54 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory):
-    home = tmp_path_factory.mktemp("home")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("WMSTUDIO_HOME", str(home))
-    from wmstudio.ui.studio import build_studio
-
-    app = build_studio()
+    store = open_store(tmp_path_factory.mktemp("db") / "studio.db")
+    retail = save_world_version(store, load_world(DEMO_WORLDS_DIR / "retail.json"))
+    ctx = StudioContext(store=store)
+    app = build_studio(ctx)
     app.queue()
     _, url, _ = app.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
-    yield Client(url, verbose=False), home
+    yield Client(url, verbose=False), ctx, retail.id
     app.close()
-    patch.undo()
 
 
-def test_load_validate_and_save_a_demo_world(studio):
-    client, home = studio
-    retail = str(DEMO_WORLDS_DIR / "retail.json")
-    *fields, status = client.predict(retail, api_name="/load_world")
-    assert fields[0] == load_world(retail).name
-    assert "Loaded" in status
-
+def test_load_edit_and_save_creates_a_new_version(studio):
+    client, ctx, retail_id = studio
+    *fields, status = client.predict(retail_id, api_name="/load_world")
+    assert fields[0] == load_world(DEMO_WORLDS_DIR / "retail.json").name
+    assert "Loaded" in status and "v1" in status
     assert "Valid world" in client.predict(*fields, api_name="/validate_world")
 
-    fields[2] = "A customer disputes a refund."  # edit the task, then save under a new name
-    status, _ = client.predict("my-retail", *fields, api_name="/save_world")
-    saved = home / "worlds" / "my-retail.json"
-    assert saved.exists(), status
-    assert load_world(saved).task == "A customer disputes a refund."
+    fields[3] = "A customer disputes a refund."
+    status, _, _ = client.predict(*fields, api_name="/save_world")
+    assert "v2" in status
+    versions = world_versions(ctx.store, fields[0])
+    assert [v.version for v in versions] == [2, 1]
+    assert versions[0].spec().task == "A customer disputes a refund."
+    assert versions[1].spec().task != "A customer disputes a refund."  # the old version is untouched
 
 
 def test_broken_rule_and_bad_state_are_reported_with_paths_and_nothing_is_saved(studio):
-    client, home = studio
-    *fields, _ = client.predict(str(DEMO_WORLDS_DIR / "retail.json"), api_name="/load_world")
-    fields[3] = '{"orders": [1, 2'  # initial state: broken JSON
-    fields[5] = json.dumps([{"text": "totals are positive", "check": "response.total >"}])
-    status, _ = client.predict("broken", *fields, api_name="/save_world")
+    client, ctx, retail_id = studio
+    *fields, _ = client.predict(retail_id, api_name="/load_world")
+    before = len(world_versions(ctx.store, fields[0]))
+    fields[4] = '{"orders": [1, 2'  # initial state: broken JSON
+    fields[6] = json.dumps([{"text": "totals are positive", "check": "response.total >"}])
+    status, _, _ = client.predict(*fields, api_name="/save_world")
     assert "`initial_state`" in status and "`rules[0].check`" in status
     assert "Traceback" not in status
-    assert not (home / "worlds" / "broken.json").exists()
+    assert len(world_versions(ctx.store, fields[0])) == before
+
+
+def test_open_a_world_file_and_download_it_back(studio, tmp_path):
+    client, _, _ = studio
+    *fields, status = client.predict(handle_file(str(DEMO_WORLDS_DIR / "airline.json")), api_name="/open_world_file")
+    assert "Save to keep it" in status
+    downloaded = client.predict(*fields, api_name="/download_world")
+    assert load_world(downloaded) == load_world(DEMO_WORLDS_DIR / "airline.json")
 
 
 def test_import_tools_from_a_bfcl_file_appends_normalised_tools(studio):
-    client, _ = studio
+    client, _, _ = studio
     tools_text, status = client.predict(
         handle_file(str(SAMPLES / "bfcl" / "multi_turn_func_doc" / "math_api.json")), "auto", "[]",
         api_name="/import_tools",
@@ -77,7 +85,7 @@ def test_import_tools_from_a_bfcl_file_appends_normalised_tools(studio):
 
 
 def test_import_of_a_malformed_file_keeps_the_editor_and_explains(studio, tmp_path):
-    client, _ = studio
+    client, _, _ = studio
     bad = tmp_path / "bad.json"
     bad.write_text('[{"name": "x", "parameters": ', encoding="utf-8")
     tools_text, status = client.predict(handle_file(str(bad)), "auto", '[{"name": "keep"}]', api_name="/import_tools")

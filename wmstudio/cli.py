@@ -155,11 +155,26 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(7860, "--port"),
     db: Optional[Path] = typer.Option(None, "--db", help="SQLite file (default: WMSTUDIO_DB or the user data dir)."),
+    model: Optional[str] = typer.Option(None, "--model", help="World model: local path or hub id (default: embedded)."),
+    ar_model: Optional[str] = typer.Option(None, "--ar-model", help="Autoregressive baseline (default: embedded)."),
+    auth: list[str] = typer.Option([], "--auth", help="Require sign-in: USER:PASSWORD, repeat for more annotators."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow checkpoints' own model code."),
 ) -> None:
     """Open the studio in the browser at http://HOST:PORT."""
+    from wmstudio.model.backends import DEFAULT_AR_MODEL
     from wmstudio.ui.studio import launch
 
-    launch(host=host, port=port, db=db)
+    users = {}
+    for item in auth:
+        user, sep, password = item.partition(":")
+        if not sep or not user or not password:
+            fail(f"--auth {item!r}: write USER:PASSWORD, e.g. --auth alice:s3cret")
+        users[user] = password
+    try:
+        launch(host=host, port=port, db=db, model=model, ar_model=ar_model or DEFAULT_AR_MODEL,
+               trust_remote_code=trust_remote_code, users=users)
+    except InvalidInput as err:
+        fail(str(err))
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -1,6 +1,7 @@
-"""The studio page: assembles the tabs into one Gradio Blocks app and launches it.
+"""The studio page: opens the store and models, assembles the tabs into one Gradio app and serves it.
 
-`build_studio()` returns the Blocks (tests launch it themselves); `launch()` is what `python app.py` runs."""
+`build_studio(ctx)` returns the Blocks (tests launch it themselves); `launch()` is what `python app.py` and
+`wmstudio serve` run."""
 
 from __future__ import annotations
 
@@ -8,21 +9,40 @@ from pathlib import Path
 
 import gradio as gr
 
-from wmstudio.ui.world_tab import build_world_tab, load_fields
+from wmstudio.model.backends import DEFAULT_AR_MODEL, DEFAULT_MODEL
+from wmstudio.store import open_store
+from wmstudio.ui.context import StudioContext
+from wmstudio.ui.world_tab import build_world_tab
+
+TITLE = "World Model Studio"
 
 
-def build_studio() -> gr.Blocks:
-    """The whole studio as a Blocks app, with the first demo world loaded on open."""
-    with gr.Blocks(title="World Model Studio") as studio:
-        gr.Markdown("# World Model Studio\nAuthor steered rollouts for a masked diffusion text world model.")
-        with gr.Tab("World"):
-            picker, fields, status = build_world_tab()
-        studio.load(load_fields, picker, fields + [status], api_visibility="private")
+def open_context(db: str | Path | None = None, model: str | None = None, ar_model: str | None = DEFAULT_AR_MODEL,
+                 trust_remote_code: bool = False, users: dict[str, str] | None = None) -> StudioContext:
+    """Open (and upgrade) the database, seed it on first run, and describe the models to serve."""
+    store = open_store(db)
+    ctx = StudioContext(store=store, model=model or DEFAULT_MODEL, ar_model=ar_model,
+                        trust_remote_code=trust_remote_code, users=dict(users or {}))
+    return ctx
+
+
+def build_studio(ctx: StudioContext) -> gr.Blocks:
+    """The whole studio as a Blocks app."""
+    with gr.Blocks(title=TITLE) as studio:
+        gr.Markdown(f"# {TITLE}\nAuthor steered rollouts for a masked diffusion text world model.")
+        with gr.Tab("World", id="world"):
+            build_world_tab(ctx, studio)
     return studio
 
 
-def launch(host: str = "127.0.0.1", port: int = 7860, db: Path | None = None, **kwargs) -> None:
-    """Start the studio server and block (`prevent_thread_lock=True` in kwargs returns at once)."""
-    studio = build_studio()
+def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = None, model: str | None = None,
+           ar_model: str | None = DEFAULT_AR_MODEL, trust_remote_code: bool = False,
+           users: dict[str, str] | None = None, **launch_kwargs) -> gr.Blocks:
+    """Open the context, load the world model once, and serve the studio (blocks unless prevent_thread_lock)."""
+    ctx = open_context(db, model, ar_model, trust_remote_code, users)
+    ctx.backend()  # load now so the first Run does not wait for it
+    studio = build_studio(ctx)
     studio.queue(default_concurrency_limit=4)
-    studio.launch(server_name=host, server_port=port, **kwargs)
+    auth = list(ctx.users.items()) or None
+    studio.launch(server_name=host, server_port=port, auth=auth, **launch_kwargs)
+    return studio

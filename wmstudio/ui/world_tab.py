@@ -1,40 +1,38 @@
-"""The World tab: load, edit, validate, import tools into and save a world file.
+"""The World tab: pick a saved world (any version), edit, validate, import tools, save a new version.
 
-Each handler is a plain function of form values (testable without a browser); problems come back
-as a list with JSON paths, never as a traceback, and the user's edits are never discarded."""
+World files can be opened and downloaded too. Each handler is a plain function of form values (testable
+without a browser); problems come back as a list with JSON paths, never a traceback, and edits are kept."""
 
 from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from wmstudio.locations import DEMO_WORLDS_DIR, user_worlds_dir
+from wmstudio.store import get_world, list_worlds, save_world_version, world_versions
+from wmstudio.ui.context import StudioContext
 from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.world.sims import SIMULATORS
 from wmstudio.world.spec import WorldSpec, load_world, parse_json_text, parse_world, save_world
 from wmstudio.world.tools import FORMATS, import_tools_file
 
-FIELDS = ("name", "description", "task", "initial_state", "tools", "rules", "directives")
-
-
-def world_files() -> list[str]:
-    """Demo worlds first, then the user's saved worlds, as paths the dropdown can offer."""
-    demo = sorted(DEMO_WORLDS_DIR.glob("*.json")) if DEMO_WORLDS_DIR.exists() else []
-    saved = sorted(user_worlds_dir().glob("*.json"))
-    return [str(p) for p in demo + saved]
+FIELDS = ("name", "description", "simulator", "task", "initial_state", "tools", "rules", "directives")
+NO_SIMULATOR = "(none)"
 
 
 def world_to_fields(world: WorldSpec) -> tuple[str, ...]:
-    """Spread a world over the editor's seven fields (JSON parts pretty-printed)."""
+    """Spread a world over the editor's fields (JSON parts pretty-printed)."""
     data = world.to_json()
     state = world.initial_state
     state_text = state if isinstance(state, str) else json.dumps(state, indent=2, ensure_ascii=False)
     return (
         world.name,
         world.description,
+        world.simulator or NO_SIMULATOR,
         world.task,
         state_text,
         json.dumps(data["tools"], indent=2, ensure_ascii=False),
@@ -43,10 +41,13 @@ def world_to_fields(world: WorldSpec) -> tuple[str, ...]:
     )
 
 
-def fields_to_world(name, description, task, state_text, tools_text, rules_text, directives_text) -> WorldSpec:
+def fields_to_world(name, description, simulator, task, state_text, tools_text, rules_text,
+                    directives_text) -> WorldSpec:
     """Build a WorldSpec from the editor's fields; InvalidInput lists every problem with its path."""
     problems: list[Problem] = []
     data: dict[str, Any] = {"name": name or "", "description": description or "", "task": task or ""}
+    if simulator and simulator != NO_SIMULATOR:
+        data["simulator"] = simulator
     data["initial_state"] = _state_value(state_text or "", problems)
     for key, text, default in (("tools", tools_text, []), ("rules", rules_text, [])):
         if not (text or "").strip():
@@ -99,26 +100,67 @@ def validate_fields(*fields) -> str:
     return f"✅ Valid world **{world.name}**: {len(world.tools)} tools, {len(world.rules)} rules, {len(world.directives)} directives."
 
 
-def save_fields(filename: str, *fields) -> tuple[str, Any]:
-    """Validate then save into the user's worlds folder; returns (status, refreshed dropdown)."""
+def world_names(ctx: StudioContext) -> list[str]:
+    """Names of the worlds saved in the store, alphabetically."""
+    return [summary.name for summary in list_worlds(ctx.store)]
+
+
+def version_choices(ctx: StudioContext, name: str | None) -> list[tuple[str, int]]:
+    """(label, world id) pairs for every saved version of `name`, newest first."""
+    if not name:
+        return []
+    return [(f"v{row.version} · {row.created_at:%Y-%m-%d %H:%M}", row.id) for row in world_versions(ctx.store, name)]
+
+
+def pick_world(ctx: StudioContext, name: str | None) -> Any:
+    """Refresh the version dropdown for the chosen world, selecting the newest version."""
+    choices = version_choices(ctx, name)
+    return gr.update(choices=choices, value=choices[0][1] if choices else None)
+
+
+def load_version(ctx: StudioContext, world_id: int | None) -> tuple:
+    """Load a saved world version into the fields (fields untouched, with a message, when it cannot be read)."""
+    if world_id is None:
+        return (gr.update(),) * len(FIELDS) + ("Choose a world and a version first.",)
     try:
-        world = fields_to_world(*fields)
+        row = get_world(ctx.store, int(world_id))
+        world = row.spec()
     except InvalidInput as err:
-        return problems_markdown(err), gr.update()
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", (filename or world.name).strip()).strip("-.") or "world"
-    path = save_world(world, user_worlds_dir() / f"{Path(stem).stem}.json")
-    return f"💾 Saved **{world.name}** to `{path}`.", gr.update(choices=world_files(), value=str(path))
+        return (gr.update(),) * len(FIELDS) + (problems_markdown(err),)
+    return world_to_fields(world) + (f"Loaded **{row.name}** v{row.version}.",)
 
 
-def load_fields(path: str | None) -> tuple:
-    """Load a world file into the fields; on a bad file the fields are left as they were."""
+def open_world_file(path: str | None) -> tuple:
+    """Load an uploaded world file into the fields (not saved until Save)."""
     if not path:
         return (gr.update(),) * len(FIELDS) + ("Choose a world file first.",)
     try:
         world = load_world(path)
     except InvalidInput as err:
         return (gr.update(),) * len(FIELDS) + (problems_markdown(err),)
-    return world_to_fields(world) + (f"Loaded **{world.name}** from `{path}`.",)
+    return world_to_fields(world) + (f"Opened **{world.name}** from `{Path(path).name}`; Save to keep it.",)
+
+
+def save_version(ctx: StudioContext, *fields) -> tuple[str, Any, Any]:
+    """Validate then save the fields as the next version of the world; returns (status, names, versions)."""
+    try:
+        world = fields_to_world(*fields)
+    except InvalidInput as err:
+        return problems_markdown(err), gr.update(), gr.update()
+    row = save_world_version(ctx.store, world)
+    choices = version_choices(ctx, world.name)
+    return (f"💾 Saved **{row.name}** as v{row.version}.",
+            gr.update(choices=world_names(ctx), value=world.name), gr.update(choices=choices, value=row.id))
+
+
+def world_file_for_download(*fields) -> str:
+    """Write the fields as a canonical world file in a temp folder, for the download button."""
+    try:
+        world = fields_to_world(*fields)
+    except InvalidInput as err:
+        raise gr.Error(problems_markdown(err)) from None
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", world.name).strip("-.") or "world"
+    return str(save_world(world, Path(tempfile.mkdtemp(prefix="wmstudio-world-")) / f"{stem}.json"))
 
 
 def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[str, str]:
@@ -139,17 +181,19 @@ def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[st
     return json.dumps(merged, indent=2, ensure_ascii=False), status
 
 
-def build_world_tab() -> None:
+def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     """Lay out the World tab inside the current Blocks context and wire its events."""
-    files = world_files()
     with gr.Row():
-        picker = gr.Dropdown(files, value=files[0] if files else None, label="World file", scale=4,
-                             allow_custom_value=True)
+        picker = gr.Dropdown(world_names(ctx), label="World", scale=3, elem_id="world-picker")
+        version = gr.Dropdown([], label="Version", scale=2, allow_custom_value=True)
         load_button = gr.Button("Load", scale=1)
+        opener = gr.UploadButton("Open world file…", file_types=[".json"], scale=1)
     with gr.Row():
         name = gr.Textbox(label="Name", scale=2)
         description = gr.Textbox(label="Description", scale=3)
-    task = gr.Textbox(label="Task context", lines=3)
+        simulator = gr.Dropdown([NO_SIMULATOR, *SIMULATORS], value=NO_SIMULATOR, scale=1,
+                                label="Simulator (ground truth)")
+    task = gr.Textbox(label="Task context", lines=3, elem_id="world-task")
     with gr.Row():
         state = gr.Code(label="Initial environment state (JSON or text)", language="json", lines=12)
         tools = gr.Code(label="Tool schemas (JSON list, any importable format)", language="json", lines=12)
@@ -162,16 +206,29 @@ def build_world_tab() -> None:
             fmt = gr.Dropdown(list(FORMATS), value="auto", label="Format")
             import_button = gr.Button("Import tools")
     with gr.Row():
-        filename = gr.Textbox(label="Save as (file name in your worlds folder)", scale=3)
-        validate_button = gr.Button("Validate", scale=1)
-        save_button = gr.Button("Save", variant="primary", scale=1)
+        validate_button = gr.Button("Validate")
+        save_button = gr.Button("Save new version", variant="primary", elem_id="world-save")
+        download = gr.DownloadButton("Download world file")
     status = gr.Markdown(elem_id="world-status")
 
-    fields = [name, description, task, state, tools, rules, directives]
-    load_button.click(load_fields, picker, fields + [status], api_name="load_world")
+    fields = [name, description, simulator, task, state, tools, rules, directives]
+    picker.input(lambda n: pick_world(ctx, n), picker, version, api_name="world_versions")
+    load_button.click(lambda i: load_version(ctx, i), version, fields + [status], api_name="load_world")
+    version.input(lambda i: load_version(ctx, i), version, fields + [status], api_visibility="private")
+    opener.upload(open_world_file, opener, fields + [status], api_name="open_world_file")
     validate_button.click(validate_fields, fields, status, api_name="validate_world")
     for editor in (tools, rules):  # validated as you type
-        editor.change(validate_fields, fields, status, show_progress="hidden", api_visibility="private")
-    save_button.click(save_fields, [filename] + fields, [status, picker], api_name="save_world")
+        editor.input(validate_fields, fields, status, show_progress="hidden", api_visibility="private")
+    save_button.click(lambda *f: save_version(ctx, *f), fields, [status, picker, version], api_name="save_world")
+    download.click(world_file_for_download, fields, download, api_name="download_world")
     import_button.click(import_tools_into, [upload, fmt, tools], [tools, status], api_name="import_tools")
-    return picker, fields, status
+
+    def open_first() -> tuple:
+        names = world_names(ctx)
+        first = names[0] if names else None
+        versions = version_choices(ctx, first)
+        world_id = versions[0][1] if versions else None
+        loaded = load_version(ctx, world_id) if world_id else (gr.update(),) * len(FIELDS) + ("",)
+        return (gr.update(choices=names, value=first), gr.update(choices=versions, value=world_id), *loaded)
+
+    studio.load(open_first, None, [picker, version] + fields + [status], api_visibility="private")
