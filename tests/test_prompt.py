@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.world.problems import InvalidInput
-from wmstudio.world.prompt import SECTION_HEADERS, omitted_marker, render_chat, render_prompt
+from wmstudio.world.prompt import SECTION_HEADERS, omitted_marker, render_chat, render_prompt, tool_schema_line
 from wmstudio.world.spec import Call, parse_world
 
 TASK = "Refund order A1 for the customer; she was charged twice."
@@ -291,3 +291,24 @@ def test_cli_prompt_reports_bad_input_with_exit_code_2(tmp_path):
         result = runner.invoke(app, args)
         assert result.exit_code == 2, (args, result.output)
         assert message in result.stderr and "Traceback" not in result.output
+
+
+def test_over_budget_prompts_shrink_other_tools_to_summaries_but_keep_the_called_schema():
+    from wmstudio.locations import DEMO_WORLDS_DIR
+    from wmstudio.world.spec import load_world
+
+    world = load_world(DEMO_WORLDS_DIR / "retail.json")
+    called = world.tools[2]
+    call = {"name": called.name, "arguments": {}}
+    full = render_prompt(world, call)
+    budgeted = render_prompt(world, call, max_chars=4000)
+    assert len(budgeted) < len(full)
+    assert tool_schema_line(called) in budgeted  # the called tool keeps parameters and response
+    for other in world.tools:
+        if other is not called:
+            assert tool_schema_line(other) not in budgeted
+            assert f'{{"name":"{other.name}","description":' in budgeted
+    assert "## ENVIRONMENT STATE" in budgeted and '"Action' not in budgeted
+    chat = render_chat(world, call, max_chars=4000)
+    assert tool_schema_line(called) in chat["messages"][0]["content"]
+    assert render_prompt(world, call, max_chars=len(full)) == full  # within budget: nothing shrinks

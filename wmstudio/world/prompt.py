@@ -19,7 +19,9 @@ or `State: start of the episode (no earlier actions)`, then a blank line and `Ac
 In a chat row (`{"messages": [system, user, assistant]}`) the system turn holds the sections (TASK CONTEXT with
 the task only) and the target line, the user turn the turn text, the assistant turn the tool's response.
 
-`max_chars` bounds the prompt (system + user text for a chat row): the earliest turns are dropped whole and
+`max_chars` bounds the prompt (system + user text for a chat row). When the prompt without history is already
+over it, the tools other than the called one shrink to `{"name", "description"}` lines first (the called tool
+keeps its full schema). Then the earliest turns are dropped whole and
 replaced by one marker line `[... 1,234 characters of earlier history omitted ...]`, where the number counts
 the characters of the turn text that were cut (turn separators included); the task, the newest turns, the tool
 schemas and the call are kept. When even the newest turn does not fit, only the end of the turn text is kept.
@@ -64,14 +66,14 @@ def render_prompt(
     the_call, steps = _as_call(call), parse_history(history)
     _check_budget(max_chars)
     head = _sections_before_task(world)
-    tail = _sections_after_task(world, the_call, grounding, computed_state)
     task = world.task.strip() or NO_TASK
 
-    def compose(history_text: str | None) -> str:
+    def compose(history_text: str | None, focus: bool) -> str:
         context = f"{SECTION_HEADERS[1]}\n{task}\n\n{render_turns(history_text, the_call)}"
-        return "\n\n".join([*head, context, *tail])
+        return "\n\n".join([*head, context, *_sections_after_task(world, the_call, grounding, computed_state, focus)])
 
-    return compose(_fit_history(steps, max_chars, lambda: len(compose(""))))
+    focus = max_chars is not None and len(compose("", False)) > max_chars
+    return compose(_fit_history(steps, max_chars, lambda: len(compose("", focus))), focus)
 
 
 def render_chat(
@@ -90,9 +92,14 @@ def render_chat(
     the_call, steps = _as_call(call), parse_history(history)
     _check_budget(max_chars)
     context = f"{SECTION_HEADERS[1]}\n{world.task.strip() or NO_TASK}"
-    system = "\n\n".join(
-        [*_sections_before_task(world), context, *_sections_after_task(world, the_call, grounding, computed_state)]
-    )
+
+    def compose(focus: bool) -> str:
+        after = _sections_after_task(world, the_call, grounding, computed_state, focus)
+        return "\n\n".join([*_sections_before_task(world), context, *after])
+
+    system = compose(False)
+    if max_chars is not None and len(system) + len(render_turns("", the_call)) > max_chars:
+        system = compose(True)
     history_text = _fit_history(steps, max_chars, lambda: len(system) + len(render_turns("", the_call)))
     messages = [
         {"role": "system", "content": system},
@@ -166,8 +173,16 @@ def _sections_before_task(world: WorldSpec) -> list[str]:
     return [f"{SECTION_HEADERS[0]}\n{state if isinstance(state, str) else compact_json(state)}"]
 
 
-def _sections_after_task(world: WorldSpec, call: Call, grounding: bool, computed_state: Any) -> list[str]:
-    tools = "\n".join(tool_schema_line(tool) for tool in world.tools) or "None."
+def tool_summary_line(tool: Tool) -> str:
+    """A tool as one short JSON line (name and description): how other tools read when the prompt must shrink."""
+    return compact_json({"name": tool.name, "description": tool.description})
+
+
+def _sections_after_task(world: WorldSpec, call: Call, grounding: bool, computed_state: Any,
+                         focus: bool = False) -> list[str]:
+    called = _find_tool(world, call.name)
+    lines = (tool_schema_line(t) if not focus or t is called else tool_summary_line(t) for t in world.tools)
+    tools = "\n".join(lines) or "None."
     sections = [f"{SECTION_HEADERS[2]}\n{tools}"]
     if grounding:
         sections.append(f"{SECTION_HEADERS[3]}\n{_bullets(rule.text for rule in world.rules)}")
