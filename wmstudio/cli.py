@@ -146,7 +146,10 @@ def corpus(
     """Write a world-model corpus from the simulated worlds, in the public chat format."""
     from wmstudio.world.corpus import write_corpus
 
-    stats = write_corpus(out, rows=rows, seed=seed)
+    try:
+        stats = write_corpus(out, rows=rows, seed=seed)
+    except InvalidInput as err:
+        fail(str(err))
     emit(stats)
 
 
