@@ -153,6 +153,7 @@ def score(logits: torch.Tensor, guess: torch.Tensor, strategy: str, generator: t
 def choose(confidence: torch.Tensor, eligible: torch.Tensor, quota: list[int], threshold: float | None) -> torch.Tensor:
     """Per sample: the `quota` most confident eligible slots, plus every one at or above `threshold`."""
     chosen = torch.zeros_like(eligible)
+    confidence = confidence.masked_fill(~eligible, -math.inf)
     order = confidence.argsort(dim=-1, descending=True)
     for k, count in enumerate(quota):
         if threshold is not None:

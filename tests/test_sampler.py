@@ -1,0 +1,229 @@
+"""The denoising sampler and generate(): schedules, blocks, strategies, seeds, temperature, the repetition
+penalty, the exact prompt cache, and checked responses for a simulated world (random tiny models)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+import torch
+
+from wmstudio.model.architecture import new_model
+from wmstudio.model.backends import ArBaseline, PrefixCausalBackend
+from wmstudio.model.canvas import build_canvas
+from wmstudio.model.generation import anchors_as_directives, generate, generate_stream, prompt_ids_for
+from wmstudio.model.sampler import Frame, choose, denoise, penalise_repeats, sample_tokens, score
+from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.world.anchors import parse_anchor
+from wmstudio.world.problems import InvalidInput
+from wmstudio.world.prompt import render_prompt
+from wmstudio.world.sims import get_simulator
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "string", "enum": ["ok", "error"]},
+        "count": {"type": "integer", "minimum": 0},
+        "name": {"type": "string"},
+        "refunded": {"type": "boolean"},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def world_and_call():
+    sim = get_simulator("retail")
+    rng = random.Random(0)
+    state = sim.initial_state(rng)
+    return sim.world(state), sim.valid_call(state, rng)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(world_and_call):
+    world, call = world_and_call
+    lines = [json.dumps({"status": "ok", "count": i, "name": f"item {i}", "refunded": i % 2 == 0}) for i in range(300)]
+    lines += [render_prompt(world, call)] * 20
+    return train_tokenizer(lines, vocab_size=1500)
+
+
+@pytest.fixture(scope="module")
+def backend(tokenizer):
+    torch.manual_seed(0)
+    model = new_model(tokenizer, layers=2, hidden=64, heads=4, ffn=128, max_positions=4096)
+    return PrefixCausalBackend(model, tokenizer, "tiny", tokenizer.mask_token_id, tokenizer.pad_token_id, 4096)
+
+
+@pytest.fixture(scope="module")
+def canvas(backend):
+    return build_canvas(backend.tokenizer, SCHEMA, vocab_size=backend.vocab_size)
+
+
+PROMPT = [2, 30, 31, 32, 33, 4]
+
+
+def run(backend, canvas, **settings) -> list[Frame]:
+    return list(denoise(backend, PROMPT, canvas, **settings))
+
+
+def test_every_masked_slot_is_committed_exactly_once_and_anchors_never_change(backend, canvas):
+    frames = run(backend, canvas, samples=3, temperature=1.0)
+    masked = set(canvas.masked_positions)
+    for k in range(3):
+        committed = [p for frame in frames for p in frame.unmasked[k]]
+        assert sorted(committed) == sorted(masked)  # each once, nothing else
+        final = frames[-1].tokens[k]
+        assert all(final[i] == canvas.tokens[i] for i in range(len(canvas)) if i not in masked)
+        assert backend.mask_id not in final
+    assert frames[-1].done and not any(f.done for f in frames[:-1])
+    assert all(len(f.confidences[k]) == len(f.unmasked[k]) for f in frames for k in range(3))
+    assert all(0.0 <= c <= 1.0 for f in frames for c in f.confidences[0])
+
+
+@pytest.fixture(scope="module")
+def free(backend):
+    return build_canvas(backend.tokenizer, None, mode="free", free_length=20, vocab_size=backend.vocab_size)
+
+
+def test_linear_schedule_takes_exactly_the_steps_asked(backend, free):
+    for steps in (1, 3, 20):
+        frames = run(backend, free, steps=steps, threshold=None, strategy="random")
+        assert len(frames) == steps
+        sizes = [len(f.unmasked[0]) for f in frames]
+        assert max(sizes) - min(sizes) <= 1  # an even split, as LLaDA's num_transfer_tokens
+
+
+def test_commits_that_would_break_a_span_wait_for_a_later_step(backend, canvas):
+    frames = run(backend, canvas, steps=1, threshold=None, temperature=2.0, seed=5)
+    assert len(frames) >= 1 and frames[-1].done  # conflicting commits in one span are deferred, never kept
+    json.loads(canvas.decode(frames[-1].tokens[0]))
+
+
+def test_threshold_commits_every_confident_slot_and_at_least_one(backend, free):
+    assert len(run(backend, free, threshold=0.0, steps=100)) == 1  # every confidence is >= 0
+    frames = run(backend, free, threshold=1.01, steps=20)
+    assert len(frames) == 20 and all(len(f.unmasked[0]) == 1 for f in frames)
+
+
+def test_default_settings_bound_the_number_of_steps(backend, canvas):
+    frames = run(backend, canvas)
+    assert len(frames) <= math.ceil(len(canvas.masked_positions) / 4)
+
+
+def test_blocks_fill_left_to_right(backend, canvas):
+    block = 8
+    frames = run(backend, canvas, block=block, steps=12, threshold=None)
+    order = [p // block for f in frames for p in sorted(f.unmasked[0])]
+    assert order == sorted(order)
+
+
+def test_same_seed_same_responses_and_greedy_samples_agree(backend, canvas):
+    a = run(backend, canvas, temperature=1.0, samples=4, seed=7)[-1].tokens
+    b = run(backend, canvas, temperature=1.0, samples=4, seed=7)[-1].tokens
+    assert a == b
+    assert len({tuple(t) for t in a}) > 1  # K samples in one batch differ at temperature 1
+    greedy = run(backend, canvas, temperature=0.0, samples=3)[-1].tokens
+    assert greedy[0] == greedy[1] == greedy[2]
+
+
+def test_cached_and_uncached_prompts_give_the_same_tokens(backend, canvas):
+    cached = run(backend, canvas, samples=2, temperature=1.0, seed=3)
+    uncached = run(backend, canvas, samples=2, temperature=1.0, seed=3, use_cache=False)
+    assert [f.tokens for f in cached] == [f.tokens for f in uncached]
+
+
+@pytest.mark.parametrize("strategy", ["low_confidence", "margin", "entropy", "random"])
+def test_every_strategy_yields_json_that_fits_the_schema(backend, canvas, strategy):
+    frames = run(backend, canvas, strategy=strategy, temperature=0.5, samples=2, repetition_penalty=1.3)
+    for tokens in frames[-1].tokens:
+        value = json.loads(canvas.decode(tokens))
+        assert value["status"] in ("ok", "error") and isinstance(value["refunded"], bool)
+        assert isinstance(value["count"], int) and value["count"] >= 0
+
+
+def test_unknown_strategy_is_refused(backend, canvas):
+    with pytest.raises(ValueError, match="unknown strategy 'best'"):
+        run(backend, canvas, strategy="best")
+
+
+def test_gumbel_sampling_follows_softmax_and_greedy_takes_the_argmax():
+    logits = torch.tensor([[[0.0, math.log(3.0), -math.inf]]]).expand(1, 4000, 3)
+    generator = torch.Generator().manual_seed(0)
+    draws = sample_tokens(logits, 1.0, generator)
+    share = float((draws == 1).float().mean())
+    assert abs(share - 0.75) < 0.03 and not bool((draws == 2).any())
+    assert sample_tokens(logits, 0.0, generator).eq(1).all()
+
+
+def test_repetition_penalty_divides_positive_and_multiplies_negative_logits():
+    logits = torch.tensor([[[2.0, -2.0, 1.0, 4.0]]])
+    tokens = torch.tensor([[0, 1]])
+    filled = torch.tensor([[True, True]])
+    out = penalise_repeats(logits, tokens, filled, 2.0)
+    assert out.tolist() == [[[1.0, -4.0, 1.0, 4.0]]]
+    assert penalise_repeats(logits, tokens, torch.tensor([[False, False]]), 2.0).equal(logits)
+
+
+def test_scores_and_choice():
+    logits = torch.log(torch.tensor([[[0.7, 0.2, 0.1], [0.4, 0.35, 0.25]]]))
+    guess = logits.argmax(-1)
+    generator = torch.Generator().manual_seed(0)
+    torch.testing.assert_close(score(logits, guess, "low_confidence", generator), torch.tensor([[0.7, 0.4]]))
+    torch.testing.assert_close(score(logits, guess, "margin", generator), torch.tensor([[0.5, 0.05]]))
+    entropy = -(0.7 * math.log(0.7) + 0.2 * math.log(0.2) + 0.1 * math.log(0.1))
+    assert abs(float(score(logits, guess, "entropy", generator)[0, 0]) - math.exp(-entropy)) < 1e-5
+    confidence = torch.tensor([[0.9, 0.2, 0.95, 0.5]])
+    eligible = torch.tensor([[True, True, False, True]])
+    assert choose(confidence, eligible, [1], None).tolist() == [[True, False, False, False]]
+    assert choose(confidence, eligible, [1], 0.4).tolist() == [[True, False, False, True]]
+
+
+# ----------------------------------------------------------------------------------------------------
+# generate(): a simulated world, its prompt, the canvas, checks.
+
+
+def test_generate_returns_checked_json_responses_honouring_anchors(backend, world_and_call):
+    world, call = world_and_call
+    generation = generate(backend, world, call, anchors=['status="error"'], samples=2, temperature=1.0)
+    assert generation.mode == "skeleton" and len(generation.samples) == 2
+    for sample in generation.samples:
+        assert sample.checks.json_valid and not sample.checks.anchor_violations
+        assert json.loads(sample.response)["status"] == "error"
+        assert 1 <= sample.steps <= len(generation.frames)
+    data = generation.to_json()
+    assert data["model"] == "tiny" and data["samples"][0]["checks"]["json_valid"] is True
+    trace = generation.trace(0)
+    assert sum(len(t["positions"]) for t in trace) == len(generation.canvas.masked_positions)
+
+
+def test_generate_streams_frames_before_the_result(backend, world_and_call):
+    world, call = world_and_call
+    items = list(generate_stream(backend, world, call, free=True, free_length=16, steps=4, threshold=None))
+    assert [type(i).__name__ for i in items] == ["Frame"] * 4 + ["Generation"]
+    assert items[-1].mode == "free" and len(items[-1].canvas) == 16
+
+
+def test_generate_refuses_a_canvas_longer_than_the_context(tokenizer, world_and_call):
+    world, call = world_and_call
+    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=128)
+    small = PrefixCausalBackend(model, tokenizer, "small", tokenizer.mask_token_id, tokenizer.pad_token_id, 128)
+    with pytest.raises(InvalidInput, match="over the model's context of 128"):
+        generate(small, world, call)
+    with pytest.raises(InvalidInput, match="no tool named 'nope'"):
+        generate(small, world, {"name": "nope", "arguments": {}})
+
+
+def test_the_ar_baseline_gets_anchors_as_directives(tokenizer, world_and_call):
+    world, call = world_and_call
+    anchor = parse_anchor('status="error"')
+    steered = anchors_as_directives(world, [anchor])
+    assert steered.directives[-1] == 'The response must have status = "error".' and world.directives != steered.directives
+    torch.manual_seed(0)
+    model = new_model(tokenizer, kind="ar", layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
+    baseline = ArBaseline(model, tokenizer, "ar-tiny", 4096)
+    plain = prompt_ids_for(baseline, world, call)
+    assert len(prompt_ids_for(baseline, steered, call)) > len(plain)
+    generation = generate(baseline, world, call, anchors=[anchor], free_length=8, samples=2)
+    assert generation.mode == "autoregressive" and len(generation.samples) == 2
+    assert all(isinstance(s.response, str) and s.checks.anchor_violations for s in generation.samples)
