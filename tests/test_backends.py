@@ -33,6 +33,15 @@ SCHEMA = {
 }
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models gain nothing from threads; on a shared 2-core machine they only contend."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def tokenizer():
     lines = [json.dumps({"status": "ok", "count": i, "name": f"item {i}", "price": i * 1.5}) for i in range(300)]

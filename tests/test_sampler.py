@@ -32,6 +32,15 @@ SCHEMA = {
 }
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models gain nothing from threads; on a shared 2-core machine they only contend."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def world_and_call():
     sim = get_simulator("retail")
@@ -224,6 +233,6 @@ def test_the_ar_baseline_gets_anchors_as_directives(tokenizer, world_and_call):
     baseline = ArBaseline(model, tokenizer, "ar-tiny", 4096)
     plain = prompt_ids_for(baseline, world, call)
     assert len(prompt_ids_for(baseline, steered, call)) > len(plain)
-    generation = generate(baseline, world, call, anchors=[anchor], free_length=8, samples=2)
+    generation = generate(baseline, world, call, anchors=[anchor], free=True, free_length=8, samples=2)
     assert generation.mode == "autoregressive" and len(generation.samples) == 2
     assert all(isinstance(s.response, str) and s.checks.anchor_violations for s in generation.samples)

@@ -124,7 +124,7 @@ def generate_stream(
                 "seed": seed, "anchors": [a.to_json() for a in pinned]}
     started = time.perf_counter()
     if isinstance(backend, ArBaseline):
-        yield _generate_ar(backend, world, the_call, pinned, history, free_length, settings, started)
+        yield _generate_ar(backend, world, the_call, pinned, history, free, free_length, settings, started)
         return
     canvas = prepare_canvas(backend, world, the_call, pinned, free, free_length)
     prompt_ids = prompt_ids_for(backend, world, the_call, history)
@@ -164,14 +164,15 @@ def anchors_as_directives(world: WorldSpec, anchors: Sequence[Anchor]) -> WorldS
 
 
 def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: list[Anchor], history: Sequence[Any],
-                 free_length: int, settings: dict[str, Any], started: float) -> Generation:
+                 free: bool, free_length: int, settings: dict[str, Any], started: float) -> Generation:
+    """Anchors become directives; the token budget is the skeleton's length (+16) or `free_length`."""
     steered = anchors_as_directives(world, anchors)
     prompt_ids = prompt_ids_for(backend, steered, call, history)
     tool = _tool(world, call)
     budget = free_length
-    if tool.response is not None:
-        budget = max(free_length, len(build_canvas(backend.tokenizer, tool.response, anchors)) + 16) \
-            if backend.tokenizer.mask_token_id is not None else max(free_length, 256)
+    if tool.response is not None and not free:
+        has_mask = backend.tokenizer.mask_token_id is not None
+        budget = len(build_canvas(backend.tokenizer, tool.response, anchors)) + 16 if has_mask else 256
     check_fits(len(prompt_ids), budget, backend.max_length)
     outputs = backend.generate(prompt_ids, max_new_tokens=budget, temperature=settings["temperature"],
                                repetition_penalty=settings["repetition_penalty"], samples=settings["samples"],
