@@ -1,0 +1,588 @@
+"""The Rollouts tab: build multi-step trajectories with the world model, branch, hand-edit, accept/reject and tag,
+filter and search them, gather them into curricula, and export/import curricula as Hugging Face dataset folders.
+
+Each handler is a plain function of form values over the store (and the loaded model for generation); bad input
+comes back as a message naming the field, with the user's input left in place."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from wmstudio.locations import user_home
+from wmstudio.model.generation import generate
+from wmstudio.store import (
+    ROLLOUT_STATUSES,
+    MadeBy,
+    Step,
+    Store,
+    TraceEntry,
+    append_step,
+    branch_rollout,
+    create_curriculum_version,
+    create_rollout,
+    curriculum_rollouts,
+    edit_step_response,
+    filter_rollouts,
+    get_curriculum,
+    get_rollout,
+    get_world,
+    list_curricula,
+    list_worlds,
+    rollout_steps,
+    rollout_tags,
+    save_world_version,
+    set_status,
+    set_tags,
+    world_versions,
+)
+from wmstudio.ui.context import StudioContext
+from wmstudio.ui.identity import request_username
+from wmstudio.world.anchors import parse_anchors
+from wmstudio.world.checks import check_step
+from wmstudio.world.dataset import (
+    ExportRollout,
+    ExportStep,
+    PushFailed,
+    export_dataset,
+    import_dataset,
+    push_to_hub,
+)
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.world.spec import Call, parse_json_text
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 15
+TABLE_COLUMNS = ["id", "world", "title", "status", "tags", "steps", "failed checks", "created"]
+MAX_STEPS_SHOWN = 50
+MAX_RESPONSE_SHOWN = 4000
+MAX_IMPORT_BYTES = 1_000_000_000
+STATUS_ICONS = {"pending": "⏳", "accepted": "✅", "rejected": "🚫"}
+
+
+@dataclass
+class RolloutView:
+    """What the page shows of one rollout: its id, a header (world, status, tags, origin) and its steps."""
+
+    rollout_id: int | None
+    header: str
+    steps: str
+    tags: str
+
+
+# --- rendering ------------------------------------------------------------------------------------------------
+
+
+def render_rollout(store: Store, rollout_id: int) -> RolloutView:
+    """The rollout with its steps: call, response, checks and how each response was made."""
+    rollout = get_rollout(store, rollout_id)
+    world = get_world(store, rollout.world_id)
+    tags = rollout_tags(store, rollout_id)
+    steps = rollout_steps(store, rollout_id)
+    origin = (f" · branched from rollout {rollout.parent_rollout_id} at step {rollout.parent_step_index}"
+              if rollout.parent_rollout_id is not None else "")
+    header = (f"### Rollout {rollout.id}: {rollout.title or '(untitled)'}\n"
+              f"World **{world.name}** v{world.version} · {STATUS_ICONS[rollout.status]} {rollout.status} · "
+              f"{len(steps)} step(s) · tags: {', '.join(tags) or '—'}{origin}")
+    shown = steps[-MAX_STEPS_SHOWN:]
+    parts = [f"_{len(steps) - len(shown)} earlier steps not shown._"] if len(shown) < len(steps) else []
+    parts += [_step_markdown(step) for step in shown]
+    body = "\n\n---\n\n".join(parts) or "_No steps yet: type the first call below and press **Generate**._"
+    return RolloutView(rollout.id, header, body, ", ".join(tags))
+
+
+def _step_markdown(step: Step) -> str:
+    report = step.check_report
+    if step.check_ok is None:
+        verdict = "◻️ not checked"
+    elif step.check_ok:
+        verdict = "✅ checks pass"
+    else:
+        problems = (report.get("schema_errors", []) + [f"rule: {v['rule']} — {v['message']}"
+                                                       for v in report.get("rule_violations", [])]
+                    + report.get("anchor_violations", []))
+        if not report.get("json_valid", True):
+            problems.insert(0, "the response is not JSON")
+        verdict = "❌ checks fail" + "".join(f"\n  - {p}" for p in problems[:8])
+    call = Call.from_json(step.call)
+    response = step.response if len(step.response) <= MAX_RESPONSE_SHOWN else (
+        step.response[:MAX_RESPONSE_SHOWN] + f"… ({len(step.response) - MAX_RESPONSE_SHOWN:,} more characters)")
+    fence = "```"
+    while fence in response:
+        fence += "`"
+    return (f"**Step {step.index}** · `{call.name}` · {_made_by_text(step.provenance())}\n\n"
+            f"call: `{_compact(call.arguments)}`\n\n{fence}json\n{response}\n{fence}\n\n- {verdict}")
+
+
+def _made_by_text(made_by: MadeBy) -> str:
+    if made_by.kind == "human edit":
+        original = _made_by_text(made_by.original) if made_by.original else "unknown"
+        return f"✏️ edited by {made_by.editor or 'someone'} (original by {original} kept)"
+    if made_by.kind == "human":
+        return f"✍️ written by {made_by.editor or 'someone'}"
+    seed = f", seed {made_by.seed}" if made_by.seed is not None else ""
+    anchors = f", {len(made_by.anchors)} anchor(s)" if made_by.anchors else ""
+    return f"🤖 {made_by.model}{seed}{anchors}"
+
+
+def _compact(value: Any, limit: int = 300) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("`", "'")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def problems_message(err: Exception) -> str:
+    """A failure as the status line shows it: every problem with its path, or a short note for the unexpected."""
+    if isinstance(err, InvalidInput):
+        return "⚠️ " + "\n".join(f"`{p.path}`: {p.message}" if p.path else p.message for p in err.problems)
+    if isinstance(err, PushFailed):
+        return f"⚠️ {err}"
+    log.exception("rollouts action failed")
+    return f"⚠️ Something went wrong ({type(err).__name__}: {err}). Your input is kept; try again."
+
+
+# --- finding rollouts -----------------------------------------------------------------------------------------
+
+
+def world_choices(store: Store) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
+    """(world names for the filter, every world version for "new rollout": label and id), newest version first."""
+    names, versions = [("any world", "")], []
+    for summary in list_worlds(store):
+        names.append((summary.name, summary.name))
+        versions += [(f"{w.name} v{w.version}", w.id) for w in world_versions(store, summary.name)]
+    return names, versions
+
+
+def curriculum_choices(store: Store) -> list[tuple[str, int]]:
+    """Every curriculum version as (label, id)."""
+    return [(f"{s.curriculum.name} v{s.curriculum.version} ({s.rollout_count} rollouts)", s.curriculum.id)
+            for s in list_curricula(store)]
+
+
+def search_rollouts(store: Store, world: str | None, status: str | None, tag: str | None, text: str | None,
+                    check: str | None, page: Any) -> tuple[pd.DataFrame, str, int]:
+    """One page of rollouts matching the filters (empty filters match all): the table, a summary line, the page."""
+    page = max(1, int(page or 1))
+    check_ok = {"passed": True, "failed": False}.get(check or "")
+    found = filter_rollouts(store, world=world or None, status=status or None, tag=(tag or "").strip() or None,
+                            text=(text or "").strip() or None, check_ok=check_ok, page=page, page_size=PAGE_SIZE)
+    if page > found.pages:
+        page = found.pages
+        found = filter_rollouts(store, world=world or None, status=status or None, tag=(tag or "").strip() or None,
+                                text=(text or "").strip() or None, check_ok=check_ok, page=page, page_size=PAGE_SIZE)
+    rows = [[r.id, f"{r.world_name} v{r.world_version}", r.title, r.status, ", ".join(r.tags), r.step_count,
+             r.failed_steps, r.created_at.strftime("%Y-%m-%d %H:%M")] for r in found.items]
+    counts = " · ".join(f"{name} {n}" for name, n in found.status_counts.items())
+    info = f"**{found.total}** rollout(s) match ({counts}) · page {page} of {found.pages}"
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS), info, page
+
+
+# --- building rollouts ----------------------------------------------------------------------------------------
+
+
+def new_rollout(store: Store, world_id: Any, title: str) -> RolloutView:
+    """Start an empty rollout in the chosen world version."""
+    if world_id in (None, ""):
+        raise InvalidInput(Problem("world", "choose a world version to start the rollout in"))
+    rollout = create_rollout(store, int(world_id), title or "")
+    return render_rollout(store, rollout.id)
+
+
+def generate_next_step(ctx: StudioContext, rollout_id: Any, call_text: str, anchors_text: str,
+                       temperature: Any = 0.0, seed: Any = 0) -> tuple[RolloutView, str]:
+    """Generate the response to the typed call with the world model (history = the earlier steps) and append it."""
+    rid = _rollout_id(rollout_id)
+    if not (call_text or "").strip():
+        raise InvalidInput(Problem("call", 'type the next call as JSON: {"name": "<tool>", "arguments": {...}}'))
+    call = Call.from_json(parse_json_text(call_text, "call"), "call")
+    anchors = parse_anchors([line for line in (anchors_text or "").splitlines() if line.strip()])
+    temperature, seed = _number(temperature, "temperature", 0.0, 5.0), int(_number(seed, "seed", 0, 2**31 - 1))
+    world = get_world(ctx.store, get_rollout(ctx.store, rid).world_id).spec()
+    history = [HistoryStep(call=step.tool_call(), response=step.response) for step in rollout_steps(ctx.store, rid)]
+    check_step(world, call, "{}", anchors=anchors)  # a call to an unknown tool or a bad anchor fails before the model
+    result = generate(ctx.backend(), world, call, anchors, history=history, temperature=temperature, seed=seed)
+    sample = result.samples[0]
+    sampler = {k: v for k, v in result.settings.items() if k not in ("anchors", "seed", "samples")}
+    trace = [TraceEntry(position, item["step"], confidence if math.isfinite(confidence) else 0.0)
+             for item in result.trace(0)
+             for position, confidence in zip(item["positions"], item["confidences"], strict=True)]
+    step = append_step(ctx.store, rid, call, sample.response, MadeBy.by_model(result.model, sampler, seed, anchors),
+                       sample.checks, trace or None)
+    verdict = "checks pass" if sample.checks.ok else "checks fail (see the step)"
+    return render_rollout(ctx.store, rid), f"🤖 Step {step.index} generated in {result.elapsed_ms:.0f} ms; {verdict}."
+
+
+def branch_at(store: Store, rollout_id: Any, step_index: Any) -> tuple[RolloutView, str]:
+    """A new rollout with copies of steps 0..step_index, opened in place of the current one."""
+    rid = _rollout_id(rollout_id)
+    branch = branch_rollout(store, rid, _step_index(step_index))
+    return render_rollout(store, branch.id), f"🌿 Rollout {branch.id} branches rollout {rid} at step {int(step_index)}."
+
+
+def load_response(store: Store, rollout_id: Any, step_index: Any) -> str:
+    """The response text of one step, for the editor."""
+    return _step_at(store, _rollout_id(rollout_id), _step_index(step_index)).response
+
+
+def save_edit(store: Store, rollout_id: Any, step_index: Any, response_text: str,
+              editor: str | None = None) -> tuple[RolloutView, str]:
+    """Replace a step's response by hand (recorded as a human edit, the original kept) and check it again."""
+    rid = _rollout_id(rollout_id)
+    step = _step_at(store, rid, _step_index(step_index))
+    if not isinstance(response_text, str) or not response_text.strip():
+        raise InvalidInput(Problem("response", "the edited response is empty: write the response text"))
+    world = get_world(store, get_rollout(store, rid).world_id).spec()
+    earlier = [s for s in rollout_steps(store, rid) if s.index < step.index]
+    history = [HistoryStep(call=s.tool_call(), response=s.response) for s in earlier]
+    report = check_step(world, step.tool_call(), response_text, history=history)
+    edited = edit_step_response(store, step.id, response_text, editor=editor, check_report=report)
+    if edited.response != response_text:
+        return render_rollout(store, rid), "Nothing changed: the response is the same."
+    verdict = "checks pass" if report.ok else "checks fail (see the step)"
+    return render_rollout(store, rid), f"✏️ Step {step.index} edited; the original is kept; {verdict}."
+
+
+def change_status(store: Store, rollout_id: Any, status: str) -> tuple[RolloutView, str]:
+    """Accept, reject or reset a rollout to pending."""
+    rid = _rollout_id(rollout_id)
+    set_status(store, rid, status)
+    return render_rollout(store, rid), f"{STATUS_ICONS.get(status, '')} Rollout {rid} is {status}."
+
+
+def change_tags(store: Store, rollout_id: Any, tags_text: str) -> tuple[RolloutView, str]:
+    """Replace a rollout's tags with the comma-separated list."""
+    rid = _rollout_id(rollout_id)
+    tags = set_tags(store, rid, [t for t in (tags_text or "").split(",")])
+    return render_rollout(store, rid), f"🏷️ Tags of rollout {rid}: {', '.join(tags) or 'none'}."
+
+
+def _rollout_id(value: Any) -> int:
+    if value in (None, "") or (isinstance(value, float) and not value.is_integer()):
+        raise InvalidInput(Problem("rollout", "open a rollout first (pick one in the list or start a new one)"))
+    return int(value)
+
+
+def _step_index(value: Any) -> int:
+    if value in (None, "") or (isinstance(value, float) and not value.is_integer()):
+        raise InvalidInput(Problem("step", "give the step number (0 is the first step)"))
+    return int(value)
+
+
+def _number(value: Any, name: str, low: float, high: float) -> float:
+    try:
+        number = float(value if value not in (None, "") else low)
+    except (TypeError, ValueError):
+        raise InvalidInput(Problem(name, f"{value!r} is not a number: give one from {low:g} to {high:g}")) from None
+    if not low <= number <= high:
+        raise InvalidInput(Problem(name, f"{number:g} is out of range: give a number from {low:g} to {high:g}"))
+    return number
+
+
+def _step_at(store: Store, rollout_id: int, index: int) -> Step:
+    steps = rollout_steps(store, rollout_id)
+    if not 0 <= index < len(steps):
+        have = f"steps 0..{len(steps) - 1}" if steps else "no steps yet"
+        raise InvalidInput(Problem("step", f"rollout {rollout_id} has {have}; step {index} does not exist"))
+    return steps[index]
+
+
+# --- curricula and datasets -----------------------------------------------------------------------------------
+
+
+def add_to_curriculum(store: Store, name: str, description: str, ids_text: str) -> str:
+    """Save the next version of curriculum `name`: its latest rollouts plus the listed ones (accepted only)."""
+    ids = []
+    for i, part in enumerate(p.strip() for p in re.split(r"[,\s]+", ids_text or "") if p.strip()):
+        if not part.isdigit():
+            raise InvalidInput(Problem(f"rollout_ids[{i}]", f"{part!r} is not a rollout id: list ids like 3, 7, 12"))
+        ids.append(int(part))
+    try:
+        previous = [r.id for r in curriculum_rollouts(store, get_curriculum(store, (name or "").strip()).id)]
+    except InvalidInput:
+        previous = []
+    curriculum = create_curriculum_version(store, name, previous + ids, description or "")
+    added = len(set(ids) - set(previous))
+    return (f"📚 Curriculum **{curriculum.name}** v{curriculum.version}: {len(set(previous + ids))} rollouts "
+            f"({added} added).")
+
+
+def export_rollouts(store: Store, curriculum_id: int) -> list[ExportRollout]:
+    """A curriculum version's rollouts in the dataset module's export shape."""
+    exported = []
+    for rollout in curriculum_rollouts(store, curriculum_id):
+        steps = [ExportStep(call=s.tool_call(), response=s.response, check_report=s.check_report, made_by=s.made_by)
+                 for s in rollout_steps(store, rollout.id)]
+        exported.append(ExportRollout(id=str(rollout.id), world=get_world(store, rollout.world_id).spec(), steps=steps,
+                                      title=rollout.title, status=rollout.status,
+                                      tags=rollout_tags(store, rollout.id)))
+    return exported
+
+
+def export_curriculum(store: Store, curriculum_id: Any) -> tuple[str, str]:
+    """Write the curriculum as a dataset folder (in the user's exports folder) and zip it; (zip path, message)."""
+    if curriculum_id in (None, ""):
+        raise InvalidInput(Problem("curriculum", "choose a curriculum version to export"))
+    folder, name = _export_folder(store, int(curriculum_id))
+    archive = Path(tempfile.mkdtemp(prefix="wmstudio-export-")) / folder.name
+    zip_path = shutil.make_archive(str(archive), "zip", root_dir=folder.parent, base_dir=folder.name)
+    return zip_path, f"📦 Exported **{name}** to `{folder}` (parquet + JSONL + card); the zip is ready to download."
+
+
+def push_curriculum(store: Store, curriculum_id: Any, repo_id: str, token: str | None, private: bool) -> str:
+    """Export the curriculum and push it to a Hugging Face dataset repo (token from the box or HF_TOKEN)."""
+    if curriculum_id in (None, ""):
+        raise InvalidInput(Problem("curriculum", "choose a curriculum version to push"))
+    token = (token or "").strip() or os.environ.get("HF_TOKEN", "")
+    if not token:
+        raise InvalidInput(Problem("token", "no Hugging Face token: paste a write token or set HF_TOKEN"))
+    folder, name = _export_folder(store, int(curriculum_id))
+    try:
+        url = push_to_hub(folder, (repo_id or "").strip(), token, private=bool(private))
+    except PushFailed as err:
+        raise PushFailed(str(err).replace(token, "***")) from None  # the token never reaches the page or a log
+    return f"🚀 Pushed **{name}** to {url}"
+
+
+def _export_folder(store: Store, curriculum_id: int) -> tuple[Path, str]:
+    curriculum = next((s.curriculum for s in list_curricula(store) if s.curriculum.id == curriculum_id), None)
+    if curriculum is None:
+        raise InvalidInput(Problem("curriculum", f"no curriculum with id {curriculum_id}: pick one in the list"))
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", curriculum.name).strip("-.") or "curriculum"
+    folder = user_home() / "exports" / f"{slug}-v{curriculum.version}"
+    name = f"{curriculum.name} v{curriculum.version}"
+    export_dataset(export_rollouts(store, curriculum_id), folder, name)
+    return folder, name
+
+
+def import_dataset_file(store: Store, upload: str | None) -> str:
+    """Import an exported dataset (the zip, its parquet or its JSONL) as new rollouts; worlds are saved as versions."""
+    if not upload:
+        raise InvalidInput(Problem("file", "choose an exported dataset: the .zip, or its .parquet / .jsonl file"))
+    path = Path(upload)
+    with tempfile.TemporaryDirectory(prefix="wmstudio-import-") as scratch:
+        source = _unzip_dataset(path, Path(scratch)) if path.suffix.lower() == ".zip" else path
+        rollouts = import_dataset(source)
+        steps = [[(s, MadeBy.from_json(s.made_by, f"rollouts[{i}].steps[{j}].made_by")) for j, s in enumerate(r.steps)]
+                 for i, r in enumerate(rollouts)]
+    created = []
+    for rollout, made in zip(rollouts, steps, strict=True):
+        world = save_world_version(store, rollout.world)
+        status = rollout.status if rollout.status in ROLLOUT_STATUSES else "pending"
+        row = create_rollout(store, world.id, rollout.title, rollout.tags, status)
+        for step, made_by in made:
+            append_step(store, row.id, step.call, step.response, made_by, step.check_report)
+        created.append(row.id)
+    ids = ", ".join(map(str, created[:20])) + (" …" if len(created) > 20 else "")
+    return f"📥 Imported {len(created)} rollout(s) with {sum(map(len, steps))} steps as new rollouts: {ids or 'none'}."
+
+
+def _unzip_dataset(archive: Path, into: Path) -> Path:
+    """Extract an exported zip safely (no paths outside, bounded size) and return the dataset folder inside it."""
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            members = bundle.infolist()
+            if sum(m.file_size for m in members) > MAX_IMPORT_BYTES:
+                raise InvalidInput(Problem("file", f"the zip unpacks to over {MAX_IMPORT_BYTES:,} bytes: split it"))
+            for member in members:
+                target = (into / member.filename).resolve()
+                if not target.is_relative_to(into.resolve()):
+                    raise InvalidInput(Problem("file", f"the zip holds an unsafe path {member.filename!r}"))
+            bundle.extractall(into)
+    except zipfile.BadZipFile:
+        raise InvalidInput(Problem("file", f"{archive.name} is not a readable zip: upload the zip the export made"))
+    for candidate in sorted(into.rglob("data"), key=lambda p: len(p.parts)):
+        if candidate.is_dir():
+            return candidate.parent
+    raise InvalidInput(Problem("file", f"{archive.name} holds no data/ folder: it is not an exported dataset"))
+
+
+# --- layout and wiring ----------------------------------------------------------------------------------------
+
+
+def _view_result(action) -> list[Any]:
+    """Run an action that returns (RolloutView, message) and spread it over the rollout components; a failure
+    leaves every component as it was and only says what went wrong."""
+    try:
+        view, message = action()
+    except Exception as err:  # noqa: BLE001 - shown as a message; the page keeps the user's input
+        return [gr.skip()] * 4 + [problems_message(err)]
+    return [view.rollout_id, view.header, view.steps, view.tags, message]
+
+
+def _message_result(action) -> str:
+    try:
+        return action()
+    except Exception as err:  # noqa: BLE001
+        return problems_message(err)
+
+
+def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
+    """Lay out the Rollouts tab inside the current Blocks and wire its events."""
+    store = ctx.store
+    names, versions = world_choices(store)  # refreshed on every page load; custom values let API callers name
+    curricula = curriculum_choices(store)   # worlds and curricula saved after the studio started
+    with gr.Row():
+        with gr.Column(scale=5):
+            gr.Markdown("#### Find rollouts")
+            with gr.Row():
+                f_world = gr.Dropdown(names, value="", label="World", allow_custom_value=True)
+                f_status = gr.Dropdown([("any", ""), *[(s, s) for s in ROLLOUT_STATUSES]], value="", label="Status")
+                f_check = gr.Dropdown([("any", ""), ("all pass", "passed"), ("some fail", "failed")], value="",
+                                      label="Checks")
+            with gr.Row():
+                f_tag = gr.Textbox(label="Tag", placeholder="e.g. example")
+                f_text = gr.Textbox(label="Search calls, responses, titles", placeholder="e.g. refund_id")
+            with gr.Row():
+                search = gr.Button("Search", variant="primary", size="sm")
+                previous = gr.Button("◀ Newer", size="sm")
+                page = gr.Number(1, label="Page", precision=0, minimum=1, min_width=80)
+                following = gr.Button("Older ▶", size="sm")
+            info = gr.Markdown(elem_id="rollouts-info")
+            table = gr.Dataframe(headers=TABLE_COLUMNS, interactive=False, wrap=True, max_height=420,
+                                 elem_id="rollouts-table")
+            with gr.Accordion("Start a new rollout", open=False):
+                new_world = gr.Dropdown(versions, value=versions[0][1] if versions else None, label="World version",
+                                        allow_custom_value=True)
+                new_title = gr.Textbox(label="Title", placeholder="e.g. refund after partial shipment")
+                create = gr.Button("Create rollout")
+        with gr.Column(scale=7):
+            with gr.Row(equal_height=True):
+                rollout_id = gr.Number(label="Rollout id", precision=0, scale=1, elem_id="rollout-id")
+                open_button = gr.Button("Open", scale=1)
+                accept = gr.Button("✅ Accept", scale=1)
+                reject = gr.Button("🚫 Reject", scale=1)
+                reset = gr.Button("⏳ Pending", scale=1)
+            header = gr.Markdown("Pick a rollout in the list, or start a new one.", elem_id="rollout-header")
+            with gr.Row(equal_height=True):
+                tags = gr.Textbox(label="Tags (comma-separated)", scale=4)
+                save_tags = gr.Button("Save tags", scale=1)
+            steps = gr.Markdown(elem_id="rollout-steps", max_height=560)
+            message = gr.Markdown(elem_id="rollout-message")
+            with gr.Accordion("Next call", open=True):
+                call_text = gr.Code(label='Call ({"name": ..., "arguments": {...}})', language="json", lines=5)
+                anchors = gr.Textbox(label="Anchors, one PATH=VALUE per line (optional)", lines=2,
+                                     placeholder='status="error"')
+                with gr.Row():
+                    temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.1, label="Temperature")
+                    seed = gr.Number(0, label="Seed", precision=0)
+                run = gr.Button("Generate and append", variant="primary")
+            with gr.Accordion("Branch or edit a step", open=False):
+                with gr.Row():
+                    step_index = gr.Number(0, label="Step", precision=0, minimum=0)
+                    branch = gr.Button("Branch from this step")
+                    load = gr.Button("Load its response")
+                response = gr.Code(label="Response (edit, then save: recorded as a human edit)", language="json",
+                                   lines=8)
+                save_response = gr.Button("Save edit")
+    with gr.Accordion("Curricula and datasets", open=False):
+        with gr.Row():
+            cur_name = gr.Textbox(label="Curriculum name", scale=2)
+            cur_description = gr.Textbox(label="Description", scale=3)
+            cur_ids = gr.Textbox(label="Rollout ids to add (accepted ones)", placeholder="3, 7, 12", scale=3)
+        with gr.Row():
+            add_open = gr.Button("+ open rollout", size="sm")
+            add_page = gr.Button("+ every rollout on this page", size="sm")
+            save_curriculum = gr.Button("Save curriculum version", variant="primary", size="sm")
+        with gr.Row():
+            cur_pick = gr.Dropdown(curricula, label="Curriculum version", scale=3, allow_custom_value=True)
+            export = gr.Button("Export dataset folder (zip)", scale=1)
+            archive = gr.File(label="Download", scale=2)
+        with gr.Row():
+            repo = gr.Textbox(label="Hub dataset repo", placeholder="owner/name", scale=2)
+            token = gr.Textbox(label="Hugging Face token (or set HF_TOKEN)", type="password", scale=2)
+            private = gr.Checkbox(label="Private", value=True, scale=1)
+            push = gr.Button("Push to hub", scale=1)
+        with gr.Row():
+            upload = gr.File(label="Import an exported dataset (.zip, .parquet or .jsonl)", type="filepath", scale=3)
+            import_button = gr.Button("Import as new rollouts", scale=1)
+        cur_message = gr.Markdown(elem_id="curriculum-message")
+
+    view = [rollout_id, header, steps, tags, message]
+    filters = [f_world, f_status, f_tag, f_text, f_check]
+
+    def on_search(world, status, tag, text, check, page_number):
+        try:
+            return search_rollouts(store, world, status, tag, text, check, page_number)
+        except Exception as err:  # noqa: BLE001
+            return gr.skip(), problems_message(err), gr.skip()
+
+    def on_choices():
+        names, versions = world_choices(store)
+        return (gr.update(choices=names), gr.update(choices=versions, value=versions[0][1] if versions else None),
+                gr.update(choices=curriculum_choices(store)))
+
+    def on_select(evt: gr.SelectData):
+        row = evt.row_value or []
+        if not row:
+            return [gr.skip()] * 5
+        return _view_result(lambda: (render_rollout(store, int(row[0])), ""))
+
+    def on_edit(rid, index, text, request: gr.Request):
+        return _view_result(lambda: save_edit(store, rid, index, text, request_username(request)))
+
+    def on_load_response(rid, index):
+        try:
+            return load_response(store, rid, index), ""
+        except Exception as err:  # noqa: BLE001
+            return gr.skip(), problems_message(err)
+
+    def on_export(curriculum_id):
+        try:
+            return export_curriculum(store, curriculum_id)
+        except Exception as err:  # noqa: BLE001
+            return gr.skip(), problems_message(err)
+
+    def on_save_curriculum(name, description, ids):
+        result = _message_result(lambda: add_to_curriculum(store, name, description, ids))
+        return result, gr.update(choices=curriculum_choices(store))
+
+    search.click(on_search, [*filters, page], [table, info, page], api_name="rollouts_search")
+    for box in (f_tag, f_text):
+        box.submit(on_search, [*filters, page], [table, info, page], api_visibility="private")
+    previous.click(lambda *a: on_search(*a[:-1], max(1, int(a[-1] or 1) - 1)), [*filters, page], [table, info, page],
+                   api_visibility="private")
+    following.click(lambda *a: on_search(*a[:-1], int(a[-1] or 1) + 1), [*filters, page], [table, info, page],
+                    api_visibility="private")
+    table.select(on_select, None, view, api_visibility="private")
+    open_button.click(lambda rid: _view_result(lambda: (render_rollout(store, _rollout_id(rid)), "")), rollout_id,
+                      view, api_name="rollout_open")
+    create.click(lambda wid, title: _view_result(lambda: (new_rollout(store, wid, title), "🆕 New rollout.")),
+                 [new_world, new_title], view, api_name="rollout_new")
+    run.click(lambda rid, text, pins, t, s: _view_result(lambda: generate_next_step(ctx, rid, text, pins, t, s)),
+              [rollout_id, call_text, anchors, temperature, seed], view, api_name="rollout_generate")
+    branch.click(lambda rid, index: _view_result(lambda: branch_at(store, rid, index)), [rollout_id, step_index], view,
+                 api_name="rollout_branch")
+    load.click(on_load_response, [rollout_id, step_index], [response, message], api_name="rollout_load_response")
+    save_response.click(on_edit, [rollout_id, step_index, response], view, api_name="rollout_edit")
+    for button, status, name in ((accept, "accepted", "rollout_accept"), (reject, "rejected", "rollout_reject"),
+                                 (reset, "pending", "rollout_pending")):
+        button.click(lambda rid, status=status: _view_result(lambda: change_status(store, rid, status)), rollout_id,
+                     view, api_name=name)
+    save_tags.click(lambda rid, text: _view_result(lambda: change_tags(store, rid, text)), [rollout_id, tags], view,
+                    api_name="rollout_tags")
+    add_open.click(lambda ids, rid: ", ".join(x for x in [ids.strip(" ,"), str(int(rid))] if x) if rid else ids,
+                   [cur_ids, rollout_id], cur_ids, api_visibility="private")
+    add_page.click(lambda ids, frame: ", ".join(x for x in [ids.strip(" ,"), *map(str, frame["id"])] if x)
+                   if frame is not None and len(frame) else ids, [cur_ids, table], cur_ids, api_visibility="private")
+    save_curriculum.click(on_save_curriculum, [cur_name, cur_description, cur_ids], [cur_message, cur_pick],
+                          api_name="curriculum_add")
+    export.click(on_export, cur_pick, [archive, cur_message], api_name="curriculum_export")
+    push.click(lambda cid, r, t, p: _message_result(lambda: push_curriculum(store, cid, r, t, p)),
+               [cur_pick, repo, token, private], cur_message, api_name="curriculum_push")
+    import_button.click(lambda path: _message_result(lambda: import_dataset_file(store, path)), upload, cur_message,
+                        api_name="dataset_import")
+    studio.load(on_choices, None, [f_world, new_world, cur_pick], api_visibility="private")
+    studio.load(on_search, [*filters, page], [table, info, page], api_visibility="private")
