@@ -209,7 +209,7 @@ def test_generate_returns_checked_json_responses_honouring_anchors(backend, worl
 def test_generate_streams_frames_before_the_result(backend, world_and_call):
     world, call = world_and_call
     items = list(generate_stream(backend, world, call, free=True, free_length=16, steps=4, threshold=None))
-    assert [type(i).__name__ for i in items] == ["Frame"] * 4 + ["Generation"]
+    assert [type(i).__name__ for i in items] == ["Canvas"] + ["Frame"] * 4 + ["Generation"]
     assert items[-1].mode == "free" and len(items[-1].canvas) == 16
 
 
@@ -236,3 +236,79 @@ def test_the_ar_baseline_gets_anchors_as_directives(tokenizer, world_and_call):
     generation = generate(baseline, world, call, anchors=[anchor], free=True, free_length=8, samples=2)
     assert generation.mode == "autoregressive" and len(generation.samples) == 2
     assert all(isinstance(s.response, str) and s.checks.anchor_violations for s in generation.samples)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The CLI: `wmstudio generate` and `wmstudio bench denoise`.
+
+
+@pytest.fixture(scope="module")
+def files(tokenizer, world_and_call, tmp_path_factory):
+    from wmstudio.world.spec import save_world
+
+    folder = tmp_path_factory.mktemp("cli")
+    world, call = world_and_call
+    save_world(world, folder / "world.json")
+    (folder / "call.json").write_text(json.dumps(call.to_json()))
+    torch.manual_seed(0)
+    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
+    model.save_pretrained(folder / "model")
+    tokenizer.save_pretrained(folder / "model")
+    return folder
+
+
+def test_cli_generate_json_prints_checked_samples(files):
+    from typer.testing import CliRunner
+
+    from wmstudio.cli import app
+
+    args = ["generate", str(files / "world.json"), "--call", str(files / "call.json"), "--model",
+            str(files / "model"), "--anchor", 'status="error"', "--samples", "2", "--temperature", "1", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["model"].endswith("model") and len(data["samples"]) == 2
+    for sample in data["samples"]:
+        assert json.loads(sample["response"])["status"] == "error"
+        assert sample["checks"]["json_valid"] and sample["steps"] >= 1
+
+
+def test_cli_generate_live_view_and_clear_errors(files):
+    from typer.testing import CliRunner
+
+    from wmstudio.cli import app
+
+    base = ["generate", str(files / "world.json"), "--call", str(files / "call.json")]
+    result = CliRunner().invoke(app, [*base, "--model", str(files / "model"), "--free", "--free-length", "12"])
+    assert result.exit_code == 0 and "--- sample 1" in result.stdout
+    missing = CliRunner().invoke(app, [*base, "--model", str(files / "nowhere")])
+    assert missing.exit_code == 2 and "no such folder" in missing.stderr
+    wrong = CliRunner().invoke(app, [*base, "--model", str(files / "model"), "--anchor", "nope=1"])
+    assert wrong.exit_code == 2 and "anchor nope" in wrong.stderr
+    strategy = CliRunner().invoke(app, [*base, "--strategy", "best"])
+    assert strategy.exit_code == 2 and "--strategy 'best' is not known" in strategy.stderr
+
+
+def test_bench_times_ours_against_the_reference_loop(files):
+    from wmstudio.model.bench import bench_denoise
+
+    report = bench_denoise(model=str(files / "model"), canvases=(32,), prompts=(40, 5000), repeats=1)
+    [result] = report.results
+    assert result.canvas == 32 and result.prompt_tokens == 40
+    assert result.steps >= 1 and result.reference_steps >= result.steps
+    assert result.median_ms > 0 and result.reference_median_ms > 0 and result.speedup > 0
+    assert report.skipped == ["canvas 32 + prompt 5000 exceeds the context (4096)"]
+    data = report.to_json()
+    assert set(data["results"][0]) >= {"canvas", "prompt_tokens", "median_ms", "reference_median_ms", "speedup", "steps"}
+
+
+def test_bench_llada_preset_refuses_the_cpu():
+    from typer.testing import CliRunner
+
+    from wmstudio.cli import app
+
+    result = CliRunner().invoke(app, ["bench", "denoise", "--preset", "llada-8b", "--device", "cpu"])
+    assert result.exit_code == 2 and "needs a CUDA GPU" in result.stderr
+    unknown = CliRunner().invoke(app, ["bench", "denoise", "--preset", "huge", "--device", "cpu"])
+    assert unknown.exit_code == 2 and "unknown preset 'huge'" in unknown.stderr
+

@@ -180,6 +180,152 @@ def serve(
         fail(str(err))
 
 
+# --- generation and the denoising benchmark (engine) ---------------------------------------------------
+
+bench_app = typer.Typer(help="Measure how fast the engine runs on this machine.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@app.command("generate")
+def generate_cmd(
+    world: Path = typer.Argument(..., help="World file."),
+    call: Path = typer.Option(..., "--call", help='Call JSON file: {"name": ..., "arguments": {...}}.'),
+    anchor: list[str] = typer.Option([], "--anchor", help='Pinned field, PATH=VALUE (JSON value): status="error".'),
+    model: Optional[str] = typer.Option(None, "--model", help="Model folder or hub id (default: the shipped MDLM)."),
+    history: Optional[Path] = typer.Option(None, "--history", help="Earlier steps, a JSON list of {call, response}."),
+    steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Step budget (default: about masked/4)."),
+    strategy: str = typer.Option("low_confidence", "--strategy", help="low_confidence|margin|entropy|random."),
+    threshold: float = typer.Option(0.9, "--threshold", min=0.0, max=1.0, help="Also commit slots this confident."),
+    no_threshold: bool = typer.Option(False, "--no-threshold", help="Linear schedule only (LLaDA's)."),
+    block: Optional[int] = typer.Option(None, "--block", min=1, help="Slots per left-to-right block."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Gumbel-noise temperature (0 = greedy)."),
+    repetition_penalty: float = typer.Option(1.0, "--repetition-penalty", min=1.0, help="CTRL penalty, e.g. 1.3."),
+    samples: int = typer.Option(1, "--samples", min=1, max=64, help="K samples, denoised as one batch."),
+    seed: int = typer.Option(0, "--seed"),
+    free: bool = typer.Option(False, "--free", help="One free span instead of the response-schema skeleton."),
+    free_length: int = typer.Option(64, "--free-length", min=1, max=4096, help="Slots of the free span."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow LLaDA/Dream model code."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda or mps (default: the best there is)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the live view."),
+) -> None:
+    """Generate the response to a call with the world model: a live view of the denoising, or --json."""
+    from wmstudio.model.backends import DEFAULT_MODEL, load_backend
+    from wmstudio.model.generation import Generation, generate_stream
+    from wmstudio.model.sampler import STRATEGIES
+    from wmstudio.world.anchors import parse_anchors
+    from wmstudio.world.spec import Call
+
+    if strategy not in STRATEGIES:
+        fail(f"--strategy {strategy!r} is not known: use one of {', '.join(STRATEGIES)}")
+    try:
+        spec = _load_world(world)
+        the_call = Call.from_json(_read_json(call, "call"), source="call")
+        anchors = parse_anchors(anchor)
+        steps_before = _read_json(history, "history") if history else []
+        backend = load_backend(model or DEFAULT_MODEL, trust_remote_code=trust_remote_code, device=device)
+        stream = generate_stream(
+            backend, spec, the_call, anchors, history=steps_before, free=free, free_length=free_length, steps=steps,
+            strategy=strategy, threshold=None if no_threshold else threshold, block=block, temperature=temperature,
+            repetition_penalty=repetition_penalty, samples=samples, seed=seed,
+        )
+        result = _run_generation(stream, live=not as_json)
+    except InvalidInput as err:
+        fail(str(err))
+    except OSError as err:  # unreadable weights or tokenizer files
+        fail(f"cannot load the model: {err}")
+    assert isinstance(result, Generation)
+    if as_json:
+        emit(result.to_json())
+        return
+    for k, sample in enumerate(result.samples):
+        verdict = "ok" if sample.checks.ok else "; ".join(_check_problems(sample.checks)) or "failed"
+        typer.echo(f"--- sample {k + 1} ({sample.steps} steps): {verdict}")
+        typer.echo(sample.response)
+    typer.echo(f"{result.model}, {result.mode} canvas, {result.elapsed_ms:.0f} ms", err=True)
+
+
+def _run_generation(stream, live: bool):
+    """Drain `stream`; with `live`, redraw the first sample's canvas in the terminal at every frame."""
+    from wmstudio.model.generation import Generation
+
+    if not live:
+        return next(item for item in stream if isinstance(item, Generation))
+    from rich.console import Console
+    from rich.live import Live
+
+    canvas = next(stream)
+    if isinstance(canvas, Generation):  # the AR baseline has no canvas and no frames
+        return canvas
+    with Live(_canvas_text(canvas), console=Console(stderr=True), refresh_per_second=20) as view:
+        for item in stream:
+            if isinstance(item, Generation):
+                return item
+            view.update(_frame_text(canvas, item))
+    raise InvalidInput("generation ended without a result")
+
+
+def _canvas_text(canvas, tokens=None, fresh=frozenset()):
+    """A canvas in the terminal: anchors plain, masked slots a dim block, pads a dim dot, new slots highlighted."""
+    from rich.text import Text
+
+    text = Text()
+    for position, token in enumerate(tokens if tokens is not None else canvas.tokens):
+        if canvas.span_of[position] < 0:
+            text.append(canvas.piece(token))
+        elif token == canvas.mask_id:
+            text.append("\u2591", style="dim")
+        elif token == canvas.pad_id:
+            text.append("\u00b7", style="dim")
+        else:
+            text.append(canvas.piece(token), style="bold black on green" if position in fresh else "bold")
+    return text
+
+
+def _frame_text(canvas, frame):
+    """Sample 1 of a frame, with a line saying the step and how many slots it unmasked."""
+    text = _canvas_text(canvas, frame.tokens[0], set(frame.unmasked[0]))
+    text.append(f"\n step {frame.step + 1}: {len(frame.unmasked[0])} unmasked", style="dim")
+    return text
+
+
+def _check_problems(report) -> list[str]:
+    problems = [] if report.json_valid else ["not JSON"]
+    problems += report.schema_errors + report.anchor_violations
+    problems += [f"rule: {v['rule']} ({v['message']})" for v in report.rule_violations]
+    return problems
+
+
+@bench_app.command("denoise")
+def bench_denoise_cmd(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu or cuda (default: the best there is)."),
+    preset: str = typer.Option("default", "--preset", help="default (shipped model) or llada-8b (random, GPU)."),
+    repeats: int = typer.Option(5, "--repeats", min=1, max=100, help="Timed runs per configuration."),
+    model: Optional[str] = typer.Option(None, "--model", help="Time this wmstudio MDLM instead of the default."),
+) -> None:
+    """Time our sampler against LLaDA's reference loop for canvases of 32/64/128 and prompts of ~400/1024."""
+    from wmstudio.model.bench import bench_denoise
+
+    try:
+        report = bench_denoise(preset=preset, device=device, repeats=repeats, model=model,
+                               progress=None if as_json else lambda line: typer.echo(line, err=True))
+    except InvalidInput as err:
+        fail(str(err))
+    if as_json:
+        emit(report.to_json())
+        return
+    typer.echo(f"{report.model} on {report.device} ({report.dtype}, {report.threads} threads), "
+               f"median of {report.repeats}")
+    typer.echo(f"{'canvas':>6} {'prompt':>6} {'ms':>9} {'ref ms':>9} {'speedup':>7} {'steps':>5} {'ref steps':>9} "
+               f"{'tok/s':>8} {'cache-only ms':>13}")
+    for r in report.results:
+        typer.echo(f"{r.canvas:>6} {r.prompt_tokens:>6} {r.median_ms:>9.1f} {r.reference_median_ms:>9.1f} "
+                   f"{r.speedup:>6.1f}x {r.steps:>5} {r.reference_steps:>9} {r.tokens_per_s:>8.0f} "
+                   f"{r.cache_only_median_ms:>13.1f}")
+    for line in report.skipped:
+        typer.echo(f"skipped: {line}")
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()
 

@@ -1,7 +1,7 @@
 """One call in, K checked responses out: prompt, canvas, denoising and check reports in one function.
 
-`generate_stream` yields each Frame as it is made (for the terminal and the UI) and finally the
-Generation; `generate` just returns the Generation. The AR baseline takes the same arguments, with
+`generate_stream` yields the Canvas (so a view knows the layout), each Frame as it is made, and
+finally the Generation; `generate` just returns the Generation. The AR baseline takes the same arguments, with
 the anchors turned into steering directives since it cannot see fields it has not written yet."""
 
 from __future__ import annotations
@@ -113,8 +113,9 @@ def generate_stream(
     repetition_penalty: float = 1.0,
     samples: int = 1,
     seed: int = 0,
-) -> Iterator[Frame | Generation]:
-    """Yield a Frame per denoising step, then the Generation (responses checked against the world).
+) -> Iterator[Canvas | Frame | Generation]:
+    """Yield the Canvas, a Frame per denoising step, then the Generation (responses checked against the world).
+    The AR baseline yields only the Generation.
 
     InvalidInput for an unknown tool, bad anchors, or a prompt + canvas longer than the model's context."""
     the_call = call if isinstance(call, Call) else Call.from_json(call)
@@ -129,6 +130,7 @@ def generate_stream(
     canvas = prepare_canvas(backend, world, the_call, pinned, free, free_length)
     prompt_ids = prompt_ids_for(backend, world, the_call, history)
     check_fits(len(prompt_ids), len(canvas), backend.max_length)
+    yield canvas
     frames: list[Frame] = []
     for frame in denoise(backend, prompt_ids, canvas, steps=steps, strategy=strategy, threshold=threshold,
                          block=block, temperature=temperature, repetition_penalty=repetition_penalty,
@@ -152,7 +154,7 @@ def generate(backend: Backend | ArBaseline, world: WorldSpec, call: Call | dict[
     for item in generate_stream(backend, world, call, anchors, **settings):
         if isinstance(item, Generation):
             return item
-        if on_frame is not None:
+        if on_frame is not None and isinstance(item, Frame):
             on_frame(item)
     raise RuntimeError("generation ended without a result")  # pragma: no cover - generate_stream always returns one
 

@@ -1,0 +1,236 @@
+"""Speed benchmark: our sampler (cached prompt, threshold decoding) against LLaDA's reference loop.
+
+The reference re-runs the whole prompt + canvas at every step and commits a fixed number of tokens
+per step (LLaDA's generate(), one block, greedy). Both run on the same model, canvas and prompt,
+interleaved in one process, so machine noise hits both alike; medians are reported."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from wmstudio.model.architecture import MDLM, new_model
+from wmstudio.model.backends import DEFAULT_MODEL, Backend, PrefixCausalBackend, load_backend, pick_device, resolve_model_path
+from wmstudio.model.canvas import Canvas, build_canvas
+from wmstudio.model.sampler import denoise
+from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.world.problems import InvalidInput
+
+PRESETS = ("default", "llada-8b")
+LLADA_8B_SHAPE = {"hidden": 4096, "layers": 32, "heads": 32, "ffn": 12288, "vocab": 126464}
+REFERENCE_TOKENS_PER_STEP = 2
+
+
+@dataclass
+class BenchResult:
+    """One (canvas, prompt) configuration: medians over the repeats, ours against the reference loop."""
+
+    canvas: int
+    prompt_tokens: int
+    median_ms: float
+    reference_median_ms: float
+    speedup: float
+    steps: int
+    reference_steps: int
+    tokens_per_s: float
+    reference_tokens_per_s: float
+    cache_only_median_ms: float  # ours with the cache but the reference's schedule: the cache's share
+
+
+@dataclass
+class BenchReport:
+    """Everything `wmstudio bench denoise --json` prints."""
+
+    preset: str
+    model: str
+    device: str
+    dtype: str
+    threads: int
+    repeats: int
+    settings: dict[str, Any]
+    results: list[BenchResult] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["results"] = [asdict(r) for r in self.results]
+        return data
+
+
+def bench_denoise(
+    preset: str = "default",
+    device: str | None = None,
+    canvases: Sequence[int] = (32, 64, 128),
+    prompts: Sequence[int] = (400, 1024),
+    repeats: int = 5,
+    model: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> BenchReport:
+    """Time our default sampler and the reference loop on every (canvas, prompt) pair, interleaved."""
+    if preset not in PRESETS:
+        raise InvalidInput(f"unknown preset {preset!r}: use {' or '.join(PRESETS)}")
+    backend = bench_backend(preset, device, model)
+    report = BenchReport(preset, backend.name, str(backend.device), str(backend.dtype).replace("torch.", ""),
+                         torch.get_num_threads(), repeats,
+                         {"ours": "defaults (threshold 0.9, >= 4 tokens/step, cached prompt)",
+                          "reference": f"full forward per step, {REFERENCE_TOKENS_PER_STEP} tokens/step, greedy"})
+    generator = torch.Generator().manual_seed(0)
+    for prompt_len in prompts:
+        for canvas_len in canvases:
+            if prompt_len + canvas_len > backend.max_length:
+                report.skipped.append(f"canvas {canvas_len} + prompt {prompt_len} exceeds the context "
+                                      f"({backend.max_length})")
+                continue
+            canvas = bench_canvas(backend, canvas_len)
+            prompt = random_prompt(backend, prompt_len, generator)
+            report.results.append(_time_pair(backend, prompt, canvas, repeats))
+            if progress:
+                r = report.results[-1]
+                progress(f"canvas {canvas_len:4d} prompt {prompt_len:5d}: {r.median_ms:8.1f} ms vs "
+                         f"{r.reference_median_ms:8.1f} ms ({r.speedup:.1f}x, {r.steps} steps)")
+    return report
+
+
+def _time_pair(backend: Backend, prompt: list[int], canvas: Canvas, repeats: int) -> BenchResult:
+    masked = len(canvas.masked_positions)
+    ref_steps = math.ceil(masked / REFERENCE_TOKENS_PER_STEP)
+    runs: dict[str, list[float]] = {"ours": [], "reference": [], "cache_only": []}
+    steps = []
+    jobs = {
+        "ours": lambda: len(list(denoise(backend, prompt, canvas))),
+        "reference": lambda: reference_generate(backend, prompt, canvas, REFERENCE_TOKENS_PER_STEP),
+        "cache_only": lambda: len(list(denoise(backend, prompt, canvas, steps=ref_steps, threshold=None))),
+    }
+    for name, job in jobs.items():  # warm-up: grammar tables, allocator, kernels
+        job()
+    for _ in range(repeats):
+        for name, job in jobs.items():
+            _sync(backend)
+            started = time.perf_counter()
+            count = job()
+            _sync(backend)
+            runs[name].append((time.perf_counter() - started) * 1000)
+            if name == "ours":
+                steps.append(count)
+    ours, reference = statistics.median(runs["ours"]), statistics.median(runs["reference"])
+    return BenchResult(
+        canvas=len(canvas), prompt_tokens=len(prompt), median_ms=round(ours, 2),
+        reference_median_ms=round(reference, 2), speedup=round(reference / ours, 2),
+        steps=int(statistics.median(steps)), reference_steps=ref_steps,
+        tokens_per_s=round(len(canvas) / ours * 1000, 1), reference_tokens_per_s=round(len(canvas) / reference * 1000, 1),
+        cache_only_median_ms=round(statistics.median(runs["cache_only"]), 2),
+    )
+
+
+@torch.inference_mode()
+def reference_generate(backend: Backend, prompt: list[int], canvas: Canvas, tokens_per_step: int) -> int:
+    """LLaDA's generate() (one block, greedy, low-confidence remasking): the whole prompt + canvas through
+    the model at every step, a fixed number of tokens committed per step. Returns the step count."""
+    device = backend.device
+    x = torch.tensor([canvas.tokens], device=device)
+    masked = torch.tensor([[s >= 0 for s in canvas.span_of]], device=device)
+    x[masked] = backend.mask_id
+    prompt_ids = torch.tensor([prompt], device=device)
+    steps = math.ceil(int(masked.sum()) / tokens_per_step)
+    for step in range(steps):
+        logits = backend.full_logits(prompt_ids, x)
+        guess = logits.argmax(dim=-1)
+        confidence = torch.softmax(logits.float(), dim=-1).gather(-1, guess.unsqueeze(-1)).squeeze(-1)
+        confidence = confidence.masked_fill(~masked, -math.inf)
+        count = min(tokens_per_step, int(masked.sum()))
+        chosen = torch.zeros_like(masked)
+        chosen[0, confidence[0].topk(count).indices] = True
+        x = torch.where(chosen, guess, x)
+        masked &= ~chosen
+    return steps
+
+
+def bench_backend(preset: str, device: str | None, model: str | None) -> Backend:
+    """The model to time: a given one; for `default` the shipped MDLM (or a random one of its shape);
+    for `llada-8b` a random model of LLaDA-8B's dimensions on a CUDA GPU."""
+    where = pick_device(device)
+    if preset == "llada-8b":
+        if where.type != "cuda":
+            raise InvalidInput("the llada-8b preset needs a CUDA GPU (16 GB of bf16 weights; a CPU step takes "
+                               "minutes): run it with --device cuda on a GPU machine, or use --preset default")
+        shape = LLADA_8B_SHAPE
+        tokenizer = _bench_tokenizer()
+        return _random_backend(tokenizer, "random LLaDA-8B shape", where, torch.bfloat16, layers=shape["layers"],
+                               hidden=shape["hidden"], heads=shape["heads"], ffn=shape["ffn"], vocab=shape["vocab"])
+    source = model or DEFAULT_MODEL
+    if model is not None or Path(resolve_model_path(source)).is_dir():
+        backend = load_backend(source, device=str(where))
+        if not isinstance(backend, PrefixCausalBackend):
+            raise InvalidInput(f"{source} is not a wmstudio MDLM: the benchmark times our prefix-causal sampler")
+        return backend
+    dtype = torch.bfloat16 if where.type == "cuda" else torch.float32
+    return _random_backend(_bench_tokenizer(), "random default shape (no shipped model)", where, dtype)
+
+
+def _random_backend(tokenizer: Any, name: str, device: torch.device, dtype: torch.dtype, vocab: int | None = None,
+                    **shape: int) -> Backend:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            model = new_model(tokenizer, kind=MDLM, max_positions=2048, **shape)
+            if vocab is not None and vocab != model.config.vocab_size:
+                model.resize_token_embeddings(vocab, mean_resizing=False)
+    finally:
+        torch.set_default_dtype(previous)
+    return PrefixCausalBackend(model, tokenizer, name, tokenizer.mask_token_id, tokenizer.pad_token_id, 2048)
+
+
+def _bench_tokenizer() -> Any:
+    """The shipped tokenizer when there is one, else a 4096-token one trained on synthetic JSON lines."""
+    shipped = Path(resolve_model_path(DEFAULT_MODEL))
+    if (shipped / "tokenizer.json").exists():
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(shipped)
+    lines = [f'{{"id":"ord_{i:05d}","status":"{["ok", "error"][i % 2]}","total_cents":{i * 37},'
+             f'"items":[{{"sku":"SKU-{i % 97}","qty":{i % 5}}}],"message":"order {i} of customer c{i % 31}"}}'
+             for i in range(3000)]
+    return train_tokenizer(lines, vocab_size=4096)
+
+
+def bench_canvas(backend: Backend, length: int) -> Canvas:
+    """A skeleton canvas of exactly `length` tokens: typed fields, the last a string sized to fit."""
+    tokenizer = backend.tokenizer
+    fields: dict[str, Any] = {}
+    kinds = [{"type": "integer"}, {"type": "string"}, {"type": "boolean"}, {"type": "number"},
+             {"type": "string", "enum": ["ok", "error"]}]
+    while True:
+        schema = {"type": "object", "properties": {**fields, "last": {"type": "string", "maxLength": 1}}}
+        base = len(build_canvas(tokenizer, schema, vocab_size=backend.vocab_size))
+        room = length - base + 1
+        if 1 <= room <= 48:
+            schema["properties"]["last"]["maxLength"] = room
+            canvas = build_canvas(tokenizer, schema, vocab_size=backend.vocab_size)
+            if len(canvas) == length:
+                return canvas
+        if room < 1 or len(fields) > 200:
+            free = max(1, length - 2)
+            return build_canvas(tokenizer, None, mode="free", free_length=free, text_anchors=[(0, "{"), (free, "}")],
+                                vocab_size=backend.vocab_size)
+        fields[f"f{len(fields)}"] = kinds[len(fields) % len(kinds)]
+
+
+def random_prompt(backend: Backend, length: int, generator: torch.Generator) -> list[int]:
+    """`[bos] + random ordinary tokens + [sep]`, `length` ids in all (timing does not depend on content)."""
+    tokenizer = backend.tokenizer
+    special = set(tokenizer.all_special_ids)
+    ordinary = torch.tensor([i for i in range(len(tokenizer)) if i not in special])
+    body = ordinary[torch.randint(len(ordinary), (max(0, length - 2),), generator=generator)].tolist()
+    return [tokenizer.bos_token_id, *body, tokenizer.sep_token_id]
+
+
+def _sync(backend: Backend) -> None:
+    if backend.device.type == "cuda":
+        torch.cuda.synchronize(backend.device)
