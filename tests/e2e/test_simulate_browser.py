@@ -1,0 +1,164 @@
+"""The Simulate tab in headless Chromium: open the tab, pick the retail world and a tool, pin status to "error",
+Run and watch the canvas change frame by frame, read the check report, replay a step, save the step.
+
+A tiny random world model stands in for the shipped one (the page and the data flow are the same); screenshots
+go to test-artifacts/ for a person to look at."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import gradio as gr
+import pytest
+import torch
+from playwright.sync_api import expect, sync_playwright
+
+from wmstudio.locations import DEMO_WORLDS_DIR
+from wmstudio.model.architecture import new_model
+from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.store import open_store, rollout_steps, save_world_version, step_trace
+from wmstudio.ui.context import StudioContext
+from wmstudio.ui.simulate_tab import build_simulate_tab
+from wmstudio.world.spec import load_world
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+# Records every canvas the page shows (frame number, masks left, text, when it was painted) into window.__frames.
+WATCH_CANVAS = """() => {
+  window.__frames = [];
+  const root = document.querySelector('#simulate-canvas');
+  const record = () => {
+    const canvas = root.querySelector('.wm-canvas');
+    if (!canvas) return;
+    const key = canvas.dataset.step + '/' + canvas.dataset.done;
+    const last = window.__frames[window.__frames.length - 1];
+    if (last && last.key === key) return;
+    const entry = {key, step: +canvas.dataset.step, done: canvas.dataset.done === '1',
+                   masked: +canvas.dataset.masked, text: canvas.querySelector('.wm-tokens')?.textContent || ''};
+    window.__frames.push(entry);
+  };
+  new MutationObserver(record).observe(root, {childList: true, subtree: true, attributes: true});
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def studio(tmp_path_factory):
+    """The Simulate tab (after a placeholder first tab, as in the studio) on a tiny model; yields (url, store)."""
+    torch.set_num_threads(1)
+    worlds = [load_world(p) for p in sorted(DEMO_WORLDS_DIR.glob("*.json"))]
+    tokenizer = train_tokenizer([w.dumps() for w in worlds] * 2, vocab_size=2000)
+    torch.manual_seed(0)
+    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
+    model_dir = tmp_path_factory.mktemp("mdlm")
+    model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    store = open_store(tmp_path_factory.mktemp("db") / "studio.db")
+    save_world_version(store, next(w for w in worlds if w.name == "airline"))
+    ctx = StudioContext(store=store, model=str(model_dir), ar_model=None)
+    ctx.backend()
+    with gr.Blocks(title="World Model Studio") as app:
+        with gr.Tab("World"):
+            gr.Markdown("The World tab stands here in the studio.")
+        with gr.Tab("Simulate"):
+            build_simulate_tab(ctx, app)
+    app.queue()
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
+    yield url, store, worlds
+    app.close()
+
+
+@pytest.fixture(scope="module")
+def page(studio):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        tab.goto(studio[0])
+        tab.get_by_role("tab", name="Simulate").click()
+        expect(tab.locator("#simulate-world input")).to_have_value("airline (v1)", timeout=20_000)  # page loaded
+        tab.get_by_role("tab", name="World").click()
+        yield tab
+        browser.close()
+
+
+def pick(page, dropdown_id: str, option: str) -> None:
+    page.locator(f"#{dropdown_id} input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_pin_an_anchor_run_watch_the_frames_and_save_the_step(studio, page):
+    _, store, worlds = studio
+    # a world saved after the page opened shows up when the tab is opened again
+    save_world_version(store, next(w for w in worlds if w.name == "retail"))
+    page.get_by_role("tab", name="Simulate").click()
+    pick(page, "simulate-world", "retail (v1)")
+    page.get_by_label("order_id · text · required").wait_for()
+    pick(page, "simulate-tool", "refund_order")
+    order = page.get_by_label("order_id · text · required")
+    order.wait_for()
+    order.press_sequentially("ORD-22930")
+    page.get_by_label("amount_cents · whole number · required").press_sequentially("500")
+    arguments = page.locator("#simulate-arguments")
+    expect(arguments).to_contain_text('"amount_cents": 500', timeout=10_000)
+    expect(arguments).to_contain_text('"order_id": "ORD-22930"')
+    page.get_by_label("status · one of ok | partial | error").click()
+    page.get_by_role("option", name="error", exact=True).click()
+    page.screenshot(path=str(ARTIFACTS / "simulate-1-form.png"), full_page=True)
+
+    page.evaluate(WATCH_CANVAS)
+    page.locator("#simulate-run").click()
+    page.wait_for_function("window.__frames.some(f => f.done)", timeout=60_000)
+    frames = page.evaluate("window.__frames")
+    steps = [f for f in frames if f["step"] >= 0 and not f["done"]]
+    assert len(steps) >= 3, frames  # the canvas was redrawn while denoising, not just at the end
+    masked = [f["masked"] for f in steps]
+    assert masked == sorted(masked, reverse=True) and masked[0] > masked[-1]
+    assert steps[0]["text"] != steps[-1]["text"]
+    assert frames[-1]["done"] and frames[-1]["masked"] == 0
+
+    report = page.locator("#simulate-report")
+    expect(report).to_contain_text('Anchor: status="error"')
+    expect(report.locator(".wm-badge.ok", has_text='Anchor: status="error"')).to_have_count(1)
+    expect(report).to_contain_text("JSON: valid")
+    expect(page.locator("#simulate-heatmap .js-plotly-plot")).to_have_count(1, timeout=10_000)
+    page.screenshot(path=str(ARTIFACTS / "simulate-2-done.png"), full_page=True)
+
+    scrubber = page.locator("#simulate-scrubber input[type=number]")
+    scrubber.fill("1")
+    scrubber.press("Enter")
+    expect(page.locator("#simulate-canvas .wm-canvas")).to_have_attribute("data-step", "0")
+    page.screenshot(path=str(ARTIFACTS / "simulate-3-replay.png"), full_page=True)
+
+    page.get_by_label("Title of a new rollout (optional)").fill("refund refused in the browser")
+    page.locator("#simulate-save").click()
+    saved = page.locator("#simulate-save-status")
+    expect(saved).to_contain_text("Saved as step 1 of rollout #", timeout=10_000)
+    page.screenshot(path=str(ARTIFACTS / "simulate-4-saved.png"), full_page=True)
+    rollout_id = int(saved.inner_text().split("rollout #")[1].split()[0])
+    [step] = rollout_steps(store, rollout_id)
+    assert step.call == {"name": "refund_order", "arguments": {"order_id": "ORD-22930", "amount_cents": 500}}
+    assert json.loads(step.response)["status"] == "error" and step_trace(store, step.id)
+
+
+def test_a_bad_anchor_is_explained_and_the_form_is_kept(studio, page):
+    page.get_by_role("tab", name="Simulate").click()
+    pick(page, "simulate-tool", "get_order")
+    page.get_by_label("order_id · text · required").press_sequentially("ORD-1")
+    page.locator("#simulate-free-anchors textarea").fill("colour=1")
+    page.locator("#simulate-run").click()
+    status = page.locator("#simulate-status")
+    expect(status).to_contain_text("anchor colour", timeout=10_000)
+    expect(status).not_to_contain_text("Traceback")
+    assert page.locator("#simulate-free-anchors textarea").input_value() == "colour=1"
+    assert page.get_by_label("order_id · text · required").input_value() == "ORD-1"
+    page.screenshot(path=str(ARTIFACTS / "simulate-5-bad-anchor.png"), full_page=True)

@@ -1,0 +1,95 @@
+"""The check report as badges (JSON, schema, each rule, each anchor) and samples drawn side by side.
+
+Used for the MDLM's samples and for the autoregressive baseline, so both read the same way."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+
+from wmstudio.metrics.diversity import distinct_n, self_bleu
+from wmstudio.model.generation import Generation
+from wmstudio.world.anchors import Anchor
+from wmstudio.world.checks import CheckReport
+from wmstudio.world.spec import WorldSpec
+from wmstudio.world.tools import Tool
+
+REPORT_CSS = """
+.wm-cards { display: flex; gap: 12px; flex-wrap: wrap; align-items: stretch; }
+.wm-card { flex: 1 1 320px; min-width: 0; border: 1px solid var(--border-color-primary); border-radius: 8px;
+  padding: 10px; background: var(--background-fill-primary); }
+.wm-card h4 { margin: 0 0 6px 0; font-size: 0.95em; }
+.wm-card pre { font-size: 0.82em; white-space: pre-wrap; word-break: break-word; max-height: 320px; overflow: auto;
+  margin: 6px 0; padding: 6px; border-radius: 6px; background: var(--background-fill-secondary); }
+.wm-badges { display: flex; flex-direction: column; gap: 3px; font-size: 0.85em; }
+.wm-badge { padding: 2px 8px; border-radius: 10px; width: fit-content; max-width: 100%; }
+.wm-badge.ok { background: #dcfce7; color: #166534; }
+.wm-badge.bad { background: #fee2e2; color: #991b1b; }
+.wm-badge.na { background: #f3f4f6; color: #4b5563; }
+.wm-verdict { font-weight: 600; margin-bottom: 4px; }
+.wm-verdict.ok { color: #166534; }
+.wm-verdict.bad { color: #991b1b; }
+.wm-metrics { margin: 8px 0; font-size: 0.9em; }
+.wm-metrics b { margin-right: 14px; }
+"""
+
+
+def check_badges(world: WorldSpec, tool: Tool, report: CheckReport, anchors: Sequence[Anchor]) -> list[tuple[str, str]]:
+    """The report as (state, text) badges in reading order; state is "ok", "bad" or "na" (not checked)."""
+    badges = [("ok", "JSON: valid") if report.json_valid else ("bad", "JSON: not valid JSON")]
+    if tool.response is None:
+        badges.append(("na", "Schema: the tool has no response schema"))
+    elif not report.json_valid:
+        badges.append(("na", "Schema: not checked (not JSON)"))
+    elif report.schema_errors:
+        badges += [("bad", f"Schema: {error}") for error in report.schema_errors]
+    else:
+        badges.append(("ok", "Schema: matches the response schema"))
+    broken = {v["rule"]: v["message"] for v in report.rule_violations}
+    for rule in world.rules:
+        if rule.check is None:
+            badges.append(("na", f"Rule (not machine-checked): {rule.text}"))
+        elif rule.text in broken:
+            badges.append(("bad", f"Rule: {rule.text} — {broken[rule.text]}"))
+        else:
+            badges.append(("ok", f"Rule: {rule.text}"))
+    for anchor in anchors:
+        violation = next((v for v in report.anchor_violations if v.startswith(f"{anchor.path}:")), None)
+        badges.append(("bad", f"Anchor {violation}") if violation else ("ok", f"Anchor: {anchor}"))
+    return badges
+
+
+def sample_card(title: str, response: str, world: WorldSpec, tool: Tool, report: CheckReport,
+                anchors: Sequence[Anchor]) -> str:
+    """One response with its verdict and badges, as an HTML card."""
+    badges = "".join(f'<span class="wm-badge {state}">{"✓" if state == "ok" else "✗" if state == "bad" else "○"} '
+                     f"{html.escape(text)}</span>" for state, text in check_badges(world, tool, report, anchors))
+    verdict = '<div class="wm-verdict ok">✓ all checks pass</div>' if report.ok else \
+        '<div class="wm-verdict bad">✗ some checks fail</div>'
+    return (f'<div class="wm-card"><h4>{html.escape(title)}</h4>{verdict}'
+            f"<pre>{html.escape(pretty_response(response))}</pre><div class=\"wm-badges\">{badges}</div></div>")
+
+
+def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchors: Sequence[Anchor],
+                    label: str = "Sample") -> str:
+    """Every sample of a generation side by side, with Self-BLEU and Distinct-N when there are several."""
+    cards = [sample_card(f"{label} {k + 1}" if len(generation.samples) > 1 else label, s.response, world, tool,
+                         s.checks, anchors) for k, s in enumerate(generation.samples)]
+    passed = sum(s.checks.ok for s in generation.samples)
+    lines = [f"<b>{passed}/{len(generation.samples)} pass every check</b>",
+             f"<b>{generation.elapsed_ms:.0f} ms</b>"]
+    if len(generation.samples) > 1:
+        texts = [s.response for s in generation.samples]
+        lines += [f"<b>Self-BLEU {self_bleu(texts):.3f}</b>", f"<b>Distinct-1 {distinct_n(texts, 1):.3f}</b>",
+                  f"<b>Distinct-2 {distinct_n(texts, 2):.3f}</b>",
+                  "<span>(lower Self-BLEU and higher Distinct-N = more diverse)</span>"]
+    return f'<div class="wm-metrics">{"".join(lines)}</div><div class="wm-cards">{"".join(cards)}</div>'
+
+
+def pretty_response(response: str) -> str:
+    """A JSON response indented for reading; anything else as written."""
+    try:
+        return json.dumps(json.loads(response), indent=2, ensure_ascii=False)
+    except (json.JSONDecodeError, ValueError):
+        return response

@@ -1,0 +1,145 @@
+"""Drawing a denoising run: the canvas of any frame as coloured tokens, and the decode-order heatmap.
+
+Tokens are coloured by category (masked, anchor, new this step, earlier) and shaded by the confidence they
+were committed with; the HTML is small (classes, no inline styles) because it is re-sent for every frame."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import plotly.graph_objects as go
+
+from wmstudio.model.canvas import Canvas
+from wmstudio.model.sampler import Frame
+
+CATEGORIES = ("masked", "anchor", "new", "earlier")
+SHADES = 5  # confidence buckets: class c0 (< 0.2) .. c4 (>= 0.8)
+
+CANVAS_CSS = """
+.wm-legend { font-size: 0.85em; margin-bottom: 6px; color: var(--body-text-color-subdued); }
+.wm-legend span { margin-right: 12px; }
+.wm-samples { display: flex; gap: 12px; flex-wrap: wrap; align-items: flex-start; }
+.wm-sample { flex: 1 1 320px; min-width: 0; }
+.wm-head { font-size: 0.85em; font-weight: 600; margin-bottom: 4px; }
+.wm-tokens { font-family: var(--font-mono), monospace; font-size: 0.9em; line-height: 1.9;
+  white-space: pre-wrap; word-break: break-all; padding: 8px; border-radius: 6px;
+  border: 1px solid var(--border-color-primary); background: var(--background-fill-secondary); }
+.wm-tokens b, .wm-tokens i, .wm-tokens u, .wm-legend b, .wm-legend i, .wm-legend u
+  { font-weight: normal; font-style: normal; text-decoration: none; border-radius: 3px; padding: 1px 0; }
+.wm-tokens i, .wm-legend i { display: inline-block; width: 0.75em; height: 1.05em; vertical-align: middle;
+  margin: 0 1px; background: #9ca3af; opacity: 0.45; }
+.wm-tokens u, .wm-legend u { color: #1d4ed8; background: rgba(59, 130, 246, 0.12); }
+.wm-tokens b.p { color: #6b7280; }
+.wm-tokens b.n, .wm-legend b.n { outline: 1px solid #c2410c; }
+.wm-tokens b.n.c0 { background: rgba(249, 115, 22, 0.15); } .wm-tokens b.n.c1 { background: rgba(249, 115, 22, 0.3); }
+.wm-tokens b.n.c2 { background: rgba(249, 115, 22, 0.45); } .wm-tokens b.n.c3 { background: rgba(249, 115, 22, 0.6); }
+.wm-tokens b.n.c4, .wm-legend b.n { background: rgba(249, 115, 22, 0.8); }
+.wm-tokens b.e.c0 { background: rgba(34, 197, 94, 0.1); } .wm-tokens b.e.c1 { background: rgba(34, 197, 94, 0.2); }
+.wm-tokens b.e.c2 { background: rgba(34, 197, 94, 0.3); } .wm-tokens b.e.c3 { background: rgba(34, 197, 94, 0.42); }
+.wm-tokens b.e.c4, .wm-legend b.e { background: rgba(34, 197, 94, 0.55); }
+"""
+LEGEND = ('<div class="wm-legend"><span><i></i> masked</span><span><u>anchor</u></span>'
+          '<span><b class="n">new this step</b></span><span><b class="e">earlier</b></span>'
+          '<span>darker = more confident · ␣ = padding (dropped)</span></div>')
+
+
+@dataclass
+class Commits:
+    """When and how confidently each canvas position was committed, per sample: position -> (frame, confidence)."""
+
+    per_sample: list[dict[int, tuple[int, float]]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, frames: Sequence[Frame]) -> Commits:
+        commits = cls()
+        for index, frame in enumerate(frames):
+            commits.add(index, frame)
+        return commits
+
+    def add(self, index: int, frame: Frame) -> None:
+        """Record frame number `index` (frames are numbered from 0 in the order they came)."""
+        while len(self.per_sample) < len(frame.unmasked):
+            self.per_sample.append({})
+        for sample, (positions, confidences) in enumerate(zip(frame.unmasked, frame.confidences, strict=True)):
+            for position, confidence in zip(positions, confidences, strict=True):
+                self.per_sample[sample][position] = (index, float(confidence))
+
+
+def canvas_html(canvas: Canvas, frames: Sequence[Frame], index: int | None, commits: Commits,
+                steps_hint: int | None = None, done: bool = False) -> str:
+    """The canvas after frame `index` (None: before the first step) for every sample, side by side.
+
+    The root carries `data-step` (the frame shown, -1 before any), `data-done` and `data-masked` (masks left in
+    all samples) so a browser test or benchmark can tell frames apart without reading the tokens."""
+    samples = len(frames[0].tokens) if frames else max(1, len(commits.per_sample))
+    shown = -1 if index is None or not frames else max(0, min(index, len(frames) - 1))
+    columns, masked_total = [], 0
+    for sample in range(samples):
+        tokens = frames[shown].tokens[sample] if shown >= 0 else list(canvas.tokens)
+        committed = commits.per_sample[sample] if sample < len(commits.per_sample) else {}
+        body, masked = _tokens_html(canvas, tokens, committed, shown)
+        masked_total += masked
+        of = f" of {len(frames)}" if done else (f" of ~{steps_hint}" if steps_hint else "")
+        where = "before the first step" if shown < 0 else f"step {shown + 1}{of}"
+        head = f"{'Sample ' + str(sample + 1) + ' · ' if samples > 1 else ''}{where} · {masked} masked left"
+        columns.append(f'<div class="wm-sample"><div class="wm-head">{head}</div>'
+                       f'<div class="wm-tokens">{body}</div></div>')
+    return (f'<div class="wm-canvas" data-step="{shown}" data-done="{int(done)}" data-masked="{masked_total}">'
+            f'{LEGEND}<div class="wm-samples">{"".join(columns)}</div></div>')
+
+
+def _tokens_html(canvas: Canvas, tokens: Sequence[int], committed: dict[int, tuple[int, float]],
+                 shown: int) -> tuple[str, int]:
+    parts: list[str] = []
+    anchor_run: list[str] = []
+    masked = 0
+    for position, token in enumerate(tokens):
+        if canvas.span_of[position] < 0:
+            anchor_run.append(canvas.piece(token))
+            continue
+        if anchor_run:
+            parts.append(f"<u>{html.escape(''.join(anchor_run))}</u>")
+            anchor_run = []
+        made = committed.get(position)
+        if made is None or made[0] > shown or token == canvas.mask_id:
+            parts.append("<i></i>")
+            masked += 1
+            continue
+        category = "n" if made[0] == shown else "e"
+        shade = min(SHADES - 1, max(0, int(made[1] * SHADES)))
+        if token == canvas.pad_id:
+            parts.append(f'<b class="{category} c{shade} p">␣</b>')
+        else:
+            parts.append(f'<b class="{category} c{shade}">{html.escape(canvas.piece(token))}</b>')
+    if anchor_run:
+        parts.append(f"<u>{html.escape(''.join(anchor_run))}</u>")
+    return "".join(parts), masked
+
+
+def heatmap_figure(canvas: Canvas, frames: Sequence[Frame], sample: int = 0) -> go.Figure:
+    """Decode order and confidence of one sample: a cell per (canvas position, step) where a token was committed,
+    coloured by its confidence; anchors stay blank. Hover shows the token."""
+    commits = Commits.of(frames)
+    committed = commits.per_sample[sample] if sample < len(commits.per_sample) else {}
+    final = frames[-1].tokens[sample] if frames else list(canvas.tokens)
+    steps = max(1, len(frames))
+    z: list[list[float | None]] = [[None] * len(canvas) for _ in range(steps)]
+    text: list[list[str]] = [[""] * len(canvas) for _ in range(steps)]
+    for position, (step, confidence) in committed.items():
+        if position < len(canvas):
+            z[step][position] = round(confidence, 4)
+            piece = "␣ (pad)" if final[position] == canvas.pad_id else canvas.piece(final[position])
+            text[step][position] = html.escape(piece)
+    figure = go.Figure(go.Heatmap(
+        z=z, x=list(range(len(canvas))), y=list(range(1, steps + 1)), text=text, zmin=0, zmax=1,
+        colorscale="Viridis", colorbar={"title": "confidence"}, hoverongaps=False,
+        hovertemplate="position %{x}, step %{y}<br>token %{text}<br>confidence %{z:.2f}<extra></extra>",
+    ))
+    figure.update_layout(
+        title=f"Decode order and confidence{f' (sample {sample + 1})' if len(commits.per_sample) > 1 else ''}",
+        xaxis_title="canvas position", yaxis_title="step", yaxis_autorange="reversed",
+        height=max(260, min(520, 120 + 16 * steps)), margin={"l": 50, "r": 20, "t": 50, "b": 45},
+    )
+    return figure

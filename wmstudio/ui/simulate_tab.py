@@ -1,0 +1,406 @@
+"""The Simulate tab: choose a world and tool, fill the arguments, pin anchors, run the world model and watch it
+denoise; replay any step, read the checks, compare with the autoregressive baseline, save the step.
+
+Handlers are plain functions of form values (tests call them directly or over HTTP); layout and wiring sit in
+`build_simulate_tab` at the bottom. No handler shows a traceback, and a failed action never clears the form."""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from functools import partial
+from typing import Any
+
+import gradio as gr
+from gradio.context import Context
+
+from wmstudio.model.sampler import DEFAULT_THRESHOLD, STRATEGIES
+from wmstudio.store import filter_rollouts, list_worlds
+from wmstudio.ui.check_view import REPORT_CSS, generation_html
+from wmstudio.ui.context import StudioContext
+from wmstudio.ui.denoise_view import CANVAS_CSS, canvas_html, heatmap_figure
+from wmstudio.ui.forms import (
+    MASKED,
+    FormField,
+    anchors_from_form,
+    argument_fields,
+    arguments_from_form,
+    form_from_arguments,
+    read_arguments,
+    response_fields,
+    show_value,
+)
+from wmstudio.ui.simulation import (
+    MAX_SAMPLES,
+    SamplerSettings,
+    Simulation,
+    run_baseline,
+    run_simulation,
+    save_simulation,
+    tool_of,
+    world_spec,
+)
+from wmstudio.world.problems import InvalidInput
+from wmstudio.world.spec import Call
+
+log = logging.getLogger(__name__)
+
+ARG_SLOTS = 10  # argument inputs in the form; further arguments are edited in the JSON
+ANCHOR_SLOTS = 16  # pinnable response fields in the form; further ones are written as PATH=VALUE lines
+NEW_ROLLOUT = 0
+ROLLOUT_CHOICES = 50
+EMPTY_CANVAS = '<div class="wm-canvas" data-step="-1" data-done="0" data-masked="0">Press <b>Run</b> to watch the ' \
+               "world model fill in the response.</div>"
+BASELINE_HINT = "<p>Press <b>Compare with AR baseline</b> to see the autoregressive model's answer to the same " \
+                "call, with the anchors given as steering directives, and its checks.</p>"
+
+
+# ---- messages ---------------------------------------------------------------------------------------------------
+
+def problems_text(err: InvalidInput, doing: str) -> str:
+    """Every problem with where it is, for the status line; says that the form is kept."""
+    items = "\n".join(f"- `{p.path}`: {p.message}" if p.path else f"- {p.message}" for p in err.problems)
+    return f"**Cannot {doing}** — your inputs are kept:\n\n{items}"
+
+
+def unexpected_text(err: Exception, doing: str) -> str:
+    """A plain message for a failure we did not foresee (the traceback goes to the server log only)."""
+    log.exception("Simulate tab: %s failed", doing)
+    return f"**Cannot {doing}**: {type(err).__name__}: {err}. Your inputs are kept; the server log has details."
+
+
+# ---- worlds, tools and the generated forms ----------------------------------------------------------------------
+
+def world_choices(ctx: StudioContext) -> list[tuple[str, int]]:
+    """The latest saved version of every world, as (label, world id) dropdown choices."""
+    return [(f"{w.name} (v{w.latest.version})", w.latest.id) for w in list_worlds(ctx.store)]
+
+
+def refresh_worlds(ctx: StudioContext, current: Any) -> Any:
+    """The world dropdown re-read from the store, keeping the current choice when it is still a latest version."""
+    choices = world_choices(ctx)
+    ids = [world_id for _, world_id in choices]
+    value = current if current in ids else (ids[0] if ids else None)
+    return gr.update(choices=choices, value=value)
+
+
+def rollout_choices(ctx: StudioContext, world_id: Any) -> list[tuple[str, int]]:
+    """"New rollout" and the newest rollouts of this world version, for the Save dropdown."""
+    choices = [("New rollout", NEW_ROLLOUT)]
+    if world_id in (None, ""):
+        return choices
+    page = filter_rollouts(ctx.store, world_id=int(world_id), page_size=ROLLOUT_CHOICES)
+    return choices + [(f"#{r.id} {r.title or 'untitled'} · {r.step_count} steps · {r.status}", r.id)
+                      for r in page.items]
+
+
+def choose_world(ctx: StudioContext, world_id: Any) -> tuple[Any, Any, str]:
+    """The tools of the chosen world (first one selected) and its rollouts for saving."""
+    try:
+        world = world_spec(ctx.store, world_id)
+        rollouts = rollout_choices(ctx, world_id)
+    except InvalidInput as err:
+        return gr.update(choices=[], value=None), gr.update(), problems_text(err, "open the world")
+    names = [t.name for t in world.tools]
+    note = "" if names else f"World **{world.name}** has no tools yet: add some in the World tab."
+    return (gr.update(choices=names, value=names[0] if names else None),
+            gr.update(choices=rollouts, value=NEW_ROLLOUT), note)
+
+
+def tool_forms(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple[list[FormField], list[FormField]]:
+    """The argument fields and the pinnable response fields of a world's tool (both empty without a tool)."""
+    if not tool_name:
+        return [], []
+    world = world_spec(ctx.store, world_id)
+    tool = tool_of(world, Call(str(tool_name)))
+    return argument_fields(tool.parameters), response_fields(tool.response)
+
+
+def choose_tool(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple:
+    """Lay the forms out for a tool: the argument inputs (empty), the arguments JSON `{}`, every response field
+    masked. Returns the JSON, ARG_SLOTS input updates, ANCHOR_SLOTS anchor updates and a note."""
+    try:
+        arguments, responses = tool_forms(ctx, world_id, tool_name)
+        tool = tool_of(world_spec(ctx.store, world_id), Call(str(tool_name))) if tool_name else None
+    except InvalidInput as err:
+        return ("{}", *[gr.update(visible=False)] * (ARG_SLOTS + ANCHOR_SLOTS), problems_text(err, "open the tool"))
+    arg_updates = [gr.update(visible=True, label=f.label, info=f.description, value="",
+                             placeholder=" | ".join(show_value(o) for o in f.options))
+                   if i < len(arguments) else gr.update(visible=False, value="")
+                   for i, f in enumerate(_pad(arguments, ARG_SLOTS))]
+    anchor_updates = [gr.update(visible=True, label=f.label, info=f.description,
+                                choices=[MASKED, *f.choices()], value=MASKED)
+                      if i < len(responses) else gr.update(visible=False, value=MASKED)
+                      for i, f in enumerate(_pad(responses, ANCHOR_SLOTS))]
+    notes = []
+    if tool is not None and tool.description:
+        notes.append(f"**{tool.name}**: {tool.description}")
+    if tool is not None and tool.response is None:
+        notes.append("This tool has no response schema: the model writes a free response (nothing to pin by "
+                     "field; free `PATH=VALUE` anchors still apply to JSON it writes).")
+    if len(arguments) > ARG_SLOTS:
+        notes.append(f"{len(arguments) - ARG_SLOTS} more argument(s) than the form shows: edit them in the JSON.")
+    if len(responses) > ANCHOR_SLOTS:
+        extra = ", ".join(f.path for f in responses[ANCHOR_SLOTS:])
+        notes.append(f"Pin further response fields as `PATH=VALUE` lines: {extra}.")
+    return ("{}", *arg_updates, *anchor_updates, "\n\n".join(notes))
+
+
+def form_to_json(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, *values: str) -> tuple:
+    """Write the argument inputs into the arguments JSON (which stays authoritative); a broken JSON is kept."""
+    try:
+        fields, _ = tool_forms(ctx, world_id, tool_name)
+        return arguments_from_form(fields[:ARG_SLOTS], values, arguments_json), ""
+    except InvalidInput as err:
+        return gr.update(), problems_text(err, "copy the field into the JSON")
+
+
+def json_to_form(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str) -> tuple:
+    """Show the arguments JSON in the argument inputs; while the JSON is broken the inputs stay as they are."""
+    try:
+        fields, _ = tool_forms(ctx, world_id, tool_name)
+        texts = form_from_arguments(fields[:ARG_SLOTS], arguments_json)
+    except InvalidInput as err:
+        return (*[gr.update()] * ARG_SLOTS, problems_text(err, "read the arguments JSON"))
+    return (*texts, *[gr.update()] * (ARG_SLOTS - len(texts)), "")
+
+
+# ---- running ------------------------------------------------------------------------------------------------------
+
+def read_request(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, free_anchors: str,
+                 settings: Sequence[Any], anchor_values: Sequence[str]) -> tuple[Call, list, SamplerSettings]:
+    """The call, anchors and settings the form describes; InvalidInput lists everything wrong at once."""
+    problems = []
+    call = anchors = sampler = None
+    try:
+        if not tool_name:
+            raise InvalidInput("choose a tool first")
+        call = Call(str(tool_name), read_arguments(arguments_json))
+    except InvalidInput as err:
+        problems += err.problems
+    try:
+        _, responses = tool_forms(ctx, world_id, tool_name)
+        anchors = anchors_from_form(responses[:ANCHOR_SLOTS], anchor_values, free_anchors)
+    except InvalidInput as err:
+        problems += err.problems
+    try:
+        sampler = SamplerSettings.from_form(*settings)
+    except InvalidInput as err:
+        problems += err.problems
+    if problems:
+        raise InvalidInput(problems)
+    return call, anchors, sampler
+
+
+def simulate(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, free_anchors: str, steps: Any,
+             strategy: Any, threshold: Any, block: Any, temperature: Any, repetition_penalty: Any, samples: Any,
+             seed: Any, free: Any, free_length: Any, *anchor_values: str) -> Iterator[tuple]:
+    """Run: stream the canvas frame by frame, then the scrubber, heatmap, report and sample picker.
+
+    Yields (status, canvas, scrubber, heatmap, report, simulation state, sample picker); outputs that do not
+    change in a frame are skipped, so each streamed frame carries only the canvas."""
+    skip = gr.skip()
+    settings = (steps, strategy, threshold, block, temperature, repetition_penalty, samples, seed, free, free_length)
+    simulation = None
+    try:
+        call, anchors, sampler = read_request(ctx, world_id, tool_name, arguments_json, free_anchors, settings,
+                                              anchor_values)
+        for simulation in run_simulation(ctx, world_id, call, anchors, sampler):
+            if simulation.done:
+                break
+            index = len(simulation.frames) - 1 if simulation.frames else None
+            status = "Denoising…" if index is None else skip
+            yield (status, canvas_html(simulation.canvas, simulation.frames, index, simulation.commits,
+                                       sampler.steps), skip, skip, skip, skip, skip)
+    except InvalidInput as err:
+        yield problems_text(err, "run"), skip, skip, skip, skip, skip, skip
+        return
+    except Exception as err:  # noqa: BLE001 - the edge: never show a traceback
+        yield unexpected_text(err, "run"), skip, skip, skip, skip, skip, skip
+        return
+    yield finished_view(simulation)
+
+
+def finished_view(simulation: Simulation) -> tuple:
+    """Everything shown once a run is over: summary, last frame, scrubber at the end, heatmap, report, state."""
+    generation = simulation.generation
+    frames = len(simulation.frames)
+    last = frames - 1 if frames else None
+    warnings = "".join(f"\n- ⚠️ {w}" for w in simulation.warnings)
+    if warnings:
+        warnings = "\n\nThe call breaks its parameter schema (simulated as written):" + warnings
+    passed = sum(s.checks.ok for s in generation.samples)
+    status = (f"Done: {frames} step(s), {len(simulation.canvas)}-token canvas ({generation.mode}), "
+              f"{len(generation.samples)} sample(s), {passed} pass every check, {generation.elapsed_ms:.0f} ms."
+              f"{warnings}")
+    samples = [(f"Sample {k + 1}", k) for k in range(len(generation.samples))]
+    return (
+        status,
+        canvas_html(simulation.canvas, simulation.frames, last, simulation.commits, done=True),
+        gr.update(minimum=0, maximum=max(1, frames), value=frames, step=1, interactive=True),
+        heatmap_figure(simulation.canvas, simulation.frames, 0),
+        generation_html(generation, simulation.world, simulation.tool, simulation.anchors),
+        simulation,
+        gr.update(choices=samples, value=0),
+    )
+
+
+def replay(simulation: Simulation | None, frame_number: Any) -> Any:
+    """The canvas as it was after step `frame_number` (0: before the first step)."""
+    if simulation is None or not simulation.done:
+        return gr.skip()
+    number = int(frame_number or 0)
+    index = None if number <= 0 else min(number, len(simulation.frames)) - 1
+    return canvas_html(simulation.canvas, simulation.frames, index, simulation.commits, done=True)
+
+
+def heatmap_for(simulation: Simulation | None, sample: Any) -> Any:
+    """The decode heatmap of the chosen sample."""
+    if simulation is None or not simulation.done or sample in (None, ""):
+        return gr.skip()
+    last = len(simulation.generation.samples) - 1
+    return heatmap_figure(simulation.canvas, simulation.frames, max(0, min(int(sample), last)))
+
+
+def compare_baseline(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, free_anchors: str,
+                     steps: Any, strategy: Any, threshold: Any, block: Any, temperature: Any, repetition_penalty: Any,
+                     samples: Any, seed: Any, free: Any, free_length: Any, *anchor_values: str) -> str:
+    """The autoregressive baseline's answer(s) to the form's request, with checks, as HTML."""
+    settings = (steps, strategy, threshold, block, temperature, repetition_penalty, samples, seed, free, free_length)
+    try:
+        call, anchors, sampler = read_request(ctx, world_id, tool_name, arguments_json, free_anchors, settings,
+                                              anchor_values)
+        world = world_spec(ctx.store, world_id)
+        generation = run_baseline(ctx, world_id, call, anchors, sampler)
+    except InvalidInput as err:
+        return _as_html(problems_text(err, "run the baseline"))
+    except Exception as err:  # noqa: BLE001 - the edge: never show a traceback
+        return _as_html(unexpected_text(err, "run the baseline"))
+    note = " (anchors given as steering directives)" if anchors else ""
+    return (f"<h4>Autoregressive baseline · {generation.model}{note}</h4>"
+            + generation_html(generation, world, tool_of(world, call), anchors, label="Baseline"))
+
+
+def save_step(ctx: StudioContext, simulation: Simulation | None, sample: Any, rollout: Any, title: str) -> tuple:
+    """Save the chosen sample into the chosen rollout (or a new one); returns (status, rollout dropdown)."""
+    try:
+        rollout_id = None if rollout in (None, "", NEW_ROLLOUT) else int(rollout)
+        step = save_simulation(ctx, simulation, int(sample or 0), rollout_id, (title or "").strip())
+        choices = rollout_choices(ctx, simulation.world_id)
+    except InvalidInput as err:
+        return problems_text(err, "save"), gr.update()
+    except Exception as err:  # noqa: BLE001 - the edge: never show a traceback
+        return unexpected_text(err, "save"), gr.update()
+    verdict = "passes every check" if step.check_ok else "fails some checks"
+    return (f"Saved as step {step.index + 1} of rollout #{step.rollout_id} (it {verdict}).",
+            gr.update(choices=choices, value=step.rollout_id))
+
+
+def _as_html(message: str) -> str:
+    """A status message (the little Markdown problems_text writes: bold, code, list items) as HTML."""
+    lines = []
+    for line in html.escape(message).splitlines():
+        line = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", line)
+        line = re.sub(r"`(.+?)`", r"<code>\1</code>", line)
+        lines.append(f"<li>{line[2:]}</li>" if line.startswith("- ") else f"<p>{line}</p>" if line else "")
+    return f'<div class="wm-message">{"".join(lines)}</div>'.replace("</p><li>", "</p><ul><li>").replace(
+        "</li></div>", "</li></ul></div>")
+
+
+def _pad(fields: list[FormField], slots: int) -> list[FormField | None]:
+    return [*fields[:slots], *[None] * (slots - min(slots, len(fields)))]
+
+
+# ---- layout and wiring ----------------------------------------------------------------------------------------------
+
+def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
+    """Lay out the Simulate tab inside the current Blocks context (a gr.Tab) and wire its events."""
+    tab = Context.block
+    with gr.Row(equal_height=True):
+        world = gr.Dropdown([], label="World (latest saved version)", scale=4, elem_id="simulate-world",
+                            allow_custom_value=True)  # choices differ per session: the handlers check the id
+        refresh = gr.Button("↻ Refresh", scale=0, min_width=110, size="sm")
+        tool = gr.Dropdown([], label="Tool", scale=4, elem_id="simulate-tool", allow_custom_value=True)
+    tool_note = gr.Markdown(elem_id="simulate-tool-note")
+    with gr.Row():
+        with gr.Column(scale=1):
+            gr.Markdown("### Arguments")
+            with gr.Row():
+                arg_inputs = [gr.Textbox(visible=False, min_width=220, elem_classes="simulate-arg")
+                              for _ in range(ARG_SLOTS)]
+            arguments = gr.Code("{}", language="json", label="Arguments as JSON (authoritative: Run sends this)",
+                                lines=6, elem_id="simulate-arguments")
+            arguments_note = gr.Markdown()
+        with gr.Column(scale=1):
+            gr.Markdown("### Anchors\nPin a response field to a value, or leave it **masked** for the model.")
+            with gr.Row():
+                anchor_inputs = [gr.Dropdown([MASKED], value=MASKED, allow_custom_value=True, visible=False,
+                                             min_width=200, elem_classes="simulate-anchor")
+                                 for _ in range(ANCHOR_SLOTS)]
+            free_anchors = gr.Textbox(label="More anchors, one PATH=VALUE per line (JSON values)", lines=2,
+                                      placeholder='items[0].price=12.5\nmessage="Card declined"',
+                                      elem_id="simulate-free-anchors")
+    with gr.Accordion("Sampler", open=False):
+        with gr.Row():
+            steps = gr.Number(0, label="Steps (0 = automatic)", precision=0, minimum=0)
+            strategy = gr.Dropdown(list(STRATEGIES), value=STRATEGIES[0], label="Strategy")
+            threshold = gr.Slider(0, 1, value=DEFAULT_THRESHOLD, step=0.05, label="Confidence threshold (0 = off)")
+            block = gr.Number(0, label="Block size (0 = one block)", precision=0, minimum=0)
+        with gr.Row():
+            temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)")
+            repetition_penalty = gr.Slider(1, 2, value=1, step=0.05, label="Repetition penalty")
+            samples = gr.Slider(1, MAX_SAMPLES, value=1, step=1, label="Samples")
+            seed = gr.Number(0, label="Seed", precision=0, minimum=0)
+        with gr.Row():
+            free = gr.Checkbox(False, label="Free mode (ignore the response schema)")
+            free_length = gr.Number(64, label="Free length (tokens)", precision=0, minimum=1)
+    with gr.Row():
+        run = gr.Button("Run", variant="primary", elem_id="simulate-run")
+        stop = gr.Button("Stop")
+        baseline_button = gr.Button("Compare with AR baseline", elem_id="simulate-baseline-button")
+    status = gr.Markdown(elem_id="simulate-status")
+    canvas = gr.HTML(EMPTY_CANVAS, css_template=CANVAS_CSS, elem_id="simulate-canvas")
+    scrubber = gr.Slider(0, 1, value=0, step=1, label="Replay step (0 = before the first step)", interactive=False,
+                         elem_id="simulate-scrubber")
+    with gr.Row():
+        report = gr.HTML("", css_template=REPORT_CSS, elem_id="simulate-report")
+        baseline = gr.HTML(BASELINE_HINT, css_template=REPORT_CSS, elem_id="simulate-baseline")
+    heatmap = gr.Plot(label="Decode order and confidence", elem_id="simulate-heatmap")
+    with gr.Row(equal_height=True):
+        sample = gr.Dropdown([("Sample 1", 0)], value=0, label="Sample (heatmap and Save)", scale=1,
+                             allow_custom_value=True)
+        rollout = gr.Dropdown([("New rollout", NEW_ROLLOUT)], value=NEW_ROLLOUT, label="Save into", scale=2,
+                              elem_id="simulate-rollout", allow_custom_value=True)
+        title = gr.Textbox(label="Title of a new rollout (optional)", scale=2)
+        save = gr.Button("Save step", variant="primary", scale=1, elem_id="simulate-save")
+    save_status = gr.Markdown(elem_id="simulate-save-status")
+    simulation = gr.State(None, time_to_live=3600)
+
+    request = [world, tool, arguments, free_anchors, steps, strategy, threshold, block, temperature,
+               repetition_penalty, samples, seed, free, free_length, *anchor_inputs]
+    refresh.click(partial(refresh_worlds, ctx), world, world, api_name="simulate_worlds")
+    studio.load(partial(refresh_worlds, ctx), world, world, api_visibility="private")
+    if isinstance(tab, gr.Tab):  # the lead builds this tab inside a gr.Tab: re-read the worlds when it is opened
+        tab.select(partial(refresh_worlds, ctx), world, world, api_visibility="private")
+    world.change(partial(choose_world, ctx), world, [tool, rollout, tool_note], api_name="simulate_world").then(
+        partial(choose_tool, ctx), [world, tool], [arguments, *arg_inputs, *anchor_inputs, tool_note],
+        api_visibility="private")
+    tool.input(partial(choose_tool, ctx), [world, tool], [arguments, *arg_inputs, *anchor_inputs, tool_note],
+               api_name="simulate_tool")
+    gr.on([box.input for box in arg_inputs], partial(form_to_json, ctx), [world, tool, arguments, *arg_inputs],
+          [arguments, arguments_note], show_progress="hidden", trigger_mode="always_last",
+          api_name="simulate_form_to_json")
+    arguments.input(partial(json_to_form, ctx), [world, tool, arguments], [*arg_inputs, arguments_note],
+                    show_progress="hidden", trigger_mode="always_last", api_name="simulate_arguments_to_form")
+    outputs = [status, canvas, scrubber, heatmap, report, simulation, sample]
+    running = run.click(partial(simulate, ctx), request, outputs, api_name="simulate", show_progress="minimal")
+    stop.click(lambda: "Stopped: the run was cancelled; press Run to start again.", None, status, cancels=[running],
+               api_visibility="private")
+    scrubber.input(replay, [simulation, scrubber], canvas, show_progress="hidden", trigger_mode="always_last",
+                   api_name="simulate_replay")
+    sample.input(heatmap_for, [simulation, sample], heatmap, api_name="simulate_heatmap")
+    baseline_button.click(partial(compare_baseline, ctx), request, baseline, api_name="simulate_baseline")
+    save.click(partial(save_step, ctx), [simulation, sample, rollout, title], [save_status, rollout],
+               api_name="simulate_save")
