@@ -180,6 +180,63 @@ def serve(
         fail(str(err))
 
 
+# --- world-model training and evaluation (trainer) -----------------------------------------------------
+
+
+@app.command("train-wm")
+def train_wm(
+    corpus: Path = typer.Option(..., "--corpus", help="Folder with train.jsonl (and eval.jsonl) chat rows."),
+    out: Path = typer.Option(..., "--out", help="Model folder to write, e.g. assets/models/wm-mdlm-small."),
+    arch: str = typer.Option("mdlm", "--arch", help="mdlm (masked diffusion) or ar (autoregressive baseline)."),
+    minutes: float = typer.Option(30.0, "--minutes", help="Wall-clock budget; the schedule ends with it."),
+    steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Stop after this many optimizer steps."),
+    seed: int = typer.Option(0, "--seed"),
+    base: Optional[str] = typer.Option(None, "--base", help="Fine-tune this checkpoint (folder or hub id)."),
+    max_rows: Optional[int] = typer.Option(None, "--max-rows", min=1, help="Use only the first N training rows."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, help="CPU threads for torch."),
+) -> None:
+    """Train a small world model on a corpus (tokenizer included) and save it with a model card."""
+    from wmstudio.model.training import TrainConfig, train_world_model
+
+    config = TrainConfig(corpus=corpus, out=out, arch=arch, minutes=minutes, steps=steps, seed=seed, base=base,
+                         max_rows=max_rows, threads=threads)
+    try:
+        result = train_world_model(config, log=lambda text: typer.echo(text, err=True))
+    except InvalidInput as err:
+        fail(str(err))
+    emit(result.to_json())
+
+
+@app.command("eval-wm")
+def eval_wm(
+    corpus: Path = typer.Option(..., "--corpus", help="Corpus folder; its test split is held out."),
+    model: str = typer.Option("assets/models/wm-mdlm-small", "--model", help="The masked diffusion model."),
+    ar: Optional[str] = typer.Option("assets/models/wm-ar-small", "--ar", help="AR baseline ('' for none)."),
+    rows: int = typer.Option(60, "--rows", min=1, help="Held-out rows to generate for."),
+    diversity_calls: int = typer.Option(8, "--diversity-calls", min=0, help="Calls sampled K times for diversity."),
+    samples: int = typer.Option(8, "--samples", min=2, help="K: samples per call at temperature 1."),
+    split: str = typer.Option("test", "--split"),
+    seed: int = typer.Option(0, "--seed"),
+    write: bool = typer.Option(False, "--write", help="Save quality.json in the model folder, update its card."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Measure a world model on held-out rows: validity, rule consistency, pinned-anchor flips, diversity."""
+    from wmstudio.model.backends import resolve_model_path
+    from wmstudio.model.evaluation import evaluate_world_model, write_quality
+
+    try:
+        report = evaluate_world_model(model, ar or None, corpus, rows=rows, diversity_calls=diversity_calls,
+                                      samples=samples, split=split, seed=seed)
+    except InvalidInput as err:
+        fail(str(err))
+    if write:
+        for folder in [model, ar] if ar else [model]:
+            write_quality(report, Path(resolve_model_path(folder)))
+    if not as_json:
+        typer.echo(report.render(), err=True)
+    emit(report.to_json())
+
+
 # --- generation and the denoising benchmark (engine) ---------------------------------------------------
 
 bench_app = typer.Typer(help="Measure how fast the engine runs on this machine.", no_args_is_help=True)

@@ -1,0 +1,156 @@
+"""Training the world models: the MDLM objective on a hand-built batch, and short real runs that save
+folders loading with the Auto classes and with the engine's `load_backend`."""
+
+import json
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from wmstudio.model.architecture import new_model, prefix_causal_mask
+from wmstudio.model.backends import ArBaseline, load_backend
+from wmstudio.model.examples import CanvasTarget, TrainingExample, _attention_mask, ar_batch, mdlm_batch
+from wmstudio.model.generation import generate
+from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.model.training import TrainConfig, batch_loss, train_world_model
+from wmstudio.world.corpus import write_corpus
+from wmstudio.world.problems import InvalidInput
+from wmstudio.world.sims import get_simulator
+from wmstudio.world.spec import Call
+
+TINY = {"vocab_size": 600, "layers": 2, "hidden": 64, "heads": 2, "ffn": 128, "batch_tokens": 12000,
+        "eval_rows": 4, "threads": 2, "learning_rate": 4e-3, "warmup_steps": 3}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("corpus")
+    write_corpus(folder, rows=30, seed=3)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def trained_mdlm(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("models") / "mdlm"
+    config = TrainConfig(corpus=corpus, out=out, arch="mdlm", minutes=5, steps=16, **TINY)
+    return config, train_world_model(config)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return train_tokenizer(['{"status":"ok","total":12}', "prompt text about orders 12345"] * 20, vocab_size=300)
+
+
+def test_mdlm_loss_counts_only_masked_response_positions(tokenizer):
+    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64)
+    prompt = [tokenizer.bos_token_id, 40, 41, 42, tokenizer.sep_token_id]
+    canvas = CanvasTarget(tokens=[50, 51, 52, 53, 54, 55], maskable=[False, True, True, False, True, True],
+                          style="skeleton")
+    example = TrainingExample(prompt_ids=prompt, canvases=[canvas])
+    mask_id = tokenizer.mask_token_id
+    batch = None
+    for seed in range(50):  # a draw that masks some maskable positions but not all
+        candidate = mdlm_batch([example], mask_id, tokenizer.pad_token_id, torch.Generator().manual_seed(seed))
+        if 0 < len(candidate.loss_cols) < 4:
+            batch = candidate
+            break
+    assert batch is not None
+    scored = batch.loss_cols.tolist()
+    maskable_cols = {len(prompt) + i for i, m in enumerate(canvas.maskable) if m}
+    assert set(scored) <= maskable_cols  # never a prompt position, never a structural anchor
+    row = batch.input_ids[0].tolist()
+    for col in range(len(prompt) + len(canvas.tokens)):
+        if col in scored:
+            assert row[col] == mask_id
+        else:
+            assert row[col] != mask_id  # everything not scored is left as it was
+    assert batch.targets.tolist() == [canvas.tokens[c - len(prompt)] for c in scored]
+    # weight 1/(t * maskable count) is the same for every scored position of a canvas, and >= 1/4
+    assert len(set(batch.weights.tolist())) == 1 and batch.weights[0].item() >= 0.25
+    # the loss equals the weighted cross-entropy computed from the full logits at those positions
+    logits = model(input_ids=batch.input_ids, position_ids=batch.position_ids,
+                   attention_mask=batch.attention_mask).logits[0]
+    manual = sum(
+        w * torch.nn.functional.cross_entropy(logits[c], torch.tensor(t))
+        for c, t, w in zip(scored, batch.targets.tolist(), batch.weights.tolist())
+    )
+    assert batch_loss(model, batch).item() == pytest.approx(manual.item(), rel=1e-5)
+
+
+def test_packed_mask_matches_the_engine_for_one_canvas_and_isolates_several():
+    mine = _attention_mask([(5, [4])], 9)
+    assert torch.equal(mine, prefix_causal_mask(5, 4))
+    two = _attention_mask([(3, [2, 2])], 7)[0, 0]
+    assert two[3, 4] and two[3, 0] and two[3, 2]  # canvas 1 sees its own slots and the prompt
+    assert not two[3, 5] and not two[5, 3]  # the two canvases never see each other
+    assert not two[0, 1]  # the prompt stays causal
+
+
+def test_ar_batch_scores_response_tokens_with_the_shift(tokenizer):
+    example = TrainingExample(prompt_ids=[1, 40, 41, 4], response_ids=[50, 51, 3])
+    batch = ar_batch([example], tokenizer.pad_token_id)
+    assert batch.loss_cols.tolist() == [3, 4, 5]  # positions before each response token
+    assert batch.targets.tolist() == [50, 51, 3]
+
+
+def test_training_lowers_the_loss_and_saves_a_loadable_model(trained_mdlm, corpus):
+    config, result = trained_mdlm
+    evals = [point["eval_loss"] for point in result.loss_curve if "eval_loss" in point]
+    assert evals[-1] < evals[0] - 0.5, result.loss_curve
+    assert result.steps == 16
+    out = config.out
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "training.json", "README.md"):
+        assert (out / name).exists(), name
+    model = AutoModelForCausalLM.from_pretrained(out)  # plain transformers, no custom code
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert model.config.wmstudio["kind"] == "mdlm"
+    assert tokenizer.mask_token == "<|mask|>" and tokenizer.sep_token == "<|sep|>"
+    card = (out / "README.md").read_text()
+    assert "masked diffusion" in card and f"{result.parameters:,} parameters" in card
+
+    backend = load_backend(out)
+    row = json.loads((corpus / "test.jsonl").read_text().splitlines()[0])
+    meta = row["meta"]
+    world = get_simulator(meta["world"]).world(meta["initial_state"], meta["directives"])
+    sample = generate(backend, world, Call.from_json(meta["call"]), history=meta["history"]).samples[0]
+    assert sample.checks.json_valid  # the skeleton canvas makes any model's output parse
+
+
+def test_ar_baseline_trains_on_the_same_rows_and_loads_as_ar(corpus, tmp_path):
+    config = TrainConfig(corpus=corpus, out=tmp_path / "ar", arch="ar", minutes=5, steps=4, **TINY)
+    result = train_world_model(config)
+    assert result.steps == 4 and result.examples > 0
+    assert isinstance(load_backend(tmp_path / "ar"), ArBaseline)
+
+
+def test_public_chat_rows_without_meta_train_free_style(tmp_path, corpus):
+    rows = [json.loads(line) for line in (corpus / "train.jsonl").read_text().splitlines()[:6]]
+    folder = tmp_path / "public"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text("".join(json.dumps({"messages": r["messages"]}) + "\n" for r in rows))
+    result = train_world_model(TrainConfig(corpus=folder, out=tmp_path / "m", steps=2, **TINY))
+    assert result.examples == 6
+
+
+def test_base_checkpoint_is_fine_tuned_with_its_own_tokenizer(trained_mdlm, corpus, tmp_path):
+    config, _ = trained_mdlm
+    tuned = train_world_model(TrainConfig(corpus=corpus, out=tmp_path / "tuned", base=str(config.out), steps=2,
+                                          max_rows=8, **{**TINY, "vocab_size": 50}))
+    assert tuned.steps == 2
+    before = AutoTokenizer.from_pretrained(config.out)
+    after = AutoTokenizer.from_pretrained(tmp_path / "tuned")
+    assert after.get_vocab() == before.get_vocab()  # the base's tokenizer is kept, not retrained
+
+
+def test_bad_corpus_rows_are_named_by_file_and_line(tmp_path):
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text('{"messages": []}\nnot json\n')
+    with pytest.raises(InvalidInput) as err:
+        train_world_model(TrainConfig(corpus=folder, out=tmp_path / "m", steps=1, **TINY))
+    text = str(err.value)
+    assert "train.jsonl:1" in text and "train.jsonl:2" in text and "invalid JSON" in text
+    with pytest.raises(InvalidInput, match="not a folder"):
+        train_world_model(TrainConfig(corpus=tmp_path / "missing", out=tmp_path / "m", steps=1, **TINY))
+    with pytest.raises(InvalidInput, match="mdlm or ar"):
+        train_world_model(TrainConfig(corpus=folder, out=tmp_path / "m", arch="gpt", steps=1, **TINY))
