@@ -170,7 +170,9 @@ def bench_backend(preset: str, device: str | None, model: str | None) -> Backend
             raise InvalidInput(f"{source} is not a wmstudio MDLM: the benchmark times our prefix-causal sampler")
         return backend
     dtype = torch.bfloat16 if where.type == "cuda" else torch.float32
-    return _random_backend(_bench_tokenizer(), "random default shape (no shipped model)", where, dtype)
+    tokenizer = _bench_tokenizer()
+    return _random_backend(tokenizer, "random default shape (no shipped model)", where, dtype,
+                           vocab=max(4096, len(tokenizer)))
 
 
 def _random_backend(tokenizer: Any, name: str, device: torch.device, dtype: torch.dtype, vocab: int | None = None,

@@ -1,0 +1,301 @@
+"""Laying a response out as a canvas: which text is fixed (anchors) and which values are masked spans.
+
+Skeleton rules (documented choices):
+- a response schema is written as compact JSON; braces, keys, quotes, colons and commas are anchors;
+  each value is a span with a length budget by type (SpanBudgets) and a grammar (grammars.py);
+- objects list every schema property in schema order (plus anchored extra keys); `const` and `null`
+  values are anchors; `anyOf`/`oneOf` take the first non-null branch; local `$ref`s are followed;
+- arrays of objects (or arrays an anchor indexes into) get `array_items` item skeletons, kept within
+  minItems..maxItems and extended to every anchored index; arrays of scalars are one span holding a
+  typed `[...]` list; objects and values the schema leaves open are one span of bounded JSON.
+Free mode is one span cut by text anchors; pinned fields go at its end, followed by FREE_TAIL slots."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from wmstudio.model.constraints import Vocabulary
+from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, QuotedText, TextContent
+from wmstudio.model.tokenizer import encode_text
+from wmstudio.world.anchors import Anchor
+from wmstudio.world.jsonpath import format_path, parse_path
+from wmstudio.world.problems import InvalidInput
+
+MAX_DEPTH = 12
+LONG_TEXT_WORDS = ("message", "description", "reason", "detail", "summary", "text", "note", "error", "content")
+FORMAT_BUDGETS = {"date": 10, "date-time": 20, "time": 8, "email": 14, "uri": 20, "url": 20, "uuid": 28}
+FREE_TAIL = 8  # slots after anchor text placed at the end of a free canvas (to close the JSON)
+
+
+@dataclass(frozen=True)
+class SpanBudgets:
+    """How many token slots each kind of value gets (pads fill what a value does not use)."""
+
+    integer: int = 6
+    number: int = 8
+    string: int = 12
+    long_string: int = 24  # strings whose key says message/description/reason/...
+    array: int = 16  # an array of scalars, written as one span
+    json: int = 16  # a value the schema leaves open
+    array_items: int = 2  # item skeletons for an array of objects
+    max_string: int = 48  # cap for budgets taken from maxLength
+
+
+@dataclass
+class Span:
+    """One masked value: canvas positions `start..start+length`, its JSON path and its grammar.
+
+    `quoted` spans hold a string's content (the quotes are anchors); `grammar` None means free text."""
+
+    path: str
+    kind: str  # string | integer | number | boolean | enum | array | json | free
+    start: int
+    length: int
+    grammar: Any = None
+    quoted: bool = False
+
+    @property
+    def end(self) -> int:
+        return self.start + self.length
+
+
+class Layout:
+    """A canvas being laid out: anchor text and spans in order (text runs are tokenised whole later)."""
+
+    def __init__(self, tokenizer: Any, vocab: Vocabulary, budgets: SpanBudgets):
+        self.tokenizer, self.vocab, self.budgets = tokenizer, vocab, budgets
+        self.pieces: list[str | Span] = []
+
+    def text(self, text: str) -> None:
+        """Append anchor text (merged with the text before it)."""
+        if self.pieces and isinstance(self.pieces[-1], str):
+            self.pieces[-1] += text
+        elif text:
+            self.pieces.append(text)
+
+    def span(self, path: list, kind: str, length: int, grammar: Any = None, quoted: bool = False) -> None:
+        """Append a masked span of `length` slots for the value at `path`."""
+        self.pieces.append(Span(format_path(path), kind, 0, max(1, length), grammar, quoted))
+
+    def tokens_of(self, text: str) -> int:
+        """How many tokens `text` takes on its own."""
+        return len(encode_text(self.tokenizer, text))
+
+    def value(self, schema: Any, root: dict, path: list, pins: dict[str, Any], shape: Any, depth: int) -> None:
+        """Lay out the value at `path`: pinned text, a structure of anchors, or a span."""
+        here = format_path(path)
+        if path and here in pins:
+            self.text(dump(pins[here]))
+            return
+        schema = _resolve(schema, root)
+        deeper = any(_is_under(p, path) for p in pins)
+        kinds = _types(schema)
+        if "const" in schema:
+            self.text(dump(schema["const"]))
+        elif isinstance(schema.get("enum"), list) and schema["enum"]:
+            self._enum(schema["enum"], path)
+        elif depth >= MAX_DEPTH:
+            self.span(path, "json", self.budgets.json, JsonText(1))
+        elif "object" in kinds or (not kinds and isinstance(schema.get("properties"), dict)) or (
+            deeper and _next_is_key(pins, path)
+        ):
+            self._object(schema, root, path, pins, shape, depth)
+        elif "array" in kinds or (deeper and not kinds):
+            self._array(schema, root, path, pins, shape, depth)
+        elif kinds == {"null"}:
+            self.text("null")
+        elif "boolean" in kinds and len(kinds) == 1:
+            self._options(("true", "false"), path, "boolean")
+        elif "integer" in kinds:
+            signed = not (isinstance(schema.get("minimum"), (int, float)) and schema["minimum"] >= 0)
+            self.span(path, "integer", self._number_budget(schema, self.budgets.integer), NumberText(True, signed))
+        elif "number" in kinds:
+            signed = not (isinstance(schema.get("minimum"), (int, float)) and schema["minimum"] >= 0)
+            self.span(path, "number", self._number_budget(schema, self.budgets.number), NumberText(False, signed))
+        elif "string" in kinds:
+            self.text('"')
+            self.span(path, "string", self._string_budget(schema, path), TextContent(), quoted=True)
+            self.text('"')
+        else:
+            self.span(path, "json", self.budgets.json, JsonText(1))
+
+    def _object(self, schema: dict, root: dict, path: list, pins: dict, shape: Any, depth: int) -> None:
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        keys = list(properties)
+        for pinned in pins:
+            key = _child_key(pinned, path)
+            if isinstance(key, str) and key not in keys:
+                keys.append(key)
+        if isinstance(shape, dict):
+            keys = [k for k in keys if k in shape] + [k for k in shape if k not in keys]
+        elif shape is not None:
+            raise InvalidInput("value is not an object")
+        if not keys and not properties:
+            self.span(path, "json", self.budgets.json, JsonText(1, "{"))
+            return
+        self.text("{")
+        for i, key in enumerate(keys):
+            self.text(("," if i else "") + dump(key) + ":")
+            child = properties.get(key, _additional(schema))
+            sub = shape.get(key) if isinstance(shape, dict) else None
+            self.value(child, root, path + [key], pins, sub, depth + 1)
+        self.text("}")
+
+    def _array(self, schema: dict, root: dict, path: list, pins: dict, shape: Any, depth: int) -> None:
+        items = _resolve(schema.get("items") if isinstance(schema.get("items"), dict) else {}, root)
+        indexed = [_child_key(p, path) for p in pins]
+        indexed = [i for i in indexed if isinstance(i, int)]
+        item_kinds = _types(items)
+        structured = "object" in item_kinds or isinstance(items.get("properties"), dict) or indexed
+        if shape is not None and not isinstance(shape, list):
+            raise InvalidInput("value is not a list")
+        if not structured:
+            grammar = _item_grammar(items)
+            self.span(path, "array", self.budgets.array, ArrayText(grammar) if grammar else ArrayText(JsonText(0)))
+            return
+        count = len(shape) if isinstance(shape, list) else _item_count(schema, self.budgets.array_items, indexed)
+        self.text("[")
+        for i in range(count):
+            if i:
+                self.text(",")
+            sub = shape[i] if isinstance(shape, list) else None
+            self.value(items, root, path + [i], pins, sub, depth + 1)
+        self.text("]")
+
+    def _enum(self, options: list, path: list) -> None:
+        if all(isinstance(o, str) for o in options):
+            texts = tuple(dict.fromkeys(ascii_json(o)[1:-1] for o in options))
+            self.text('"')
+            self._options(texts, path, "enum", quoted=True)
+            self.text('"')
+        else:
+            self._options(tuple(dict.fromkeys(ascii_json(o) for o in options)), path, "enum")
+
+    def _options(self, texts: tuple[str, ...], path: list, kind: str, quoted: bool = False) -> None:
+        longest = max(self.tokens_of(t) for t in texts) if texts else 1
+        self.span(path, kind, longest, Options(texts), quoted=quoted)
+
+    def _number_budget(self, schema: dict, default: int) -> int:
+        bounds = [abs(schema[k]) for k in ("minimum", "maximum") if isinstance(schema.get(k), (int, float))]
+        if "maximum" in schema and "minimum" in schema and all(float(b).is_integer() for b in bounds):
+            return max(1, min(default, max(len(str(int(b))) for b in bounds) + 1))
+        return default
+
+    def _string_budget(self, schema: dict, path: list) -> int:
+        b = self.budgets
+        if isinstance(schema.get("format"), str) and schema["format"] in FORMAT_BUDGETS:
+            return FORMAT_BUDGETS[schema["format"]]
+        key = next((p for p in reversed(path) if isinstance(p, str)), "")
+        budget = b.long_string if any(word in key.lower() for word in LONG_TEXT_WORDS) else b.string
+        if isinstance(schema.get("maxLength"), int) and schema["maxLength"] >= 0:
+            budget = max(1, min(schema["maxLength"], b.max_string))
+        return budget
+
+
+def lay_out_free(builder: Layout, length: int, text_anchors: Sequence[tuple[int, str]], pins: list[Anchor]) -> None:
+    """Free span of `length` slots cut at each text anchor's offset; path anchors go at the end."""
+    pieces = sorted(((min(max(int(o), 0), length), str(t)) for o, t in text_anchors), key=lambda p: p[0])
+    if pins:
+        pinned = ",".join(f"{dump(parse_path(a.path)[-1])}:{dump(a.value)}" for a in pins)
+        pieces.append((length, pinned))
+    at = 0
+    for offset, text in pieces:
+        if offset > at:
+            builder.span([], "free", offset - at)
+            at = offset
+        builder.text(text)
+    if at < length:
+        builder.span([], "free", length - at)
+    if pins:
+        builder.span([], "free", FREE_TAIL)
+
+
+def dump(value: Any) -> str:
+    """Compact JSON text as the canvas writes it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def ascii_json(value: Any) -> str:
+    """Option text with non-ASCII escaped (grammars see every non-ASCII character as one class)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _types(schema: dict) -> set[str]:
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        named = [t for t in declared if isinstance(t, str)]
+        first = next((t for t in named if t != "null"), None)
+        return {first} if first else set(named)
+    return set()
+
+
+def _resolve(schema: Any, root: dict, depth: int = 0) -> dict:
+    """Follow local `$ref`s and take the first non-null anyOf/oneOf/allOf branch."""
+    if not isinstance(schema, dict) or depth > MAX_DEPTH:
+        return {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target: Any = root if ref == "#" else None
+        if ref.startswith("#/"):
+            target = root
+            for raw in ref[2:].split("/"):
+                key = raw.replace("~1", "/").replace("~0", "~")
+                target = target.get(key) if isinstance(target, dict) else None
+        merged = {**(_resolve(target, root, depth + 1) if isinstance(target, dict) else {}),
+                  **{k: v for k, v in schema.items() if k != "$ref"}}
+        return merged
+    for key in ("anyOf", "oneOf", "allOf"):
+        branches = [b for b in schema.get(key, []) if isinstance(b, dict)]
+        if branches:
+            chosen = next((b for b in branches if _types(_resolve(b, root, depth + 1)) != {"null"}), branches[0])
+            own = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "allOf")}
+            return {**_resolve(chosen, root, depth + 1), **own}
+    return schema
+
+
+def _additional(schema: dict) -> Any:
+    extra = schema.get("additionalProperties")
+    return extra if isinstance(extra, dict) else {}
+
+
+def _item_grammar(items: dict) -> Any:
+    if isinstance(items.get("enum"), list) and items["enum"]:
+        return Options(tuple(dict.fromkeys(ascii_json(o) for o in items["enum"])))
+    kinds = _types(items)
+    if "string" in kinds:
+        return QuotedText()
+    if "integer" in kinds:
+        return NumberText(integer=True)
+    if "number" in kinds:
+        return NumberText()
+    if "boolean" in kinds:
+        return Options(("true", "false"))
+    return None
+
+
+def _item_count(schema: dict, default: int, indexed: list[int]) -> int:
+    """Item skeletons for an array: the default within minItems..maxItems, and enough for every anchored index."""
+    count = default
+    if isinstance(schema.get("minItems"), int):
+        count = max(count, min(schema["minItems"], 8))
+    if isinstance(schema.get("maxItems"), int):
+        count = min(count, max(schema["maxItems"], 0))
+    return max([count, *[i + 1 for i in indexed]])
+
+
+def _is_under(pinned: str, path: list) -> bool:
+    parts = parse_path(pinned)
+    return len(parts) > len(path) and parts[: len(path)] == path
+
+
+def _child_key(pinned: str, path: list) -> str | int | None:
+    parts = parse_path(pinned)
+    return parts[len(path)] if len(parts) > len(path) and parts[: len(path)] == path else None
+
+
+def _next_is_key(pins: dict, path: list) -> bool:
+    return any(isinstance(_child_key(p, path), str) for p in pins)
