@@ -181,7 +181,8 @@ def test_unknown_models_get_clear_errors(tmp_path):
     (empty / "config.json").write_text("{not json")
     with pytest.raises(InvalidInput, match="unreadable config.json"):
         load_backend(str(empty))
-    (empty / "config.json").write_text(json.dumps({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}))
+    t5 = {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}
+    (empty / "config.json").write_text(json.dumps(t5))
     with pytest.raises(InvalidInput, match="not a world model"):
         load_backend(str(empty))
 

@@ -227,7 +227,8 @@ def test_the_ar_baseline_gets_anchors_as_directives(tokenizer, world_and_call):
     world, call = world_and_call
     anchor = parse_anchor('status="error"')
     steered = anchors_as_directives(world, [anchor])
-    assert steered.directives[-1] == 'The response must have status = "error".' and world.directives != steered.directives
+    assert steered.directives[-1] == 'The response must have status = "error".'
+    assert world.directives != steered.directives
     torch.manual_seed(0)
     model = new_model(tokenizer, kind="ar", layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
     baseline = ArBaseline(model, tokenizer, "ar-tiny", 4096)
@@ -299,7 +300,8 @@ def test_bench_times_ours_against_the_reference_loop(files):
     assert result.median_ms > 0 and result.reference_median_ms > 0 and result.speedup > 0
     assert report.skipped == ["canvas 32 + prompt 5000 exceeds the context (4096)"]
     data = report.to_json()
-    assert set(data["results"][0]) >= {"canvas", "prompt_tokens", "median_ms", "reference_median_ms", "speedup", "steps"}
+    fields = {"canvas", "prompt_tokens", "median_ms", "reference_median_ms", "speedup", "steps"}
+    assert set(data["results"][0]) >= fields
 
 
 def test_bench_llada_preset_refuses_the_cpu():

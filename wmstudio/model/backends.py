@@ -105,7 +105,9 @@ class Backend:
         try:
             out = self._forward(ids, cache=DynamicCache(config=self.model.config), use_cache=True)
         except (TypeError, ValueError) as err:
-            raise InvalidInput(f"{self.name} cannot cache its prompt ({err}): run without approximate caching") from None
+            raise InvalidInput(
+                f"{self.name} cannot cache its prompt ({err}): run without approximate caching"
+            ) from None
         cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         if cache is None or not getattr(cache, "layers", None):
             raise InvalidInput(f"{self.name} does not return a key/value cache: run without approximate caching")

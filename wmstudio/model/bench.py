@@ -16,7 +16,14 @@ from typing import Any, Callable, Sequence
 import torch
 
 from wmstudio.model.architecture import MDLM, new_model
-from wmstudio.model.backends import DEFAULT_MODEL, Backend, PrefixCausalBackend, load_backend, pick_device, resolve_model_path
+from wmstudio.model.backends import (
+    DEFAULT_MODEL,
+    Backend,
+    PrefixCausalBackend,
+    load_backend,
+    pick_device,
+    resolve_model_path,
+)
 from wmstudio.model.canvas import Canvas, build_canvas
 from wmstudio.model.sampler import denoise
 from wmstudio.model.tokenizer import train_tokenizer
@@ -123,7 +130,8 @@ def _time_pair(backend: Backend, prompt: list[int], canvas: Canvas, repeats: int
         canvas=len(canvas), prompt_tokens=len(prompt), median_ms=round(ours, 2),
         reference_median_ms=round(reference, 2), speedup=round(reference / ours, 2),
         steps=int(statistics.median(steps)), reference_steps=ref_steps,
-        tokens_per_s=round(len(canvas) / ours * 1000, 1), reference_tokens_per_s=round(len(canvas) / reference * 1000, 1),
+        tokens_per_s=round(len(canvas) / ours * 1000, 1),
+        reference_tokens_per_s=round(len(canvas) / reference * 1000, 1),
         cache_only_median_ms=round(statistics.median(runs["cache_only"]), 2),
     )
 

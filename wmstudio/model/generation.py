@@ -73,7 +73,8 @@ class Generation:
         return out
 
 
-def prompt_ids_for(backend: Backend | ArBaseline, world: WorldSpec, call: Call, history: Sequence[Any] = ()) -> list[int]:
+def prompt_ids_for(backend: Backend | ArBaseline, world: WorldSpec, call: Call,
+                   history: Sequence[Any] = ()) -> list[int]:
     """The prompt ids the model expects: our `[bos] prompt [sep]` framing, else the tokenizer's chat template."""
     tokenizer = backend.tokenizer
     if getattr(tokenizer, "sep_token", None) == SEP_TOKEN:

@@ -129,7 +129,8 @@ def penalise_repeats(logits: torch.Tensor, tokens: torch.Tensor, filled: torch.T
 
 
 def sample_tokens(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> torch.Tensor:
-    """Greedy at temperature 0, else argmax(logits + T * Gumbel noise) in float64 (= a draw from softmax(logits / T))."""
+    """Greedy at temperature 0, else argmax(logits + T * Gumbel noise) in float64,
+    which is a draw from softmax(logits / T)."""
     if temperature <= 0:
         return logits.argmax(dim=-1)
     uniform = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=torch.float64)
