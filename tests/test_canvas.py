@@ -114,6 +114,7 @@ def test_bad_anchors_and_sizes_are_reported_with_the_field_and_the_fix(tokenizer
     "grammar, good, bad",
     [
         (NumberText(integer=True), ["0", "-12", "907"], ["01", "-", "1.5", ""]),
+        (NumberText(integer=True, signed=False, at_least_one=True), ["1", "90"], ["0", "-1", "01"]),
         (NumberText(), ["0.25", "-3", "12.5"], ["1.", ".5", "--1"]),
         (Options(("true", "false")), ["true", "false"], ["tru", "truefalse"]),
         (ArrayText(QuotedText()), ['["a", "b"]', "[]"], ['["a",]', '["a"']),
@@ -163,7 +164,7 @@ def random_schema(rng: random.Random, depth: int = 0) -> dict:
     return {
         "string": {"type": "string"},
         "date": {"type": "string", "format": "date"},
-        "integer": {"type": "integer", **({"minimum": 0} if rng.random() < 0.5 else {})},
+        "integer": {"type": "integer", **rng.choice([{}, {"minimum": 0}, {"minimum": 1}])},
         "number": {"type": "number"},
         "boolean": {"type": "boolean"},
         "enum": {"type": "string", "enum": rng.sample(["", "ok", "error", "partial", "a\"b", "café"], 3)},

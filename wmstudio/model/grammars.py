@@ -43,10 +43,12 @@ class QuotedText:
 
 @dataclass(frozen=True)
 class NumberText:
-    """A JSON number: `-?(0|[1-9][0-9]*)`, plus `(\\.[0-9]+)?` unless `integer`; no `-` unless `signed`."""
+    """A JSON number: `-?(0|[1-9][0-9]*)`, plus `(\\.[0-9]+)?` unless `integer`; no `-` unless `signed`;
+    no value below 1 when `at_least_one` (an unsigned integer with `minimum >= 1`)."""
 
     integer: bool = False
     signed: bool = True
+    at_least_one: bool = False
 
     def start(self) -> Hashable:
         return "start"
@@ -56,6 +58,8 @@ class NumberText:
         if state in ("start", "minus"):
             if ch == "-" and state == "start" and self.signed:
                 return "minus"
+            if ch == "0" and self.at_least_one:
+                return None
             return ("zero" if ch == "0" else "int") if digit else None
         if state == "int" and digit:
             return "int"

@@ -109,8 +109,9 @@ class Layout:
         elif "boolean" in kinds and len(kinds) == 1:
             self._options(("true", "false"), path, "boolean")
         elif "integer" in kinds:
-            signed = not (isinstance(schema.get("minimum"), (int, float)) and schema["minimum"] >= 0)
-            self.span(path, "integer", self._number_budget(schema, self.budgets.integer), NumberText(True, signed))
+            low = schema.get("minimum") if isinstance(schema.get("minimum"), (int, float)) else None
+            grammar = NumberText(True, signed=low is None or low < 0, at_least_one=low is not None and low >= 1)
+            self.span(path, "integer", self._number_budget(schema, self.budgets.integer), grammar)
         elif "number" in kinds:
             signed = not (isinstance(schema.get("minimum"), (int, float)) and schema["minimum"] >= 0)
             self.span(path, "number", self._number_budget(schema, self.budgets.number), NumberText(False, signed))
