@@ -394,3 +394,13 @@ def test_the_baseline_button_shows_the_ar_answer_with_its_checks(client, worlds)
     html = client.predict(*request(worlds["retail"], "get_order", '{"order_id": "ORD-1"}', free_length=16),
                           api_name="/simulate_baseline")
     assert "Autoregressive baseline" in html and 'class="wm-badge' in html
+
+
+def test_refreshing_the_worlds_moves_to_the_newest_version_of_the_chosen_world(client, ctx, worlds):
+    old = worlds["filesystem"]
+    changed = load_world(DEMO_WORLDS_DIR / "filesystem.json")
+    changed.task = "Tidy the notes folder without deleting anything."
+    newer = save_world_version(ctx.store, changed)
+    update = client.predict(old, api_name="/simulate_worlds")
+    assert update["value"] == newer.id and ["filesystem (v2)", newer.id] in update["choices"]
+    assert client.predict(worlds["retail"], api_name="/simulate_worlds")["value"] == worlds["retail"]

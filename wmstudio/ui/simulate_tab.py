@@ -17,7 +17,7 @@ import gradio as gr
 from gradio.context import Context
 
 from wmstudio.model.sampler import DEFAULT_THRESHOLD, STRATEGIES
-from wmstudio.store import filter_rollouts, list_worlds
+from wmstudio.store import filter_rollouts, get_world, list_worlds
 from wmstudio.ui.check_view import REPORT_CSS, generation_html
 from wmstudio.ui.context import StudioContext
 from wmstudio.ui.denoise_view import CANVAS_CSS, canvas_html, heatmap_figure
@@ -44,6 +44,7 @@ from wmstudio.ui.simulation import (
 )
 from wmstudio.world.problems import InvalidInput
 from wmstudio.world.spec import Call
+from wmstudio.world.tools import Tool
 
 log = logging.getLogger(__name__)
 
@@ -73,16 +74,20 @@ def unexpected_text(err: Exception, doing: str) -> str:
 
 # ---- worlds, tools and the generated forms ----------------------------------------------------------------------
 
-def world_choices(ctx: StudioContext) -> list[tuple[str, int]]:
-    """The latest saved version of every world, as (label, world id) dropdown choices."""
-    return [(f"{w.name} (v{w.latest.version})", w.latest.id) for w in list_worlds(ctx.store)]
-
-
 def refresh_worlds(ctx: StudioContext, current: Any) -> Any:
-    """The world dropdown re-read from the store, keeping the current choice when it is still a latest version."""
-    choices = world_choices(ctx)
-    ids = [world_id for _, world_id in choices]
-    value = current if current in ids else (ids[0] if ids else None)
+    """The world dropdown re-read from the store: the current world stays chosen, moved to its newest version
+    when one was saved since (e.g. in the World tab)."""
+    summaries = list_worlds(ctx.store)
+    choices = [(f"{w.name} (v{w.latest.version})", w.latest.id) for w in summaries]
+    latest = {w.name: w.latest.id for w in summaries}
+    value = next(iter(latest.values()), None)
+    if current in latest.values():
+        value = current
+    elif str(current or "").isdigit():
+        try:
+            value = latest.get(get_world(ctx.store, int(current)).name, value)
+        except InvalidInput:
+            pass  # a world id this database does not have: fall back to the first world
     return gr.update(choices=choices, value=value)
 
 
@@ -109,21 +114,20 @@ def choose_world(ctx: StudioContext, world_id: Any) -> tuple[Any, Any, str]:
             gr.update(choices=rollouts, value=NEW_ROLLOUT), note)
 
 
-def tool_forms(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple[list[FormField], list[FormField]]:
-    """The argument fields and the pinnable response fields of a world's tool (both empty without a tool)."""
+def tool_forms(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple[Tool | None, list[FormField],
+                                                                            list[FormField]]:
+    """A world's tool with its argument fields and pinnable response fields (None and no fields without a tool)."""
     if not tool_name:
-        return [], []
-    world = world_spec(ctx.store, world_id)
-    tool = tool_of(world, Call(str(tool_name)))
-    return argument_fields(tool.parameters), response_fields(tool.response)
+        return None, [], []
+    tool = tool_of(world_spec(ctx.store, world_id), Call(str(tool_name)))
+    return tool, argument_fields(tool.parameters), response_fields(tool.response)
 
 
 def choose_tool(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple:
     """Lay the forms out for a tool: the argument inputs (empty), the arguments JSON `{}`, every response field
     masked. Returns the JSON, ARG_SLOTS input updates, ANCHOR_SLOTS anchor updates and a note."""
     try:
-        arguments, responses = tool_forms(ctx, world_id, tool_name)
-        tool = tool_of(world_spec(ctx.store, world_id), Call(str(tool_name))) if tool_name else None
+        tool, arguments, responses = tool_forms(ctx, world_id, tool_name)
     except InvalidInput as err:
         return ("{}", *[gr.update(visible=False)] * (ARG_SLOTS + ANCHOR_SLOTS), problems_text(err, "open the tool"))
     arg_updates = [gr.update(visible=True, label=f.label, info=f.description, value="",
@@ -151,7 +155,7 @@ def choose_tool(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple:
 def form_to_json(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, *values: str) -> tuple:
     """Write the argument inputs into the arguments JSON (which stays authoritative); a broken JSON is kept."""
     try:
-        fields, _ = tool_forms(ctx, world_id, tool_name)
+        _, fields, _ = tool_forms(ctx, world_id, tool_name)
         return arguments_from_form(fields[:ARG_SLOTS], values, arguments_json), ""
     except InvalidInput as err:
         return gr.update(), problems_text(err, "copy the field into the JSON")
@@ -160,7 +164,7 @@ def form_to_json(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_js
 def json_to_form(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str) -> tuple:
     """Show the arguments JSON in the argument inputs; while the JSON is broken the inputs stay as they are."""
     try:
-        fields, _ = tool_forms(ctx, world_id, tool_name)
+        _, fields, _ = tool_forms(ctx, world_id, tool_name)
         texts = form_from_arguments(fields[:ARG_SLOTS], arguments_json)
     except InvalidInput as err:
         return (*[gr.update()] * ARG_SLOTS, problems_text(err, "read the arguments JSON"))
@@ -181,7 +185,7 @@ def read_request(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_js
     except InvalidInput as err:
         problems += err.problems
     try:
-        _, responses = tool_forms(ctx, world_id, tool_name)
+        _, _, responses = tool_forms(ctx, world_id, tool_name)
         anchors = anchors_from_form(responses[:ANCHOR_SLOTS], anchor_values, free_anchors)
     except InvalidInput as err:
         problems += err.problems
