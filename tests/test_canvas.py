@@ -207,3 +207,10 @@ def test_skeleton_sampling_always_yields_schema_valid_json(tokenizer, one_thread
             pytest.fail(f"trial {trial}: {text!r} is not JSON ({err}); schema {json.dumps(schema)}")
         errors = [e.message for e in Draft202012Validator(schema).iter_errors(value)]
         assert not errors, f"trial {trial}: {text!r} breaks {json.dumps(schema)}: {errors}"
+
+
+def test_mask_and_pad_ids_can_come_from_the_model(tokenizer):
+    eos = tokenizer.eos_token_id
+    canvas = build_canvas(tokenizer, {"type": "integer"}, mask_id=999, pad_id=eos)
+    assert canvas.tokens == [999] * SpanBudgets().integer and canvas.pad_id == eos
+    assert canvas.decode([tokenizer.convert_tokens_to_ids("7"), eos, eos]) == "7"

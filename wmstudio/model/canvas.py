@@ -84,17 +84,23 @@ def build_canvas(
     budgets: SpanBudgets = SpanBudgets(),
     vocab_size: int | None = None,
     shape: Any = None,
+    mask_id: int | None = None,
+    pad_id: int | None = None,
 ) -> Canvas:
     """The canvas for a response `schema` (skeleton mode) or a free span of `free_length` (free mode).
 
     `anchors` pin response fields (`status="error"`); `text_anchors` are (offset, text) pieces fixed in a
     free canvas; `vocab_size` is the model's number of logits; `shape` (a response value) makes objects
-    and arrays take that value's keys and lengths (for training targets). InvalidInput on bad anchors."""
+    and arrays take that value's keys and lengths (for training targets); `mask_id`/`pad_id` override
+    the tokenizer's (LLaDA's mask id is not in its tokenizer). InvalidInput on bad anchors."""
     pinned = parse_anchors(anchors)
-    vocab = vocabulary_for(tokenizer, vocab_size)
-    mask_id = tokenizer.mask_token_id
+    mask_id = tokenizer.mask_token_id if mask_id is None else mask_id
     if mask_id is None:
         raise InvalidInput("the tokenizer has no mask token: a canvas needs one (use a masked diffusion model)")
+    try:
+        vocab = vocabulary_for(tokenizer, vocab_size, pad_id)
+    except ValueError as err:
+        raise InvalidInput(str(err)) from None
     builder = Layout(tokenizer, vocab, budgets)
     if mode == SKELETON:
         if not isinstance(schema, dict):
@@ -109,7 +115,7 @@ def build_canvas(
         lay_out_free(builder, free_length, text_anchors, pinned)
     else:
         raise InvalidInput(Problem("mode", f"unknown canvas mode {mode!r}: use skeleton or free"))
-    canvas = _assemble(builder, mode, mask_id, tokenizer.pad_token_id, pinned)
+    canvas = _assemble(builder, mode, mask_id, vocab.pad_id, pinned)
     if len(canvas) > MAX_CANVAS_TOKENS:
         raise InvalidInput(
             f"the response canvas has {len(canvas)} tokens, over {MAX_CANVAS_TOKENS}: use a smaller response "

@@ -62,26 +62,27 @@ class Vocabulary:
         return self.free_allowed
 
 
-_VOCABULARIES: "weakref.WeakKeyDictionary[Any, dict[int, Vocabulary]]" = weakref.WeakKeyDictionary()
+_VOCABULARIES: "weakref.WeakKeyDictionary[Any, dict[tuple[int, int], Vocabulary]]" = weakref.WeakKeyDictionary()
 
 
-def vocabulary_for(tokenizer: Any, vocab_size: int | None = None) -> Vocabulary:
-    """The Vocabulary of `tokenizer` padded to `vocab_size` ids (a model's embedding rows), cached."""
+def vocabulary_for(tokenizer: Any, vocab_size: int | None = None, pad_id: int | None = None) -> Vocabulary:
+    """The Vocabulary of `tokenizer` padded to `vocab_size` ids (a model's embedding rows), cached;
+    `pad_id` is the span filler (default: the tokenizer's pad token)."""
     size = max(vocab_size or 0, len(tokenizer))
-    per_size = _VOCABULARIES.setdefault(tokenizer, {})
-    if size not in per_size:
-        per_size[size] = _read_vocabulary(tokenizer, size)
-    return per_size[size]
+    pad = tokenizer.pad_token_id if pad_id is None else pad_id
+    if pad is None:
+        raise ValueError("the tokenizer has no pad token: the canvas needs one to fill unused span slots")
+    cached = _VOCABULARIES.setdefault(tokenizer, {})
+    if (size, pad) not in cached:
+        cached[(size, pad)] = _read_vocabulary(tokenizer, size, pad)
+    return cached[(size, pad)]
 
 
-def _read_vocabulary(tokenizer: Any, size: int) -> Vocabulary:
+def _read_vocabulary(tokenizer: Any, size: int, pad_id: int) -> Vocabulary:
     byte_decoder = {char: byte for byte, char in _bytes_to_unicode().items()}
     special = set(tokenizer.all_special_ids) | {
         i for i, added in getattr(tokenizer, "added_tokens_decoder", {}).items() if getattr(added, "special", False)
     }
-    pad_id = tokenizer.pad_token_id
-    if pad_id is None:
-        raise ValueError("the tokenizer has no pad token: the canvas needs one to fill unused span slots")
     tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
     as_bytes, mapped = [], 0
     for i, token in enumerate(tokens):

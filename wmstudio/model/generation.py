@@ -91,11 +91,9 @@ def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequ
     """The canvas for `call`'s response: skeleton when the tool has a response schema (and not `free`)."""
     tool = _tool(world, call)
     mode = FREE if free or tool.response is None else SKELETON
-    canvas = build_canvas(backend.tokenizer, tool.response, anchors, mode=mode, free_length=free_length,
-                          budgets=budgets, vocab_size=backend.vocab_size)
-    if canvas.mask_id != backend.mask_id:
-        canvas = replace(canvas, mask_id=backend.mask_id)
-    return canvas
+    return build_canvas(backend.tokenizer, tool.response, anchors, mode=mode, free_length=free_length,
+                        budgets=budgets, vocab_size=backend.vocab_size, mask_id=backend.mask_id,
+                        pad_id=backend.span_pad_id)
 
 
 def generate_stream(
