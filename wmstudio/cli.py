@@ -262,6 +262,9 @@ def generate_cmd(
     free: bool = typer.Option(False, "--free", help="One free span instead of the response-schema skeleton."),
     free_length: int = typer.Option(64, "--free-length", min=1, max=4096, help="Slots of the free span."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow LLaDA/Dream model code."),
+    approximate_cache: bool = typer.Option(
+        False, "--approximate-cache", help="Cache the prompt of a fully bidirectional model (inexact, faster)."
+    ),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda or mps (default: the best there is)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the live view."),
 ) -> None:
@@ -279,7 +282,8 @@ def generate_cmd(
         the_call = Call.from_json(_read_json(call, "call"), source="call")
         anchors = parse_anchors(anchor)
         steps_before = _read_json(history, "history") if history else []
-        backend = load_backend(model or DEFAULT_MODEL, trust_remote_code=trust_remote_code, device=device)
+        backend = load_backend(model or DEFAULT_MODEL, trust_remote_code=trust_remote_code, device=device,
+                               approximate_cache=approximate_cache)
         stream = generate_stream(
             backend, spec, the_call, anchors, history=steps_before, free=free, free_length=free_length, steps=steps,
             strategy=strategy, threshold=None if no_threshold else threshold, block=block, temperature=temperature,
