@@ -15,13 +15,11 @@ from typing import Any
 from jsonschema.validators import validator_for
 
 from wmstudio.model.backends import ArBaseline
-from wmstudio.model.canvas import MAX_CANVAS_TOKENS, Canvas, check_fits
+from wmstudio.model.canvas import MAX_CANVAS_TOKENS, Canvas
 from wmstudio.model.generation import (
     Generation,
     generate,
     generate_stream,
-    prepare_canvas,
-    prompt_ids_for,
 )
 from wmstudio.model.sampler import DEFAULT_THRESHOLD, STRATEGIES, Frame
 from wmstudio.store import (
@@ -163,16 +161,12 @@ def run_simulation(ctx: StudioContext, world_id: int | None, call: Call | dict[s
     if isinstance(backend, ArBaseline):
         raise InvalidInput(f"the studio's world model {backend.name} is autoregressive and cannot denoise: "
                            "start the studio with a masked diffusion model (--model)")
-    canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length)
-    check_fits(len(prompt_ids_for(backend, world, the_call, history)), len(canvas), backend.max_length)
-    simulation = Simulation(world_id, world, tool, the_call, pinned, settings, canvas,
-                            warnings=argument_problems(tool, the_call))
-    yield simulation
+    warnings = argument_problems(tool, the_call)
+    simulation = None
     for item in generate_stream(backend, world, the_call, pinned, history, **settings.generate_kwargs()):
-        if isinstance(item, Canvas):  # the engine announcing its layout: the one laid out above
-            simulation.canvas = item
-            continue
-        if isinstance(item, Generation):
+        if isinstance(item, Canvas):  # the layout comes first: draw it before the first step
+            simulation = Simulation(world_id, world, tool, the_call, pinned, settings, item, warnings=warnings)
+        elif isinstance(item, Generation):
             simulation.generation = item
         else:
             simulation.commits.add(len(simulation.frames), item)
