@@ -11,7 +11,11 @@ import gradio as gr
 
 from wmstudio.model.backends import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.store import open_store
+from wmstudio.store.seeding import seed_first_run
+from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
 from wmstudio.ui.context import StudioContext
+from wmstudio.ui.rollouts_tab import build_rollouts_tab
+from wmstudio.ui.simulate_tab import build_simulate_tab
 from wmstudio.ui.world_tab import build_world_tab
 
 TITLE = "World Model Studio"
@@ -21,6 +25,7 @@ def open_context(db: str | Path | None = None, model: str | None = None, ar_mode
                  trust_remote_code: bool = False, users: dict[str, str] | None = None) -> StudioContext:
     """Open (and upgrade) the database, seed it on first run, and describe the models to serve."""
     store = open_store(db)
+    seed_first_run(store)
     ctx = StudioContext(store=store, model=model or DEFAULT_MODEL, ar_model=ar_model,
                         trust_remote_code=trust_remote_code, users=dict(users or {}))
     return ctx
@@ -32,6 +37,12 @@ def build_studio(ctx: StudioContext) -> gr.Blocks:
         gr.Markdown(f"# {TITLE}\nAuthor steered rollouts for a masked diffusion text world model.")
         with gr.Tab("World", id="world"):
             build_world_tab(ctx, studio)
+        with gr.Tab("Simulate", id="simulate"):
+            build_simulate_tab(ctx, studio)
+        with gr.Tab("Rollouts", id="rollouts"):
+            build_rollouts_tab(ctx, studio)
+        with gr.Tab("Annotate", id="annotate"):
+            build_annotate_tab(ctx, studio)
     return studio
 
 
@@ -44,5 +55,6 @@ def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = No
     studio = build_studio(ctx)
     studio.queue(default_concurrency_limit=4)
     auth = list(ctx.users.items()) or None
+    launch_kwargs.setdefault("head", ANNOTATE_SHORTCUTS_HEAD)
     studio.launch(server_name=host, server_port=port, auth=auth, **launch_kwargs)
     return studio
