@@ -66,8 +66,10 @@ ANNOTATE_SHORTCUTS_JS = """
     (el.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(el.type)));
   const mark = () => questions.forEach((id, i) => {
     const el = document.getElementById(id);
-    if (el) el.style.outline = i === active ? "2px solid var(--color-accent, #f97316)" : "";
-    if (el) el.style.borderRadius = "8px";
+    if (!el) return;
+    el.style.outline = i === active ? "2px solid var(--color-accent, #f97316)" : "";
+    el.style.outlineOffset = "-2px";
+    el.style.borderRadius = "8px";
   });
   const choose = (key) => {
     const root = document.getElementById(questions[active]);
@@ -85,7 +87,10 @@ ANNOTATE_SHORTCUTS_JS = """
   document.addEventListener("click", (e) => {
     const i = questions.findIndex((id) => e.target.closest && e.target.closest("#" + id));
     if (i >= 0) active = i;
-    if (e.target.closest && e.target.closest("#annotate-submit, #annotate-skip, #annotate-start")) active = 0;
+    if (e.target.closest && e.target.closest("#annotate-submit, #annotate-skip, #annotate-start")) {
+      active = 0;  // and let Enter mean "submit" next, not "press the clicked button again"
+      setTimeout(() => document.activeElement && document.activeElement.blur && document.activeElement.blur(), 0);
+    }
     setTimeout(mark, 50);
   });
   document.addEventListener("keydown", (e) => {
@@ -154,7 +159,8 @@ def item_view(item: AnnotationItem, world: WorldSpec) -> ItemView:
             lines.append(f"_… {len(item.history) - len(shown)} earlier steps not shown_")
         for number, step in enumerate(shown, start=len(item.history) - len(shown) + 1):
             response = step.response if isinstance(step.response, str) else json.dumps(step.response)
-            lines.append(f"{number}. `{_one_line(step.call.to_json(), 300)}` → `{_one_line(response, 300)}`")
+            lines.append(f"{number}. **{step.call.name}** `{_one_line(step.call.arguments, 200)}`  \n"
+                         f"→ `{_one_line(response, 300)}`")
     else:
         lines += ["", "_This is the first step of its rollout._"]
     state = world.initial_state
@@ -195,12 +201,14 @@ def agreement_markdown(report: AgreementReport) -> str:
         return "**Agreement** — no ratings yet. Alpha appears once two annotators rate the same steps."
     rows = ["| Dimension | α (ordinal) | Ratings | Steps rated twice or more |", "|---|---|---|---|"]
     for entry in report.dimensions:
-        alpha = f"**{entry.alpha:.3f}**" if entry.alpha is not None else f"— ({entry.note})"
+        alpha = f"**{entry.alpha:.3f}**" if entry.alpha is not None else "—"
         rows.append(f"| {LABELS.get(entry.dimension, entry.dimension)} | {alpha} | {entry.ratings} | "
                     f"{entry.pairable_units} |")
     head = (f"**Agreement** — Krippendorff's alpha, ordinal level, over {report.units} rated steps by "
             f"{report.annotators} annotator(s). 1 = perfect agreement, 0 = chance.")
-    return head + "\n\n" + "\n".join(rows)
+    notes = dict.fromkeys(entry.note for entry in report.dimensions if entry.alpha is None)
+    why = "".join(f"\n\n_— {note}_" for note in notes)
+    return head + "\n\n" + "\n".join(rows) + why
 
 
 def distribution_figure(report: AgreementReport) -> go.Figure:
@@ -389,6 +397,12 @@ def build_annotate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                 agreement_markdown(report), distribution_figure(report)]
         return [stored_name or ""] + start_rating(ctx, stored_name, request, profile)
 
+    def on_restore(stored_name: str, typed_name: str, request: gr.Request, profile: gr.OAuthProfile | None):
+        """The kept name arrives when the tab is first shown (Gradio mounts a tab's components lazily)."""
+        if not (stored_name or "").strip() or (stored_name or "").strip() == (typed_name or "").strip():
+            return [gr.skip()] * (1 + len(start_outputs))
+        return on_open(stored_name, request, profile)
+
     start_outputs = [saved_name, identity_md, *item, *after]
     start.click(on_start, name, start_outputs, api_name="annotate_start")
     name.submit(on_start, name, start_outputs, api_visibility="private")
@@ -396,3 +410,4 @@ def build_annotate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     skip.click(on_skip, [name, step_id], [*item, *after], api_name="annotate_skip")
     refresh.click(lambda: refresh_agreement(ctx), None, [agreement_md, agreement_plot], api_name="annotate_agreement")
     studio.load(on_open, saved_name, [name, *start_outputs], api_visibility="private")
+    saved_name.change(on_restore, [saved_name, name], [name, *start_outputs], api_visibility="private")
