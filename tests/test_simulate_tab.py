@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+from pathlib import Path
 
 import gradio as gr
 import pytest
@@ -37,6 +38,7 @@ from wmstudio.ui.forms import (
     form_from_arguments,
     read_value,
     response_fields,
+    show_value,
 )
 from wmstudio.ui.simulate_tab import ANCHOR_SLOTS, build_simulate_tab
 from wmstudio.ui.simulation import (
@@ -47,9 +49,14 @@ from wmstudio.ui.simulation import (
 )
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.problems import InvalidInput
-from wmstudio.world.spec import load_world
+from wmstudio.world.spec import WorldSpec, load_world
+from wmstudio.world.tools import import_tools_file
 
 DEMO_WORLDS = sorted(DEMO_WORLDS_DIR.glob("*.json"))
+SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
+TOOL_FILES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in {".json", ".yaml"} and "possible_answer" not in p.parts
+                    and "init_database" not in p.parts and "lv1-lv2-samples" not in p.parts)
+EXAMPLES = {"string": "a b", "integer": 3, "number": 2.5, "boolean": True, "json": [1, {"k": "v"}]}
 FAST = SamplerSettings(steps=4)  # four denoising steps keep each run short on a busy CPU
 CANVAS_STATE = re.compile(r'data-step="(-?\d+)" data-done="(\d)" data-masked="(\d+)"')
 
@@ -154,6 +161,23 @@ def test_nested_objects_refs_and_nullable_unions_become_typed_fields():
     assert fields["price.cents"].kind == "integer" and fields["price.currency"].options == ("usd", "eur")
     assert fields["note"].kind == "string" and fields["note"].description == "free text"
     assert fields["flags"].kind == "boolean"
+
+
+def test_forms_work_for_every_imported_tool_of_the_sample_files():
+    tools = []
+    for path in TOOL_FILES:
+        try:
+            tools += import_tools_file(path).tools
+        except InvalidInput:
+            continue  # files of calls or tasks rather than tools: the importer tests cover them
+    assert len(tools) > 300
+    for tool in tools:
+        fields = argument_fields(tool.parameters) + response_fields(tool.response)
+        assert [f.path for f in argument_fields(tool.parameters)] == list(tool.parameters.get("properties", {}))
+        for field in fields:
+            example = field.options[0] if field.kind == "enum" else EXAMPLES[field.kind]
+            assert read_value(field, show_value(example)) == example, (tool.name, field)
+            assert field.label.startswith(field.path)
 
 
 def test_typed_text_is_read_as_the_json_value_it_stands_for():
@@ -265,6 +289,14 @@ def test_bad_requests_are_refused_before_anything_runs(ctx, worlds, call, anchor
     with pytest.raises(InvalidInput) as err:
         next(run_simulation(ctx, worlds["retail"], call, anchors, settings))
     assert any(p.path == path and words in p.message for p in err.value.problems), err.value.problems
+
+
+def test_an_imported_bfcl_tool_is_simulated_with_its_anchor(ctx):
+    tools = import_tools_file(SAMPLES / "bfcl" / "multi_turn_func_doc" / "math_api.json").tools[:3]
+    world = save_world_version(ctx.store, WorldSpec(name="math", task="Compute things.", tools=tools))
+    call = {"name": tools[0].name, "arguments": {"number": -5}}
+    simulation = list(run_simulation(ctx, world.id, call, ["result=5"], FAST))[-1]
+    assert json.loads(simulation.generation.samples[0].response)["result"] == 5
 
 
 def test_an_unknown_world_is_named(ctx):
