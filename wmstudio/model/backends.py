@@ -193,7 +193,7 @@ class ArBaseline:
         ids = torch.as_tensor([list(prompt_ids)] * samples, dtype=torch.long, device=self.device)
         max_new_tokens = max(0, min(max_new_tokens, self.max_length - ids.shape[1]))
         cache = DynamicCache(config=self.model.config)
-        out = self.model(input_ids=ids, cache=cache, use_cache=True)
+        out = self.model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
         produced = torch.zeros((samples, 0), dtype=torch.long, device=self.device)
         finished = torch.zeros(samples, dtype=torch.bool, device=self.device)
         for _ in range(max_new_tokens):
@@ -212,7 +212,7 @@ class ArBaseline:
             finished |= token == self.eos_id
             if bool(finished.all()):
                 break
-            out = self.model(input_ids=token.view(-1, 1), cache=cache, use_cache=True)
+            out = self.model(input_ids=token.view(-1, 1), cache=cache, use_cache=True, logits_to_keep=1)
         results = []
         for row in produced.tolist():
             results.append(row[: row.index(self.eos_id)] if self.eos_id in row else row)
