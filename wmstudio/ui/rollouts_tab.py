@@ -67,7 +67,8 @@ from wmstudio.world.spec import Call, parse_json_text
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 15
-TABLE_COLUMNS = ["id", "world", "title", "status", "tags", "steps", "failed checks", "created"]
+TABLE_COLUMNS = ["id", "world", "title", "status", "tags", "steps", "failed", "created"]
+TABLE_WIDTHS = ["7%", "14%", "29%", "11%", "12%", "8%", "8%", "11%"]
 MAX_STEPS_SHOWN = 50
 MAX_RESPONSE_SHOWN = 4000
 MAX_IMPORT_BYTES = 1_000_000_000
@@ -97,7 +98,8 @@ def render_rollout(store: Store, rollout_id: int) -> RolloutView:
               if rollout.parent_rollout_id is not None else "")
     header = (f"### Rollout {rollout.id}: {rollout.title or '(untitled)'}\n"
               f"World **{world.name}** v{world.version} · {STATUS_ICONS[rollout.status]} {rollout.status} · "
-              f"{len(steps)} step(s) · tags: {', '.join(tags) or '—'}{origin}")
+              f"{len(steps)} step(s) · tags: {', '.join(tags) or '—'}{origin}\n\n"
+              f"Tools: {', '.join(f'`{tool.name}`' for tool in world.spec().tools) or 'none'}")
     shown = steps[-MAX_STEPS_SHOWN:]
     parts = [f"_{len(steps) - len(shown)} earlier steps not shown._"] if len(shown) < len(steps) else []
     parts += [_step_markdown(step) for step in shown]
@@ -119,8 +121,12 @@ def _step_markdown(step: Step) -> str:
             problems.insert(0, "the response is not JSON")
         verdict = "❌ checks fail" + "".join(f"\n  - {p}" for p in problems[:8])
     call = Call.from_json(step.call)
-    response = step.response if len(step.response) <= MAX_RESPONSE_SHOWN else (
-        step.response[:MAX_RESPONSE_SHOWN] + f"… ({len(step.response) - MAX_RESPONSE_SHOWN:,} more characters)")
+    try:
+        response = json.dumps(json.loads(step.response), indent=2, ensure_ascii=False)
+    except json.JSONDecodeError:
+        response = step.response
+    if len(response) > MAX_RESPONSE_SHOWN:
+        response = response[:MAX_RESPONSE_SHOWN] + f"… ({len(response) - MAX_RESPONSE_SHOWN:,} more characters)"
     fence = "```"
     while fence in response:
         fence += "`"
@@ -184,7 +190,7 @@ def search_rollouts(store: Store, world: str | None, status: str | None, tag: st
         found = filter_rollouts(store, world=world or None, status=status or None, tag=(tag or "").strip() or None,
                                 text=(text or "").strip() or None, check_ok=check_ok, page=page, page_size=PAGE_SIZE)
     rows = [[r.id, f"{r.world_name} v{r.world_version}", r.title, r.status, ", ".join(r.tags), r.step_count,
-             r.failed_steps, r.created_at.strftime("%Y-%m-%d %H:%M")] for r in found.items]
+             r.failed_steps, r.created_at.strftime("%m-%d %H:%M")] for r in found.items]
     counts = " · ".join(f"{name} {n}" for name, n in found.status_counts.items())
     info = f"**{found.total}** rollout(s) match ({counts}) · page {page} of {found.pages}"
     return pd.DataFrame(rows, columns=TABLE_COLUMNS), info, page
@@ -206,7 +212,8 @@ def generate_next_step(ctx: StudioContext, rollout_id: Any, call_text: str, anch
     """Generate the response to the typed call with the world model (history = the earlier steps) and append it."""
     rid = _rollout_id(rollout_id)
     if not (call_text or "").strip():
-        raise InvalidInput(Problem("call", 'type the next call as JSON: {"name": "<tool>", "arguments": {...}}'))
+        raise InvalidInput(Problem("call", 'type the next call as JSON, e.g. `{"name": "get_order", '
+                                          '"arguments": {"order_id": "ORD-1"}}` (the tools are listed above)'))
     call = Call.from_json(parse_json_text(call_text, "call"), "call")
     anchors = parse_anchors([line for line in (anchors_text or "").splitlines() if line.strip()])
     temperature, seed = _number(temperature, "temperature", 0.0, 5.0), int(_number(seed, "seed", 0, 2**31 - 1))
@@ -434,42 +441,39 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     store = ctx.store
     names, versions = world_choices(store)  # refreshed on every page load; custom values let API callers name
     curricula = curriculum_choices(store)   # worlds and curricula saved after the studio started
+    gr.Markdown("#### Find rollouts")
     with gr.Row():
-        with gr.Column(scale=5):
-            gr.Markdown("#### Find rollouts")
-            with gr.Row():
-                f_world = gr.Dropdown(names, value="", label="World", allow_custom_value=True)
-                f_status = gr.Dropdown([("any", ""), *[(s, s) for s in ROLLOUT_STATUSES]], value="", label="Status")
-                f_check = gr.Dropdown([("any", ""), ("all pass", "passed"), ("some fail", "failed")], value="",
-                                      label="Checks")
-            with gr.Row():
-                f_tag = gr.Textbox(label="Tag", placeholder="e.g. example")
-                f_text = gr.Textbox(label="Search calls, responses, titles", placeholder="e.g. refund_id")
-            with gr.Row():
-                search = gr.Button("Search", variant="primary", size="sm")
-                previous = gr.Button("◀ Newer", size="sm")
-                page = gr.Number(1, label="Page", precision=0, minimum=1, min_width=80)
-                following = gr.Button("Older ▶", size="sm")
-            info = gr.Markdown(elem_id="rollouts-info")
-            table = gr.Dataframe(headers=TABLE_COLUMNS, interactive=False, wrap=True, max_height=420,
-                                 elem_id="rollouts-table")
-            with gr.Accordion("Start a new rollout", open=False):
-                new_world = gr.Dropdown(versions, value=versions[0][1] if versions else None, label="World version",
-                                        allow_custom_value=True)
-                new_title = gr.Textbox(label="Title", placeholder="e.g. refund after partial shipment")
-                create = gr.Button("Create rollout")
+        f_world = gr.Dropdown(names, value="", label="World", allow_custom_value=True, min_width=120)
+        f_status = gr.Dropdown([("any", ""), *[(s, s) for s in ROLLOUT_STATUSES]], value="", label="Status",
+                               min_width=110)
+        f_check = gr.Dropdown([("any", ""), ("all pass", "passed"), ("some fail", "failed")], value="",
+                              label="Checks", min_width=110)
+        f_tag = gr.Textbox(label="Tag", placeholder="e.g. example", min_width=120)
+        f_text = gr.Textbox(label="Search calls, responses, titles", placeholder="e.g. refund_id", scale=2)
+    with gr.Row():
+        search = gr.Button("Search", variant="primary", size="sm", scale=2, min_width=80)
+        previous = gr.Button("◀ Newer", size="sm", scale=1, min_width=70)
+        page = gr.Number(1, show_label=False, precision=0, minimum=1, scale=1, min_width=60)
+        following = gr.Button("Older ▶", size="sm", scale=1, min_width=70)
+        info = gr.Markdown(elem_id="rollouts-info")
+    table = gr.Dataframe(headers=TABLE_COLUMNS, interactive=False, wrap=True, max_height=330,
+                         column_widths=TABLE_WIDTHS, elem_id="rollouts-table")
+    with gr.Row():
         with gr.Column(scale=7):
-            with gr.Row(equal_height=True):
-                rollout_id = gr.Number(label="Rollout id", precision=0, scale=1, elem_id="rollout-id")
-                open_button = gr.Button("Open", scale=1)
-                accept = gr.Button("✅ Accept", scale=1)
-                reject = gr.Button("🚫 Reject", scale=1)
-                reset = gr.Button("⏳ Pending", scale=1)
-            header = gr.Markdown("Pick a rollout in the list, or start a new one.", elem_id="rollout-header")
-            with gr.Row(equal_height=True):
-                tags = gr.Textbox(label="Tags (comma-separated)", scale=4)
-                save_tags = gr.Button("Save tags", scale=1)
-            steps = gr.Markdown(elem_id="rollout-steps", max_height=560)
+            header = gr.Markdown("Pick a rollout in the list (or type its id), or start a new one.",
+                                 elem_id="rollout-header")
+            steps = gr.Markdown(elem_id="rollout-steps", max_height=640)
+        with gr.Column(scale=5):
+            with gr.Row():
+                rollout_id = gr.Number(label="Rollout id", precision=0, scale=2, min_width=100, elem_id="rollout-id")
+                open_button = gr.Button("Open", size="sm", scale=1, min_width=70)
+            with gr.Row():
+                accept = gr.Button("✅ Accept", size="sm", min_width=90)
+                reject = gr.Button("🚫 Reject", size="sm", min_width=90)
+                reset = gr.Button("⏳ Pending", size="sm", min_width=90)
+            with gr.Row():
+                tags = gr.Textbox(label="Tags (comma-separated)", scale=3)
+                save_tags = gr.Button("Save tags", size="sm", scale=1, min_width=90)
             message = gr.Markdown(elem_id="rollout-message")
             with gr.Accordion("Next call", open=True):
                 call_text = gr.Code(label='Call ({"name": ..., "arguments": {...}})', language="json", lines=5)
@@ -477,16 +481,21 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                                      placeholder='status="error"')
                 with gr.Row():
                     temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.1, label="Temperature")
-                    seed = gr.Number(0, label="Seed", precision=0)
+                    seed = gr.Number(0, label="Seed", precision=0, minimum=0)
                 run = gr.Button("Generate and append", variant="primary")
             with gr.Accordion("Branch or edit a step", open=False):
-                with gr.Row():
-                    step_index = gr.Number(0, label="Step", precision=0, minimum=0)
-                    branch = gr.Button("Branch from this step")
-                    load = gr.Button("Load its response")
+                with gr.Row(equal_height=True):
+                    step_index = gr.Number(0, label="Step", precision=0, minimum=0, min_width=80)
+                    branch = gr.Button("Branch from it", size="sm")
+                    load = gr.Button("Load its response", size="sm")
                 response = gr.Code(label="Response (edit, then save: recorded as a human edit)", language="json",
                                    lines=8)
                 save_response = gr.Button("Save edit")
+            with gr.Accordion("Start a new rollout", open=False):
+                new_world = gr.Dropdown(versions, value=versions[0][1] if versions else None, label="World version",
+                                        allow_custom_value=True)
+                new_title = gr.Textbox(label="Title", placeholder="e.g. refund after partial shipment")
+                create = gr.Button("Create rollout")
     with gr.Accordion("Curricula and datasets", open=False):
         with gr.Row():
             cur_name = gr.Textbox(label="Curriculum name", scale=2)
