@@ -193,3 +193,11 @@ def test_device_is_picked_and_a_missing_gpu_is_refused():
         assert pick_device().type in ("cpu", "mps")
         with pytest.raises(InvalidInput, match="no CUDA GPU"):
             pick_device("cuda")
+
+
+def test_a_hub_id_that_cannot_be_fetched_is_a_clear_error(monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # never touch the network in tests
+    with pytest.raises(InvalidInput, match="not a local folder and not loadable from the Hugging Face hub"):
+        load_backend("someone/no-such-world-model")
