@@ -216,7 +216,7 @@ def test_bad_input_is_explained_with_the_field_and_nothing_changes(studio, tmp_p
 
     cases = {
         "`rollout`": generate_message(None, call, "", 0.0, 0),
-        "call:1:23: invalid JSON": generate_message(rid, '{"name": "get_order", ', "", 0.0, 0),
+        "`call`: invalid JSON at line 1": generate_message(rid, '{"name": "get_order", ', "", 0.0, 0),
         "`call.name`": generate_message(rid, json.dumps({"name": "launch_rocket", "arguments": {}}), "", 0.0, 0),
         "anchor": generate_message(rid, call, "status=error", 0.0, 0),
         "`step_index`": client.predict(rid, 99, api_name="/rollout_branch")[4],

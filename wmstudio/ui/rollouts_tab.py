@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import re
 import shutil
@@ -22,13 +21,11 @@ import gradio as gr
 import pandas as pd
 
 from wmstudio.locations import user_home
-from wmstudio.model.generation import generate
 from wmstudio.store import (
     ROLLOUT_STATUSES,
     MadeBy,
     Step,
     Store,
-    TraceEntry,
     append_step,
     branch_rollout,
     create_curriculum_version,
@@ -50,7 +47,12 @@ from wmstudio.store import (
 )
 from wmstudio.ui.context import StudioContext
 from wmstudio.ui.identity import request_username
-from wmstudio.world.anchors import parse_anchors
+from wmstudio.ui.simulation import (
+    MAX_TEMPERATURE,
+    SamplerSettings,
+    run_simulation,
+    save_simulation,
+)
 from wmstudio.world.checks import check_step
 from wmstudio.world.dataset import (
     ExportRollout,
@@ -62,7 +64,7 @@ from wmstudio.world.dataset import (
 )
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.problems import InvalidInput, Problem
-from wmstudio.world.spec import Call, parse_json_text
+from wmstudio.world.spec import Call
 
 log = logging.getLogger(__name__)
 
@@ -209,27 +211,26 @@ def new_rollout(store: Store, world_id: Any, title: str) -> RolloutView:
 
 def generate_next_step(ctx: StudioContext, rollout_id: Any, call_text: str, anchors_text: str,
                        temperature: Any = 0.0, seed: Any = 0) -> tuple[RolloutView, str]:
-    """Generate the response to the typed call with the world model (history = the earlier steps) and append it."""
+    """Generate the response to the typed call with the world model (history = the earlier steps) and append it.
+
+    Runs and saves exactly as the Simulate tab does (`run_simulation`, `save_simulation`), so a step carries the
+    same provenance whichever tab made it."""
     rid = _rollout_id(rollout_id)
     if not (call_text or "").strip():
         raise InvalidInput(Problem("call", 'type the next call as JSON, e.g. `{"name": "get_order", '
                                           '"arguments": {"order_id": "ORD-1"}}` (the tools are listed above)'))
-    call = Call.from_json(parse_json_text(call_text, "call"), "call")
-    anchors = parse_anchors([line for line in (anchors_text or "").splitlines() if line.strip()])
-    temperature, seed = _number(temperature, "temperature", 0.0, 5.0), int(_number(seed, "seed", 0, 2**31 - 1))
-    world = get_world(ctx.store, get_rollout(ctx.store, rid).world_id).spec()
+    anchors = [line for line in (anchors_text or "").splitlines() if line.strip()]
+    settings = SamplerSettings(temperature=_number(temperature, "temperature", 0.0, MAX_TEMPERATURE),
+                               seed=int(_number(seed, "seed", 0, 2**31 - 1)))
     history = [HistoryStep(call=step.tool_call(), response=step.response) for step in rollout_steps(ctx.store, rid)]
-    check_step(world, call, "{}", anchors=anchors)  # a call to an unknown tool or a bad anchor fails before the model
-    result = generate(ctx.backend(), world, call, anchors, history=history, temperature=temperature, seed=seed)
-    sample = result.samples[0]
-    sampler = {k: v for k, v in result.settings.items() if k not in ("anchors", "seed", "samples")}
-    trace = [TraceEntry(position, item["step"], confidence if math.isfinite(confidence) else 0.0)
-             for item in result.trace(0)
-             for position, confidence in zip(item["positions"], item["confidences"], strict=True)]
-    step = append_step(ctx.store, rid, call, sample.response, MadeBy.by_model(result.model, sampler, seed, anchors),
-                       sample.checks, trace or None)
-    verdict = "checks pass" if sample.checks.ok else "checks fail (see the step)"
-    return render_rollout(ctx.store, rid), f"🤖 Step {step.index} generated in {result.elapsed_ms:.0f} ms; {verdict}."
+    simulation = None
+    for simulation in run_simulation(ctx, get_rollout(ctx.store, rid).world_id, call_text, anchors, settings,
+                                     history):
+        pass
+    step = save_simulation(ctx, simulation, 0, rid)
+    verdict = "checks pass" if step.check_ok else "checks fail (see the step)"
+    elapsed = simulation.generation.elapsed_ms
+    return render_rollout(ctx.store, rid), f"🤖 Step {step.index} generated in {elapsed:.0f} ms; {verdict}."
 
 
 def branch_at(store: Store, rollout_id: Any, step_index: Any) -> tuple[RolloutView, str]:
