@@ -102,11 +102,10 @@ def test_pin_an_anchor_run_watch_the_frames_and_save_the_step(studio, page):
     save_world_version(store, next(w for w in worlds if w.name == "retail"))
     page.get_by_role("tab", name="Simulate").click()
     pick(page, "simulate-world", "retail (v1)")
-    page.get_by_label("order_id · text · required").wait_for()
+    expect(page.locator("#simulate-tool-note")).to_contain_text("get_order", timeout=10_000)
     pick(page, "simulate-tool", "refund_order")
-    order = page.get_by_label("order_id · text · required")
-    order.wait_for()
-    order.press_sequentially("ORD-22930")
+    expect(page.locator("#simulate-tool-note")).to_contain_text("refund_order", timeout=10_000)  # forms laid out
+    page.get_by_label("order_id · text · required").press_sequentially("ORD-22930")
     page.get_by_label("amount_cents · whole number · required").press_sequentially("500")
     arguments = page.locator("#simulate-arguments")
     expect(arguments).to_contain_text('"amount_cents": 500', timeout=10_000)
@@ -153,7 +152,12 @@ def test_pin_an_anchor_run_watch_the_frames_and_save_the_step(studio, page):
 def test_a_bad_anchor_is_explained_and_the_form_is_kept(studio, page):
     page.get_by_role("tab", name="Simulate").click()
     pick(page, "simulate-tool", "get_order")
-    page.get_by_label("order_id · text · required").press_sequentially("ORD-1")
+    expect(page.locator("#simulate-tool-note")).to_contain_text("get_order", timeout=10_000)
+    order = page.get_by_label("order_id · text · required")
+    expect(order).to_have_value("ORD-22930")  # kept from refund_order, which takes it too
+    order.fill("ORD-")
+    order.press_sequentially("1")
+    expect(page.locator("#simulate-arguments")).to_contain_text('"order_id": "ORD-1"', timeout=10_000)
     page.locator("#simulate-free-anchors textarea").fill("colour=1")
     page.locator("#simulate-run").click()
     status = page.locator("#simulate-status")

@@ -7,6 +7,7 @@ Handlers are plain functions of form values (tests call them directly or over HT
 from __future__ import annotations
 
 import html
+import json
 import logging
 import re
 from collections.abc import Iterator, Sequence
@@ -123,14 +124,22 @@ def tool_forms(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple[Tool 
     return tool, argument_fields(tool.parameters), response_fields(tool.response)
 
 
-def choose_tool(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple:
-    """Lay the forms out for a tool: the argument inputs (empty), the arguments JSON `{}`, every response field
-    masked. Returns the JSON, ARG_SLOTS input updates, ANCHOR_SLOTS anchor updates and a note."""
+def choose_tool(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str = "{}") -> tuple:
+    """Lay the forms out for a tool: the arguments it shares with the previous JSON are kept (switching from
+    get_order to refund_order keeps order_id), every response field starts masked. Returns the arguments JSON,
+    ARG_SLOTS input updates, ANCHOR_SLOTS anchor updates and a note."""
     try:
         tool, arguments, responses = tool_forms(ctx, world_id, tool_name)
     except InvalidInput as err:
-        return ("{}", *[gr.update(visible=False)] * (ARG_SLOTS + ANCHOR_SLOTS), problems_text(err, "open the tool"))
-    arg_updates = [gr.update(visible=True, label=f.label, info=f.description, value="",
+        hidden = [gr.update(visible=False)] * (ARG_SLOTS + ANCHOR_SLOTS)
+        return (gr.update(), *hidden, problems_text(err, "open the tool"))
+    try:
+        previous = read_arguments(arguments_json)
+    except InvalidInput:
+        previous = {}  # a broken JSON of the previous tool is not carried over
+    kept = {f.path: previous[f.path] for f in arguments if f.path in previous}
+    arg_updates = [gr.update(visible=True, label=f.label, info=f.description,
+                             value=show_value(kept[f.path]) if f.path in kept else "",
                              placeholder=" | ".join(show_value(o) for o in f.options))
                    if i < len(arguments) else gr.update(visible=False, value="")
                    for i, f in enumerate(_pad(arguments, ARG_SLOTS))]
@@ -149,7 +158,8 @@ def choose_tool(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple:
     if len(responses) > ANCHOR_SLOTS:
         extra = ", ".join(f.path for f in responses[ANCHOR_SLOTS:])
         notes.append(f"Pin further response fields as `PATH=VALUE` lines: {extra}.")
-    return ("{}", *arg_updates, *anchor_updates, "\n\n".join(notes))
+    arguments_text = json.dumps(kept, indent=2, ensure_ascii=False) if kept else "{}"
+    return (arguments_text, *arg_updates, *anchor_updates, "\n\n".join(notes))
 
 
 def form_to_json(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, *values: str) -> tuple:
@@ -389,10 +399,10 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     if isinstance(tab, gr.Tab):  # the lead builds this tab inside a gr.Tab: re-read the worlds when it is opened
         tab.select(partial(refresh_worlds, ctx), world, world, api_visibility="private")
     world.change(partial(choose_world, ctx), world, [tool, rollout, tool_note], api_name="simulate_world").then(
-        partial(choose_tool, ctx), [world, tool], [arguments, *arg_inputs, *anchor_inputs, tool_note],
+        partial(choose_tool, ctx), [world, tool, arguments], [arguments, *arg_inputs, *anchor_inputs, tool_note],
         api_visibility="private")
-    tool.input(partial(choose_tool, ctx), [world, tool], [arguments, *arg_inputs, *anchor_inputs, tool_note],
-               api_name="simulate_tool")
+    tool.input(partial(choose_tool, ctx), [world, tool, arguments], [arguments, *arg_inputs, *anchor_inputs,
+                                                                     tool_note], api_name="simulate_tool")
     gr.on([box.input for box in arg_inputs], partial(form_to_json, ctx), [world, tool, arguments, *arg_inputs],
           [arguments, arguments_note], show_progress="hidden", trigger_mode="always_last",
           api_name="simulate_form_to_json")
