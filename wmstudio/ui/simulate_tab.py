@@ -225,9 +225,11 @@ def simulate(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: 
             if simulation.done:
                 break
             index = len(simulation.frames) - 1 if simulation.frames else None
-            status = "Denoising…" if index is None else skip
-            yield (status, canvas_html(simulation.canvas, simulation.frames, index, simulation.commits,
-                                       sampler.steps), skip, skip, skip, skip, skip)
+            drawn = canvas_html(simulation.canvas, simulation.frames, index, simulation.commits, sampler.steps)
+            if index is None:  # the layout, before the first step: clear the previous run's results
+                yield "Denoising…", drawn, skip, None, "", skip, skip
+            else:
+                yield skip, drawn, skip, skip, skip, skip, skip
     except InvalidInput as err:
         yield problems_text(err, "run"), skip, skip, skip, skip, skip, skip
         return
