@@ -43,7 +43,7 @@ from wmstudio.ui.identity import (
 from wmstudio.world.problems import InvalidInput
 
 SECRET_MODEL = "wm-secret-model-7"
-ITEM, AFTER = 9, 4  # output counts: the item components; message, progress, agreement table, chart
+ITEM = 9  # the item components come first in every output; then the message and your progress
 
 
 def _free_port() -> int:
@@ -96,6 +96,12 @@ def start(client, name):
     return saved, identity, rest[:ITEM], rest[ITEM:]
 
 
+def agreement(client):
+    """The agreement table and chart, as the page shows them after each rating."""
+    table, chart = client.predict(api_name="/annotate_agreement")
+    return table, {trace["name"]: trace["y"] for trace in json.loads(chart["plot"])["data"]}
+
+
 def rate(client, name, step_id, scores, tags=(), note=""):
     out = client.predict(name, step_id, *scores, list(tags), note, api_name="/annotate_submit")
     return out[:ITEM], out[ITEM:]
@@ -103,7 +109,7 @@ def rate(client, name, step_id, scores, tags=(), note=""):
 
 def test_the_queue_shows_each_step_blind_with_its_world_context(launch):
     client, _ctx = launch()
-    saved, identity, item, (message, progress, agreement, _) = start(client, "alice")
+    saved, identity, item, (message, progress) = start(client, "alice")
     assert saved == "alice" and "Rating as **alice**" in identity
     step_id, context, state, exchange, *answers = item
     world = next(w for w in demo_worlds() if w.name == "retail")
@@ -112,11 +118,11 @@ def test_the_queue_shows_each_step_blind_with_its_world_context(launch):
     assert '"name": "' in exchange and "The response to rate" in exchange
     assert json.dumps(world.initial_state, indent=2)[:40] in state
     assert answers == [None, None, None, [], ""]
-    everything = json.dumps([identity, item, message, progress, agreement])
+    everything = json.dumps([identity, item, message, progress, agreement(client)[0]])
     assert SECRET_MODEL not in everything and "4242" not in everything and "low_confidence" not in everything
     assert "rated **0** of 3" in progress  # the branch copies are not in the queue
 
-    item, (message, progress, _, _) = rate(client, "alice", step_id, [4, 5, 3])
+    item, (message, progress) = rate(client, "alice", step_id, [4, 5, 3])
     assert f"Saved your rating of step {step_id}" in message and "rated **1** of 3" in progress
     assert item[0] != step_id and "Earlier steps** (1)" in item[1]  # the second step, with the first as history
 
@@ -128,7 +134,8 @@ def test_two_annotators_rating_the_same_steps_show_alpha_and_distributions(launc
         *_, item, _ = start(client, name)
         for row in rows:
             item, after = rate(client, name, item[0], row, tags=["error cascade"] if row[0] < 3 else ())
-    _message, progress, agreement, chart = after
+    _message, progress = after
+    table, bars = agreement(client)
     assert "rated **3** of 3" in progress and "Nothing left to rate" in item[1]
 
     units = sorted({v.step_id for v in ratings_for_dimension(ctx.store, "realism")})
@@ -138,13 +145,9 @@ def test_two_annotators_rating_the_same_steps_show_alpha_and_distributions(launc
         for name, rows in scores.items() for i, unit in enumerate(units)
     ])
     for entry in expected.dimensions:
-        assert entry.alpha is not None and f"**{entry.alpha:.3f}**" in agreement
-    assert "over 3 rated steps by 2 annotator(s)" in agreement
-    bars = {trace["name"]: trace["y"] for trace in json.loads(chart["plot"])["data"]}
+        assert entry.alpha is not None and f"**{entry.alpha:.3f}**" in table
+    assert "over 3 rated steps by 2 annotator(s)" in table
     assert bars["Realism"] == [1, 1, 0, 2, 2] and bars["Outcome correctness"] == [0, 1, 1, 2, 2]
-
-    refreshed, _ = client.predict(api_name="/annotate_agreement")
-    assert refreshed == agreement
 
 
 def test_skipping_moves_on_for_you_only_and_counts(launch):
@@ -152,7 +155,7 @@ def test_skipping_moves_on_for_you_only_and_counts(launch):
     *_, item, _ = start(client, "carol")
     first = item[0]
     out = client.predict("carol", first, api_name="/annotate_skip")
-    item, (message, progress, _, _) = out[:ITEM], out[ITEM:]
+    item, (message, progress) = out[:ITEM], out[ITEM:]
     assert f"Skipped step {first}" in message and item[0] != first
     assert "skipped 1" in progress and "2 to go" in progress
     *_, other, _ = start(client, "dave")
@@ -162,10 +165,12 @@ def test_skipping_moves_on_for_you_only_and_counts(launch):
 def test_someone_else_rating_first_changes_the_agreement_view_you_see(launch):
     client, ctx = launch()
     erin = get_annotator(ctx.store, "erin")
-    *_, item, (_, _, before, _) = start(client, "frank")
+    *_, item, _ = start(client, "frank")
+    before, _ = agreement(client)
     save_rating(ctx.store, erin.id, item[0], 3, 3, 3)
-    _, (_, _, after, _) = rate(client, "frank", item[0], [3, 3, 2])
-    assert "no ratings yet" in before and "by 2 annotator(s)" in after
+    rate(client, "frank", item[0], [3, 3, 2])
+    after, bars = agreement(client)
+    assert "no ratings yet" in before and "by 2 annotator(s)" in after and bars["Training utility"] == [0, 1, 1, 0, 0]
 
 
 def test_bad_input_is_explained_and_the_answers_stay(launch):

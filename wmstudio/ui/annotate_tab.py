@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -262,23 +265,21 @@ def _item_outputs(view: ItemView) -> list[Any]:
 
 
 def start_rating(ctx: StudioContext, typed_name: Any, request: Any = None, profile: Any = None) -> list[Any]:
-    """Sign in (or confirm who is signed in) and show the first item, your progress and the agreement view."""
+    """Sign in (or confirm who is signed in) and show the first item and your progress (agreement: refresh_agreement)."""
     try:
         identity = _identity(ctx, typed_name, request, profile)
         view = next_item(ctx.store, identity)
         progress = progress_markdown(ctx.store, identity)
-        report = agreement_data(ctx.store)
     except Exception as err:  # noqa: BLE001 - shown as a message, the page keeps what was typed
-        return [gr.skip(), gr.skip()] + [gr.skip()] * 9 + [failure_message(err), gr.skip(), gr.skip(), gr.skip()]
+        return [gr.skip(), gr.skip()] + [gr.skip()] * 9 + [failure_message(err), gr.skip()]
     saved = identity.name if identity.source == "local" else gr.skip()
-    return ([saved, identity.describe()] + _item_outputs(view)
-            + ["", progress, agreement_markdown(report), distribution_figure(report)])
+    return [saved, identity.describe()] + _item_outputs(view) + ["", progress]
 
 
 def submit_rating(ctx: StudioContext, typed_name: Any, step_id: Any, realism: Any, outcome_correctness: Any,
                   training_utility: Any, failure_tags: Any, note: Any, request: Any = None,
                   profile: Any = None) -> list[Any]:
-    """Save the three scores, tags and note for the shown step, then show the next item, progress and agreement.
+    """Save the three scores, tags and note for the shown step, then show the next item and your progress.
 
     A missing score or a missing item is reported and everything typed stays on the page."""
     try:
@@ -294,7 +295,7 @@ def submit_rating(ctx: StudioContext, typed_name: Any, step_id: Any, realism: An
                     failure_tags=list(failure_tags or []), note=note or "")
         return _after_action(ctx, identity, f"✅ Saved your rating of step {int(step_id)}.")
     except Exception as err:  # noqa: BLE001 - shown as a message, the answers stay on the page
-        return [gr.skip()] * 9 + [failure_message(err), gr.skip(), gr.skip(), gr.skip()]
+        return [gr.skip()] * 9 + [failure_message(err), gr.skip()]
 
 
 def skip_item(ctx: StudioContext, typed_name: Any, step_id: Any, request: Any = None, profile: Any = None) -> list[Any]:
@@ -307,23 +308,40 @@ def skip_item(ctx: StudioContext, typed_name: Any, step_id: Any, request: Any = 
         skip_step(ctx.store, annotator.id, int(step_id))
         return _after_action(ctx, identity, f"⏭️ Skipped step {int(step_id)}.")
     except Exception as err:  # noqa: BLE001
-        return [gr.skip()] * 9 + [failure_message(err), gr.skip(), gr.skip(), gr.skip()]
+        return [gr.skip()] * 9 + [failure_message(err), gr.skip()]
 
 
 def _after_action(ctx: StudioContext, identity: Identity, message: str) -> list[Any]:
     view = next_item(ctx.store, identity)
-    report = agreement_data(ctx.store)
-    return (_item_outputs(view) + [message, progress_markdown(ctx.store, identity), agreement_markdown(report),
-                                   distribution_figure(report)])
+    return _item_outputs(view) + [message, progress_markdown(ctx.store, identity)]
 
 
-def refresh_agreement(ctx: StudioContext) -> tuple[str, go.Figure | Any]:
-    """The agreement table and distribution chart as they stand now."""
+@dataclass
+class _Computed:
+    started: float
+    report: AgreementReport
+
+
+_AGREEMENT: dict[Path, _Computed] = {}
+_AGREEMENT_LOCK = threading.Lock()
+
+
+def refresh_agreement(ctx: StudioContext, max_age_s: float = 0.0) -> tuple[str, go.Figure | Any]:
+    """The agreement table and distribution chart, from a computation that started at most `max_age_s` before
+    this call (0: one that includes every rating saved before it).
+
+    Runs after each rating, apart from it (with every rating in the store it takes seconds at 50k ratings):
+    calls that pile up while one computation runs wait for it, and the first of them recomputes for all."""
+    asked = time.monotonic()
     try:
-        report = agreement_data(ctx.store)
+        with _AGREEMENT_LOCK:
+            cached = _AGREEMENT.get(ctx.store.path)
+            if cached is None or cached.started < asked - max_age_s:
+                cached = _Computed(time.monotonic(), agreement_data(ctx.store))
+                _AGREEMENT[ctx.store.path] = cached
     except Exception as err:  # noqa: BLE001
         return failure_message(err), gr.skip()
-    return agreement_markdown(report), distribution_figure(report)
+    return agreement_markdown(cached.report), distribution_figure(cached.report)
 
 
 def _score(value: Any) -> Any:
@@ -375,7 +393,8 @@ def build_annotate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             refresh = gr.Button("Refresh agreement", size="sm")
 
     item = [step_id, context_md, state_md, exchange_md, *radios, tags, note]
-    after = [message, progress_md, agreement_md, agreement_plot]
+    after = [message, progress_md]
+    chart = [agreement_md, agreement_plot]
 
     def on_start(typed_name: str, request: gr.Request, profile: gr.OAuthProfile | None):
         return start_rating(ctx, typed_name, request, profile)
@@ -391,10 +410,7 @@ def build_annotate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     def on_open(stored_name: str, request: gr.Request, profile: gr.OAuthProfile | None):
         """Page load: put back the name kept in this browser and, when someone is known, the first item."""
         if mode == "local" and not (stored_name or "").strip():
-            report = agreement_data(ctx.store)
-            return [gr.skip(), gr.skip(), gr.skip()] + [gr.skip()] * 9 + [
-                "Type your name and press **Start rating**.", gr.skip(),
-                agreement_markdown(report), distribution_figure(report)]
+            return [gr.skip()] * (len(start_outputs) - 1) + ["Type your name and press **Start rating**.", gr.skip()]
         return [stored_name or ""] + start_rating(ctx, stored_name, request, profile)
 
     def on_restore(stored_name: str, typed_name: str, request: gr.Request, profile: gr.OAuthProfile | None):
@@ -403,11 +419,23 @@ def build_annotate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             return [gr.skip()] * (1 + len(start_outputs))
         return on_open(stored_name, request, profile)
 
+    def after_rating():
+        return refresh_agreement(ctx)
+
+    def on_page():
+        return refresh_agreement(ctx, max_age_s=30.0)
+
     start_outputs = [saved_name, identity_md, *item, *after]
-    start.click(on_start, name, start_outputs, api_name="annotate_start")
-    name.submit(on_start, name, start_outputs, api_visibility="private")
-    submit.click(on_submit, [name, step_id, *radios, tags, note], [*item, *after], api_name="annotate_submit")
+    # The next item comes first; the agreement view follows in its own event, one computation at a time.
+    queue_once = {"concurrency_limit": 1, "concurrency_id": "annotate-agreement", "show_progress": "hidden",
+                  "api_visibility": "private"}
+    start.click(on_start, name, start_outputs, api_name="annotate_start").then(on_page, None, chart, **queue_once)
+    name.submit(on_start, name, start_outputs, api_visibility="private").then(on_page, None, chart, **queue_once)
+    submit.click(on_submit, [name, step_id, *radios, tags, note], [*item, *after], api_name="annotate_submit").then(
+        after_rating, None, chart, **queue_once)
     skip.click(on_skip, [name, step_id], [*item, *after], api_name="annotate_skip")
-    refresh.click(lambda: refresh_agreement(ctx), None, [agreement_md, agreement_plot], api_name="annotate_agreement")
+    refresh.click(after_rating, None, chart, api_name="annotate_agreement", concurrency_limit=1,
+                  concurrency_id="annotate-agreement")
     studio.load(on_open, saved_name, [name, *start_outputs], api_visibility="private")
+    studio.load(on_page, None, chart, **queue_once)
     saved_name.change(on_restore, [saved_name, name], [name, *start_outputs], api_visibility="private")
