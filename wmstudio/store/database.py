@@ -9,6 +9,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -57,7 +58,7 @@ def _make_engine(path: Path, foreign_keys: bool = True, pool: type[sa.pool.Pool]
         dbapi_connection.isolation_level = None  # transactions are begun by the "begin" hook below
         with closing(dbapi_connection.cursor()) as cursor:
             cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")
             cursor.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
 
@@ -69,6 +70,23 @@ def _make_engine(path: Path, foreign_keys: bool = True, pool: type[sa.pool.Pool]
         connection.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
+
+
+def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
+    """Put the file in WAL mode, waiting like the busy timeout does.
+
+    Switching a new file to WAL needs an exclusive lock, and SQLite answers "database is locked" at once
+    (without its busy wait) when two processes create the same file together; once in WAL this is a no-op."""
+    deadline, pause = time.monotonic() + BUSY_TIMEOUT_S, 0.001
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
 
 
 class Store:
