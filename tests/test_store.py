@@ -120,6 +120,18 @@ def test_a_new_file_is_migrated_to_head_and_every_connection_is_set_up_for_shari
     assert sorted(p.name for p in store.path.parent.iterdir() if ".bak" in p.name) == []
 
 
+def test_opening_a_replaced_file_uses_the_new_file(tmp_path):
+    path = tmp_path / "studio.db"
+    store = open_store(path)
+    save_world_version(store, parse_world(SHOP))
+    for leftover in tmp_path.glob("studio.db*"):  # the user deletes the database while the app runs
+        leftover.unlink()
+    reopened = open_store(path)
+    assert list_worlds(reopened) == []
+    save_world_version(reopened, parse_world({"name": "bank"}))
+    assert sqlite_rows(path, "SELECT name FROM world") == [("bank",)]
+
+
 def test_an_empty_file_is_a_new_database(tmp_path):
     path = tmp_path / "studio.db"
     path.touch()

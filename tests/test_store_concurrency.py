@@ -102,7 +102,7 @@ def test_a_second_process_writing_steps_and_ratings_at_the_same_time_loses_nothi
     assert counts == [2] * len(shared)  # both ratings of every shared step, counted exactly
 
 
-def test_two_processes_opening_a_new_file_at_once_migrate_it_once(tmp_path):
+def test_three_processes_opening_a_new_file_at_once_migrate_it_once(tmp_path):
     path = tmp_path / "fresh.db"
     go = tmp_path / "go"
     opener = textwrap.dedent("""
@@ -114,12 +114,12 @@ def test_two_processes_opening_a_new_file_at_once_migrate_it_once(tmp_path):
         print(len(list_worlds(open_store(sys.argv[1]))), flush=True)
     """)
     processes = [subprocess.Popen([sys.executable, "-c", opener, str(path), str(go)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    assert [p.stdout.readline().strip() for p in processes] == ["ready", "ready"]  # both loaded, waiting
+                                  stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    assert [p.stdout.readline().strip() for p in processes] == ["ready"] * 3  # all loaded and waiting
     go.touch()
     results = [p.communicate(timeout=120) for p in processes]
-    assert [p.returncode for p in processes] == [0, 0], [err for _, err in results]
-    assert [out.strip() for out, _ in results] == ["0", "0"]
+    assert [p.returncode for p in processes] == [0, 0, 0], [err for _, err in results]
+    assert [out.strip() for out, _ in results] == ["0", "0", "0"]
     assert current_revision(path) == head_revision()
 
 

@@ -100,6 +100,7 @@ class Store:
         self._engine: sa.Engine | None = None
         self._pid: int | None = None
         self._lock = threading.Lock()  # Gradio calls in from several threads
+        self.file_id: tuple[int, int] | None = None  # (device, inode) of the file when opened
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -166,8 +167,13 @@ def open_store(path: str | Path | None = None, upgrade: bool = True) -> Store:
             raise _database_problem(db_path, err) from None
         except sa.exc.DatabaseError as err:
             raise _database_problem(db_path, err.orig or err) from None
+    file_id = (db_path.stat().st_dev, db_path.stat().st_ino)
     with _OPEN_STORES_LOCK:
-        return _OPEN_STORES.setdefault(db_path.resolve(), Store(db_path))
+        store = _OPEN_STORES.setdefault(db_path.resolve(), Store(db_path))
+        if store.file_id != file_id:  # the file was replaced (deleted, restored): drop connections to the old one
+            store.close()
+            store.file_id = file_id
+        return store
 
 
 def _check_path(db_path: Path) -> None:
