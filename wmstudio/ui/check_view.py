@@ -15,6 +15,7 @@ from wmstudio.world.checks import CheckReport
 from wmstudio.world.spec import WorldSpec
 from wmstudio.world.tools import Tool
 
+BADGE_CHARS = 240
 REPORT_CSS = """
 .wm-cards { display: flex; gap: 12px; flex-wrap: wrap; align-items: stretch; }
 .wm-card { flex: 1 1 320px; min-width: 0; border: 1px solid var(--border-color-primary); border-radius: 8px;
@@ -23,7 +24,8 @@ REPORT_CSS = """
 .wm-card pre { font-size: 0.82em; white-space: pre-wrap; word-break: break-word; max-height: 320px; overflow: auto;
   margin: 6px 0; padding: 6px; border-radius: 6px; background: var(--background-fill-secondary); }
 .wm-badges { display: flex; flex-direction: column; gap: 3px; font-size: 0.85em; }
-.wm-badge { padding: 2px 8px; border-radius: 10px; width: fit-content; max-width: 100%; }
+.wm-badge { padding: 2px 8px; border-radius: 10px; width: fit-content; max-width: 100%; box-sizing: border-box;
+  overflow-wrap: anywhere; }
 .wm-badge.ok { background: #dcfce7; color: #166534; }
 .wm-badge.bad { background: #fee2e2; color: #991b1b; }
 .wm-badge.na { background: #f3f4f6; color: #4b5563; }
@@ -63,12 +65,18 @@ def check_badges(world: WorldSpec, tool: Tool, report: CheckReport, anchors: Seq
 def sample_card(title: str, response: str, world: WorldSpec, tool: Tool, report: CheckReport,
                 anchors: Sequence[Anchor]) -> str:
     """One response with its verdict and badges, as an HTML card."""
-    badges = "".join(f'<span class="wm-badge {state}">{"✓" if state == "ok" else "✗" if state == "bad" else "○"} '
-                     f"{html.escape(text)}</span>" for state, text in check_badges(world, tool, report, anchors))
+    badges = "".join(_badge(state, text) for state, text in check_badges(world, tool, report, anchors))
     verdict = '<div class="wm-verdict ok">✓ all checks pass</div>' if report.ok else \
         '<div class="wm-verdict bad">✗ some checks fail</div>'
     return (f'<div class="wm-card"><h4>{html.escape(title)}</h4>{verdict}'
             f"<pre>{html.escape(pretty_response(response))}</pre><div class=\"wm-badges\">{badges}</div></div>")
+
+
+def _badge(state: str, text: str) -> str:
+    """One badge; a very long message (e.g. a rule that could not be evaluated) is cut, whole on hover."""
+    mark = {"ok": "✓", "bad": "✗"}.get(state, "○")
+    shown = text if len(text) <= BADGE_CHARS else text[: BADGE_CHARS - 1] + "…"
+    return f'<span class="wm-badge {state}" title="{html.escape(text)}">{mark} {html.escape(shown)}</span>'
 
 
 def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchors: Sequence[Anchor],
