@@ -102,11 +102,14 @@ def test_tool_problems_name_the_tool_index():
     with pytest.raises(InvalidInput) as err:
         parse_world(data)
     assert [p.path.split(".")[0] for p in err.value.problems] == ["tools[2]"]
-    duplicate = canonical_world()
-    duplicate["tools"].append(duplicate["tools"][0])
+    repeated = canonical_world()
+    repeated["tools"].append(repeated["tools"][0])  # an exact repeat is merged into one tool
+    assert len(parse_world(repeated).tools) == len(canonical_world()["tools"])
+    clash = canonical_world()
+    clash["tools"].append({"type": "function", "function": {**clash["tools"][0]["function"], "description": "other"}})
     with pytest.raises(InvalidInput) as err:
-        parse_world(duplicate)
-    assert err.value.problems[0].path == "tools[2].name" and "duplicate" in err.value.problems[0].message
+        parse_world(clash)
+    assert err.value.problems[0].path.startswith("tools[2]") and "duplicate" in err.value.problems[0].message
     not_a_list = canonical_world() | {"tools": {"transfer": {}}}
     with pytest.raises(InvalidInput, match=r"tools: must be a list of tools, got an object"):
         parse_world(not_a_list)

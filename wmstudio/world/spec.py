@@ -116,12 +116,6 @@ def parse_world(data: Any, source: str | None = None) -> WorldSpec:
             tools = parse_tools(raw_tools, "auto", source="tools").tools
         except InvalidInput as err:
             problems.extend(err.problems)
-    seen: set[str] = set()
-    for i, tool in enumerate(tools):
-        if tool.name in seen:
-            problems.append(Problem(f"tools[{i}].name", f"duplicate tool name {tool.name!r}: rename one"))
-        seen.add(tool.name)
-
     rules = _parse_rules(data.get("rules", []), problems)
     directives = data.get("directives", [])
     if not isinstance(directives, list) or not all(isinstance(d, str) for d in directives):
