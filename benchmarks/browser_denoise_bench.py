@@ -2,11 +2,12 @@
 
 Launches the studio on the default model (or --model), opens it in headless Chromium, runs a skeleton denoise of
 about 64 masked tokens N times and prints the median times (targets: first frame 0.5 s, whole denoise 2 s).
-Run: `python benchmarks/browser_denoise_bench.py [--runs 10] [--model PATH] [--world retail] [--tool NAME]`."""
+Run: `python benchmarks/browser_denoise_bench.py [--runs 10] [--model PATH] [--tool NAME] [--threads 1]`."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import tempfile
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 import gradio as gr
+import torch
 from playwright.sync_api import expect, sync_playwright
 
 from wmstudio.locations import DEMO_WORLDS_DIR
@@ -83,7 +85,11 @@ def main() -> None:
     parser.add_argument("--world", default="retail", help="demo world to run in")
     parser.add_argument("--tool", default=None, help="tool to call (default: the one with ~64 masked slots)")
     parser.add_argument("--masked", type=int, default=64, help="masked slots the default tool should have")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads for the server (default: torch's own choice); 1 helps on a busy machine")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     home = Path(tempfile.mkdtemp(prefix="wmstudio-bench-"))
     ctx = open_context(db=home / "studio.db", model=args.model, ar_model=None)
@@ -91,7 +97,8 @@ def main() -> None:
         save_world_version(ctx.store, load_world(path))
     started = time.perf_counter()
     backend = ctx.backend()
-    print(f"model {backend.name} loaded in {time.perf_counter() - started:.1f} s on {backend.device}")
+    print(f"model {backend.name} loaded in {time.perf_counter() - started:.1f} s on {backend.device}, "
+          f"{torch.get_num_threads()} torch thread(s), load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     world_row = next(w.latest for w in list_worlds(ctx.store) if w.name == args.world)
     world = world_row.spec()
     if args.tool:
