@@ -195,10 +195,10 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                                 label="Simulator (ground truth)")
     task = gr.Textbox(label="Task context", lines=3, elem_id="world-task")
     with gr.Row():
-        state = gr.Code(label="Initial environment state (JSON or text)", language="json", lines=12)
-        tools = gr.Code(label="Tool schemas (JSON list, any importable format)", language="json", lines=12)
+        state = gr.Code(label="Initial environment state (JSON or text)", language="json", lines=12, max_lines=24)
+        tools = gr.Code(label="Tool schemas (JSON list, any importable format)", language="json", lines=12, max_lines=24)
     with gr.Row():
-        rules = gr.Code(label='Domain rules ([{"text": ..., "check": "<CEL>"}])', language="json", lines=8)
+        rules = gr.Code(label='Domain rules ([{"text": ..., "check": "<CEL>"}])', language="json", lines=8, max_lines=16)
         directives = gr.Textbox(label="Steering directives (one per line)", lines=8)
     with gr.Accordion("Import tools from a file", open=False):
         with gr.Row():
