@@ -27,9 +27,11 @@ from wmstudio.store import (
     next_to_annotate,
     open_store,
     pack_trace,
+    refresh_search_index,
     save_rating,
     save_world_version,
 )
+from wmstudio.store.text_index import STALE_BATCH
 from wmstudio.world.spec import parse_world
 
 TOOLS = ("get_order", "refund_order", "search_products", "list_invoices", "create_ticket", "get_weather")
@@ -154,7 +156,11 @@ def main() -> None:
         print(f"reusing {path}: {sizes}")
     else:
         sizes = build(store, args.steps, args.ratings, args.annotators)
-        print(f"built {sizes} in {time.perf_counter() - began:.1f} s ({path.stat().st_size / 1e6:.0f} MB)")
+        print(f"built {sizes} in {time.perf_counter() - began:.1f} s")
+        began = time.perf_counter()
+        indexed = refresh_search_index(store)  # what the first text search after a bulk load does
+        print(f"indexed the text of {indexed} rollouts in {time.perf_counter() - began:.1f} s "
+              f"({path.stat().st_size / 1e6:.0f} MB in all)")
 
     slowest = 0.0
     print("filter rollouts (page of 20, newest first, with total and status counts):")
@@ -193,6 +199,23 @@ def main() -> None:
         save_rating(store, fresh.id, queue[-1], 4, 4, 4, ["other"])
         queue.append(next_to_annotate(store, fresh.id).step_id)
     timed("save a rating, then fetch the next item", rate_next, args.repeat)
+
+    def append_then_search() -> None:
+        append_step(store, rollout_id, {"name": "get_order", "arguments": {"id": "ORD-2"}}, '{"status": "lost"}',
+                    MadeBy.by_hand())
+        filter_rollouts(store, text="ORD-0424")
+    timed("append a step, then search text (it is scanned)", append_then_search, args.repeat)
+
+    batch = [item.id for item in filter_rollouts(store, page_size=STALE_BATCH, page=3).items]
+    samples = []
+    for _ in range(max(3, args.repeat // 8)):
+        for rollout in batch:
+            append_step(store, rollout, {"name": "get_order", "arguments": {"id": "ORD-3"}}, "{}", MadeBy.by_hand())
+        began = time.perf_counter()
+        refresh_search_index(store)
+        samples.append((time.perf_counter() - began) * 1000)
+    print(f"  {'re-index a batch of ' + str(STALE_BATCH) + ' changed rollouts':<48} "
+          f"median {statistics.median(samples):7.2f} ms   max {max(samples):7.2f} ms")
     if folder is not None:
         store.close()
         folder.cleanup()

@@ -41,6 +41,7 @@ from wmstudio.store import (
     open_store,
     pack_trace,
     ratings_for_dimension,
+    refresh_search_index,
     rollout_steps,
     rollout_tags,
     run_metrics,
@@ -56,6 +57,7 @@ from wmstudio.store import (
 )
 from wmstudio.store.database import current_revision, head_revision, upgrade_database
 from wmstudio.store.tables import STORE_TABLES, include_object
+from wmstudio.store.text_index import STALE_BATCH
 from wmstudio.world.checks import CheckReport
 from wmstudio.world.problems import InvalidInput
 from wmstudio.world.spec import Call, parse_world
@@ -374,7 +376,10 @@ def test_summaries_carry_counts_tags_and_world_version(store, catalogue):
     assert (empty.step_count, empty.failed_steps, empty.tags) == (0, 0, [])
 
 
-def test_text_search_looks_in_calls_responses_and_titles_ignoring_case(store, catalogue):
+@pytest.mark.parametrize("indexed", [True, False], ids=["from the index", "changed since indexed"])
+def test_text_search_looks_in_calls_responses_and_titles_ignoring_case(store, catalogue, indexed):
+    if indexed:
+        assert refresh_search_index(store) == len(catalogue)
     assert titles(filter_rollouts(store, text="already_refunded")) == ["double refund"]
     assert titles(filter_rollouts(store, text="REFUNDED")) == ["double refund", "refund lost parcel"]
     assert titles(filter_rollouts(store, text="café")) == ["unchecked"]
@@ -386,6 +391,28 @@ def test_text_search_looks_in_calls_responses_and_titles_ignoring_case(store, ca
     assert titles(filter_rollouts(store, text="P1")) == ["pagination"]
     assert filter_rollouts(store, text="nothing like this").total == 0
     assert titles(filter_rollouts(store, text="refunded", tag="adversarial", check_ok=False)) == ["double refund"]
+
+
+def test_text_search_is_exact_before_and_after_the_index_catches_up(store, world):
+    rollouts = [create_rollout(store, world.id, f"r{i}") for i in range(STALE_BATCH)]
+    step = append_step(store, rollouts[0].id, call(), '{"colour": "teal"}', MODEL)
+    assert refresh_search_index(store) == STALE_BATCH and stale_rollouts(store) == 0
+    edit_step_response(store, step.id, '{"colour": "maroon"}')
+    append_step(store, rollouts[1].id, call(), '{"colour": "maroon"}', MODEL)
+    assert stale_rollouts(store) == 2  # changed since indexed: read directly, not from the index
+    assert titles(filter_rollouts(store, text="teal")) == []
+    assert titles(filter_rollouts(store, text="MAROON")) == ["r1", "r0"]
+    assert titles(filter_rollouts(store, text="n\"")) == ["r1", "r0"]  # short text: scanned in both places
+    for rollout in rollouts[2:]:
+        set_tags(store, rollout.id, ["x"])  # tags are not text: nothing to re-index
+        append_step(store, rollout.id, call(), "{}", MODEL)
+    assert stale_rollouts(store) == STALE_BATCH
+    assert titles(filter_rollouts(store, text="maroon")) == ["r1", "r0"]  # searched after a batch re-index
+    assert stale_rollouts(store) == 0
+
+
+def stale_rollouts(store):
+    return sqlite_rows(store.path, "SELECT count(*) FROM rollout_text_stale")[0][0]
 
 
 def test_pages_split_the_newest_first_order(store, catalogue):

@@ -37,7 +37,11 @@ from wmstudio.store.rollouts import (
     set_tags,
     step_trace,
 )
-from wmstudio.store.search import RolloutPage, RolloutSummary, filter_rollouts
+from wmstudio.store.search import (
+    RolloutPage,
+    RolloutSummary,
+    filter_rollouts,
+)
 from wmstudio.store.tables import (
     FAILURE_TAGS,
     RATING_DIMENSIONS,
@@ -53,6 +57,7 @@ from wmstudio.store.tables import (
     TrainingRun,
     World,
 )
+from wmstudio.store.text_index import refresh_search_index
 from wmstudio.store.trace import TraceEntry, pack_trace, unpack_trace
 from wmstudio.store.training_runs import (
     add_metrics,
@@ -123,6 +128,7 @@ __all__ = [
     "open_store",
     "pack_trace",
     "ratings_for_dimension",
+    "refresh_search_index",
     "rollout_steps",
     "rollout_tags",
     "run_metrics",

@@ -27,7 +27,6 @@ from wmstudio.world.checks import CheckReport
 from wmstudio.world.problems import InvalidInput, Problem
 from wmstudio.world.spec import Call
 
-MAX_STEPS_PER_ROLLOUT = 2**20  # the search index numbers a step rollout_id * 2**20 + index
 MAX_TAG_CHARS = 64
 MAX_TITLE_CHARS = 200
 
@@ -60,10 +59,7 @@ def append_step(
     with store.write() as session:
         fetch_row(session, Rollout, rollout_id, "rollout_id")
         last = session.exec(select(sa.func.max(Step.index)).where(Step.rollout_id == rollout_id)).one()
-        index = 0 if last is None else last + 1
-        if index >= MAX_STEPS_PER_ROLLOUT:
-            raise InvalidInput(Problem("rollout_id", f"rollout {rollout_id} is full ({index} steps): start a new one"))
-        step = Step(rollout_id=rollout_id, index=index, **fields)
+        step = Step(rollout_id=rollout_id, index=0 if last is None else last + 1, **fields)
         session.add(step)
         session.flush()
         if packed is not None:

@@ -1,7 +1,7 @@
 """Finding rollouts: filter by world, status, tag, text in calls/responses and check verdicts, newest first, paged.
 
-Text search uses the steps' FTS5 trigram index (any substring of 3+ characters); shorter text falls back to a
-scan. Each page comes with the total and the count per status, so the UI can show both without a second call."""
+Text search goes through the rollout text index (`text_index.py`). Each page comes with the total and the count
+per status, so the UI can show both without a second call."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ from sqlmodel import Session, select
 
 from wmstudio.store.database import Store
 from wmstudio.store.tables import ROLLOUT_STATUSES, Rollout, RolloutTag, Step, World
+from wmstudio.store.text_index import (
+    STALE_BATCH,
+    refresh_search_index,
+    rollouts_containing,
+)
 from wmstudio.world.problems import InvalidInput, Problem
 
 MAX_PAGE_SIZE = 200
-MIN_INDEXED_QUERY = 3  # the trigram index matches substrings of at least three characters
-SEARCH_ROWID_SHIFT = 20  # step_fts rowid = rollout_id * 2**20 + step index (revision 0002)
-
-
 @dataclass
 class RolloutSummary:
     """What a list of rollouts shows: the rollout, its world, tags, and how many steps failed their checks."""
@@ -82,9 +83,12 @@ def filter_rollouts(
         raise InvalidInput(Problem("page_size", f"{page_size} is over {MAX_PAGE_SIZE}: ask for smaller pages"))
 
     conditions = _conditions(world, world_id, tag, check_ok)
+    text = text.strip() if text else ""
+    if text:
+        refresh_search_index(store, min_stale=STALE_BATCH)
     with store.read() as session:
-        if text is not None and text.strip():
-            matching = sa.func.json_each(json.dumps(_rollouts_with_text(session, text.strip()))).table_valued("value")
+        if text:  # found once and passed on as a JSON list, so the counts and the page do not search again
+            matching = sa.func.json_each(json.dumps(rollouts_containing(session, text))).table_valued("value")
             conditions.append(Rollout.id.in_(select(matching.c.value)))
         counts = dict.fromkeys(ROLLOUT_STATUSES, 0)
         counted = select(Rollout.status, sa.func.count()).where(*conditions).group_by(Rollout.status)
@@ -122,27 +126,6 @@ def _conditions(world: str | None, world_id: int | None, tag: str | None,
         else:
             conditions.append(sa.exists().where(Step.rollout_id == Rollout.id, Step.check_ok.is_(False)))
     return conditions
-
-
-def _rollouts_with_text(session: Session, text: str) -> list[int]:
-    """Ids of rollouts whose title, or some step's call or response, contains `text` (ignoring case).
-
-    Found once and passed on as a JSON list, so the counts and the page do not each search again."""
-    pattern = f"%{_escape_like(text)}%"
-    if len(text) >= MIN_INDEXED_QUERY:
-        phrase = '"' + text.replace('"', '""') + '"'
-        in_steps = sa.text(f"SELECT DISTINCT rowid >> {SEARCH_ROWID_SHIFT} FROM step_fts WHERE step_fts MATCH :phrase")
-        found = set(session.execute(in_steps, {"phrase": phrase}).scalars())
-    else:  # too short for trigrams: read the steps (LIKE ignores ASCII case, as the index does)
-        in_text = sa.or_(sa.cast(Step.call, sa.String).like(pattern, escape="\\"),
-                         Step.response.like(pattern, escape="\\"))
-        found = set(session.execute(select(Step.rollout_id).distinct().where(in_text)).scalars())
-    found.update(session.execute(select(Rollout.id).where(Rollout.title.like(pattern, escape="\\"))).scalars())
-    return sorted(found)
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _summaries(session: Session, rows: list[tuple[Rollout, str, int]]) -> list[RolloutSummary]:

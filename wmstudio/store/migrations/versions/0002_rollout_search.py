@@ -1,13 +1,14 @@
-"""Full-text search over steps: an FTS5 trigram index of each step's call and response, kept by triggers.
+"""Text search over rollouts: an FTS5 trigram index with one document per rollout (title, calls and responses).
 
 Revision ID: 0002
 Revises: 0001
 
-Substring search ("refund_id", "café") then walks an index instead of reading every response. The index is
-contentless (the text stays only in `step`) and its rowid is `rollout_id * 2**20 + index`, so a match names
-its rollout without a lookup: a word found in most steps still answers in tens of milliseconds. Steps that
-exist when this runs are indexed at once. A later revision that rebuilds the `step` table in batch mode drops
-these triggers with the old table and must create them again."""
+One document per rollout keeps search fast when a word occurs in most steps (it is found in 3k rollout documents,
+not 100k step documents), and short text is scanned in one compact table. Triggers only mark a rollout stale
+(`rollout_text_stale`) when its title or steps change, so a write stays O(1) and bulk loads stay fast; the search
+re-indexes the stale rollouts before it looks (`wmstudio.store.search.refresh_search_index`). Rollouts that exist
+when this runs are marked stale, so the first search indexes them. A later revision that rebuilds `step` or
+`rollout` in batch mode drops these triggers with the old table and must create them again."""
 
 from __future__ import annotations
 
@@ -18,28 +19,34 @@ down_revision = "0001"
 branch_labels = None
 depends_on = None
 
-ROWID = '{row}.rollout_id * 1048576 + {row}."index"'  # 1048576 = 2**20 steps per rollout at most
-INSERT = f"INSERT INTO step_fts(rowid, call, response) VALUES ({ROWID.format(row='new')}, new.call, new.response);"
-DELETE = (f"INSERT INTO step_fts(step_fts, rowid, call, response) "
-          f"VALUES ('delete', {ROWID.format(row='old')}, old.call, old.response);")
+
+def _mark(row: str, column: str) -> str:
+    return f"INSERT OR IGNORE INTO rollout_text_stale(rollout_id) VALUES ({row}.{column});"
+
+
 TRIGGERS = {
-    "step_fts_after_insert": f"CREATE TRIGGER step_fts_after_insert AFTER INSERT ON step BEGIN {INSERT} END",
-    "step_fts_after_delete": f"CREATE TRIGGER step_fts_after_delete AFTER DELETE ON step BEGIN {DELETE} END",
-    "step_fts_after_update": (
-        'CREATE TRIGGER step_fts_after_update AFTER UPDATE OF call, response, rollout_id, "index" ON step '
-        f"BEGIN {DELETE} {INSERT} END"
+    "rollout_text_step_insert": f"AFTER INSERT ON step BEGIN {_mark('new', 'rollout_id')} END",
+    "rollout_text_step_update": (
+        "AFTER UPDATE OF call, response, rollout_id ON step "
+        f"BEGIN {_mark('new', 'rollout_id')} {_mark('old', 'rollout_id')} END"
     ),
+    "rollout_text_step_delete": f"AFTER DELETE ON step BEGIN {_mark('old', 'rollout_id')} END",
+    "rollout_text_rollout_insert": f"AFTER INSERT ON rollout BEGIN {_mark('new', 'id')} END",
+    "rollout_text_rollout_update": f"AFTER UPDATE OF title ON rollout BEGIN {_mark('new', 'id')} END",
+    "rollout_text_rollout_delete": f"AFTER DELETE ON rollout BEGIN {_mark('old', 'id')} END",
 }
 
 
 def upgrade() -> None:
-    op.execute("CREATE VIRTUAL TABLE step_fts USING fts5(call, response, content='', tokenize='trigram')")
-    for sql in TRIGGERS.values():
-        op.execute(sql)
-    op.execute(f"INSERT INTO step_fts(rowid, call, response) SELECT {ROWID.format(row='step')}, call, response FROM step")
+    op.execute("CREATE VIRTUAL TABLE rollout_text USING fts5(body, tokenize='trigram')")  # rowid = rollout id
+    op.execute("CREATE TABLE rollout_text_stale (rollout_id INTEGER PRIMARY KEY)")
+    for name, body in TRIGGERS.items():
+        op.execute(f"CREATE TRIGGER {name} {body}")
+    op.execute("INSERT INTO rollout_text_stale(rollout_id) SELECT id FROM rollout")
 
 
 def downgrade() -> None:
     for name in TRIGGERS:
         op.execute(f"DROP TRIGGER IF EXISTS {name}")
-    op.execute("DROP TABLE IF EXISTS step_fts")
+    op.execute("DROP TABLE IF EXISTS rollout_text_stale")
+    op.execute("DROP TABLE IF EXISTS rollout_text")
