@@ -149,10 +149,11 @@ def test_the_migrations_create_exactly_the_tables_the_code_uses(store):
         assert compare_metadata(context, STORE_TABLES[0].metadata) == []
 
 
-def test_rows_written_at_the_first_revision_survive_the_upgrade_and_become_searchable(tmp_path):
+@pytest.mark.parametrize("first", ["0001", "0002"], ids=["first revision", "per-step search index"])
+def test_rows_written_at_an_earlier_revision_survive_the_upgrade_and_become_searchable(tmp_path, first):
     path = tmp_path / "studio.db"
-    upgrade_database(path, "0001")
-    assert current_revision(path) == "0001"
+    upgrade_database(path, first)
+    assert current_revision(path) == first
     world_text = parse_world(SHOP).dumps()
     made_by = json.dumps(MODEL.to_json())
     with closing(sqlite3.connect(path)) as connection, connection:  # what a first-release studio wrote
@@ -184,7 +185,8 @@ def test_rows_written_at_the_first_revision_survive_the_upgrade_and_become_searc
     newer = append_step(store, 1, call("Q7"), '{"status": "fresh"}', MODEL)
     assert newer.index == 1 and filter_rollouts(store, text="fresh").total == 1
     backups = [p for p in tmp_path.iterdir() if p.name.startswith("studio.db.before-")]
-    assert len(backups) == 1 and sqlite_rows(backups[0], "SELECT version_num FROM alembic_version") == [("0001",)]
+    assert len(backups) == 1 and sqlite_rows(backups[0], "SELECT version_num FROM alembic_version") == [(first,)]
+    assert sqlite_rows(path, "SELECT name FROM sqlite_master WHERE name = 'step_fts'") == []  # replaced by 0003
 
 
 def test_files_that_are_not_studio_databases_are_refused_with_the_fix(tmp_path):

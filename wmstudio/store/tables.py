@@ -251,7 +251,7 @@ class RunMetric(SQLModel, table=True):
 
 STORE_TABLES = [t.__table__ for t in (World, Rollout, RolloutTag, Step, StepTrace, Annotator, Rating, Skip, Curriculum,
                                       CurriculumRollout, TrainingRun, RunMetric)]
-HAND_MADE_TABLE_PREFIXES = ("rollout_text",)  # the FTS5 search index, its shadow and stale tables (0002)
+HAND_MADE_TABLE_PREFIXES = ("rollout_text", "step_fts")  # FTS5 search indexes and their tables (0002, 0003)
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:

@@ -1,6 +1,6 @@
 """The rollout text index: one FTS5 trigram document per rollout (title, calls, responses), kept fresh cheaply.
 
-Writes only mark a rollout stale (triggers, revision 0002). A search reads the index for every other rollout and
+Writes only mark a rollout stale (triggers, revision 0003). A search reads the index for every other rollout and
 scans the few stale ones directly, so it is exact at once; the stale rollouts are re-indexed in batches, since
 every write to the index can cost a merge of its segments (a few hundred ms on a busy 2-core machine)."""
 
