@@ -9,7 +9,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from wmstudio.model.backends import DEFAULT_AR_MODEL, DEFAULT_MODEL, ArBaseline, Backend, load_backend
+from wmstudio.model.backends import (
+    DEFAULT_AR_MODEL,
+    DEFAULT_MODEL,
+    ArBaseline,
+    Backend,
+    load_backend,
+)
 from wmstudio.store import Store
 from wmstudio.world.problems import InvalidInput
 

@@ -17,7 +17,13 @@ from wmstudio.store import get_world, list_worlds, save_world_version, world_ver
 from wmstudio.ui.context import StudioContext
 from wmstudio.world.problems import InvalidInput, Problem
 from wmstudio.world.sims import SIMULATORS
-from wmstudio.world.spec import WorldSpec, load_world, parse_json_text, parse_world, save_world
+from wmstudio.world.spec import (
+    WorldSpec,
+    load_world,
+    parse_json_text,
+    parse_world,
+    save_world,
+)
 from wmstudio.world.tools import FORMATS, import_tools_file
 
 FIELDS = ("name", "description", "simulator", "task", "initial_state", "tools", "rules", "directives")
@@ -200,11 +206,10 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     with gr.Row():
         rules = gr.Code(label='Domain rules ([{"text": ..., "check": "<CEL>"}])', language="json", lines=8, max_lines=16)
         directives = gr.Textbox(label="Steering directives (one per line)", lines=8)
-    with gr.Accordion("Import tools from a file", open=False):
-        with gr.Row():
-            upload = gr.File(label="Tool file (JSON, JSON Lines, YAML)", type="filepath")
-            fmt = gr.Dropdown(list(FORMATS), value="auto", label="Format")
-            import_button = gr.Button("Import tools")
+    with gr.Accordion("Import tools from a file", open=False), gr.Row():
+        upload = gr.File(label="Tool file (JSON, JSON Lines, YAML)", type="filepath")
+        fmt = gr.Dropdown(list(FORMATS), value="auto", label="Format")
+        import_button = gr.Button("Import tools")
     with gr.Row():
         validate_button = gr.Button("Validate")
         save_button = gr.Button("Save new version", variant="primary", elem_id="world-save")
