@@ -214,3 +214,14 @@ def test_mask_and_pad_ids_can_come_from_the_model(tokenizer):
     canvas = build_canvas(tokenizer, {"type": "integer"}, mask_id=999, pad_id=eos)
     assert canvas.tokens == [999] * SpanBudgets().integer and canvas.pad_id == eos
     assert canvas.decode([tokenizer.convert_tokens_to_ids("7"), eos, eos]) == "7"
+
+
+def test_string_budgets_follow_what_the_key_holds(tokenizer):
+    keys = ["session_token", "expires_at", "account_id", "path", "error", "message", "name", "when"]
+    schema = {"type": "object", "properties": {k: {"type": "string"} for k in keys}}
+    schema["properties"]["when"] = {"type": "string", "format": "date"}
+    budgets = SpanBudgets()
+    lengths = {span.path: span.length for span in build_canvas(tokenizer, schema).spans}
+    assert lengths == {"session_token": budgets.secret, "expires_at": budgets.timestamp,
+                       "account_id": budgets.identifier, "path": budgets.location, "error": budgets.string,
+                       "message": budgets.long_string, "name": budgets.string, "when": 10}

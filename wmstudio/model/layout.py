@@ -13,6 +13,7 @@ Free mode is one span cut by text anchors; pinned fields go at its end, followed
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -24,7 +25,14 @@ from wmstudio.world.jsonpath import format_path, parse_path
 from wmstudio.world.problems import InvalidInput
 
 MAX_DEPTH = 12
-LONG_TEXT_WORDS = ("message", "description", "reason", "detail", "summary", "text", "note", "error", "content")
+# a string's budget by what its key says it holds (first match wins), measured on the simulated worlds' corpus
+KEY_KINDS = (
+    (re.compile(r"token|secret|api_?key|password|signature|hash"), "secret"),
+    (re.compile(r"message|description|reason|detail|summary|text|note|content|comment"), "long_string"),
+    (re.compile(r"(_at|time|timestamp)$"), "timestamp"),
+    (re.compile(r"path|source|destination|url|uri|file|folder|dir"), "location"),
+    (re.compile(r"(^|_)ids?$"), "identifier"),
+)
 FORMAT_BUDGETS = {"date": 10, "date-time": 20, "time": 8, "email": 14, "uri": 20, "url": 20, "uuid": 28}
 FREE_TAIL = 8  # slots after anchor text placed at the end of a free canvas (to close the JSON)
 
@@ -36,7 +44,11 @@ class SpanBudgets:
     integer: int = 6
     number: int = 8
     string: int = 12
-    long_string: int = 24  # strings whose key says message/description/reason/...
+    long_string: int = 24  # keys saying message/description/reason/content/...
+    secret: int = 32  # keys saying token/api_key/secret/...
+    timestamp: int = 20  # keys ending in _at/time
+    location: int = 20  # keys saying path/source/destination/url/...
+    identifier: int = 16  # keys id/ids or ending in _id
     array: int = 16  # an array of scalars, written as one span
     json: int = 16  # a value the schema leaves open
     array_items: int = 2  # item skeletons for an array of objects
@@ -188,8 +200,9 @@ class Layout:
         b = self.budgets
         if isinstance(schema.get("format"), str) and schema["format"] in FORMAT_BUDGETS:
             return FORMAT_BUDGETS[schema["format"]]
-        key = next((p for p in reversed(path) if isinstance(p, str)), "")
-        budget = b.long_string if any(word in key.lower() for word in LONG_TEXT_WORDS) else b.string
+        key = next((p for p in reversed(path) if isinstance(p, str)), "").lower()
+        kind = next((name for pattern, name in KEY_KINDS if pattern.search(key)), "string")
+        budget = getattr(b, kind)
         if isinstance(schema.get("maxLength"), int) and schema["maxLength"] >= 0:
             budget = max(1, min(schema["maxLength"], b.max_string))
         return budget
