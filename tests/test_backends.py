@@ -201,3 +201,14 @@ def test_a_hub_id_that_cannot_be_fetched_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # never touch the network in tests
     with pytest.raises(InvalidInput, match="not a local folder and not loadable from the Hugging Face hub"):
         load_backend("someone/no-such-world-model")
+
+
+def test_small_models_run_on_one_cpu_thread_unless_told_otherwise(ours, monkeypatch):
+    from wmstudio.model.backends import set_cpu_threads
+
+    backend = load_backend(ours)
+    assert torch.get_num_threads() == 1
+    monkeypatch.setenv("WMSTUDIO_THREADS", "2")
+    assert set_cpu_threads(backend.model) == 2
+    monkeypatch.delenv("WMSTUDIO_THREADS")
+    assert set_cpu_threads(backend.model) == 1

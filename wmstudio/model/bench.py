@@ -23,6 +23,7 @@ from wmstudio.model.backends import (
     load_backend,
     pick_device,
     resolve_model_path,
+    set_cpu_threads,
 )
 from wmstudio.model.canvas import Canvas, build_canvas
 from wmstudio.model.sampler import denoise
@@ -194,6 +195,8 @@ def _random_backend(tokenizer: Any, name: str, device: torch.device, dtype: torc
                 model.resize_token_embeddings(vocab, mean_resizing=False)
     finally:
         torch.set_default_dtype(previous)
+    if device.type == "cpu":
+        set_cpu_threads(model)
     return PrefixCausalBackend(model, tokenizer, name, tokenizer.mask_token_id, tokenizer.pad_token_id, 2048)
 
 
