@@ -52,7 +52,7 @@ def denoise(
     steps: total step budget (None: about one step per DEFAULT_TOKENS_PER_STEP masked slots);
     strategy: how a slot's confidence is scored (probability of the sampled token, top-2 margin,
     exp(-entropy), or random); threshold: also commit every slot at least this confident (None: the
-    linear quota only); block: slots per semi-autoregressive block (None: one block);
+    linear quota only; ignored by `random`); block: slots per semi-autoregressive block (None: one);
     temperature: Gumbel-noise sampling (0 = greedy); repetition_penalty: CTRL penalty on tokens the
     sample's spans already hold; use_cache: False recomputes the prompt every step (reference)."""
     if strategy not in STRATEGIES:
