@@ -364,16 +364,13 @@ def write_model_card(folder: Path) -> Path:
 
 
 def _corpus_summary(stats: dict) -> str:
-    rows = stats.get("rows")
-    seed = stats.get("seed")
-    parts = []
+    rows, seed, splits = stats.get("rows"), stats.get("seed"), stats.get("splits")
+    if isinstance(rows, int) and seed is not None:
+        made = f"made with `wmstudio corpus --rows {rows} --seed {seed}`"
+        return made + (f": {', '.join(f'{k} {v:,}' for k, v in splits.items())} rows" if isinstance(splits, dict) else "")
     if isinstance(rows, dict):
-        parts.append(", ".join(f"{split} {count:,}" for split, count in rows.items()) + " rows")
-    elif rows is not None:
-        parts.append(f"{rows:,} rows")
-    if seed is not None:
-        parts.append(f"seed {seed}")
-    return "; ".join(parts) or "stats unknown"
+        return ", ".join(f"{split} {count:,}" for split, count in rows.items()) + " rows"
+    return "stats unknown"
 
 
 def _quality_lines(quality: dict) -> list[str]:
