@@ -7,12 +7,12 @@ Each test launches the real Gradio app (only this tab) on a fresh SQLite file an
 from __future__ import annotations
 
 import json
-import socket
 from types import SimpleNamespace
 
 import gradio as gr
 import pytest
 from gradio_client import Client
+from serving import free_port
 
 from wmstudio.metrics.agreement import agreement_report
 from wmstudio.store import (
@@ -46,12 +46,6 @@ SECRET_MODEL = "wm-secret-model-7"
 ITEM = 9  # the item components come first in every output; then the message and your progress
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def fill_store(path):
     """One retail rollout of three steps made by a named model, plus a branch copy that must not be rated."""
     store = open_store(path)
@@ -80,7 +74,7 @@ def launch(tmp_path, monkeypatch):
             build_annotate_tab(ctx, app)
         app.queue()
         auth = list(ctx.users.items()) or None
-        _, url, _ = app.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True,
+        _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                                quiet=True, auth=auth, head=ANNOTATE_SHORTCUTS_HEAD)
         apps.append(app)
         client = Client(url, verbose=False, auth=next(iter(ctx.users.items()), None))

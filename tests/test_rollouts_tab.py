@@ -7,7 +7,6 @@ disk, a seeded SQLite file, and drives it with gradio_client."""
 from __future__ import annotations
 
 import json
-import socket
 import zipfile
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import gradio as gr
 import pytest
 import torch
 from gradio_client import Client, handle_file
+from serving import free_port
 
 from wmstudio.model.architecture import new_model
 from wmstudio.model.generation import generate
@@ -34,12 +34,6 @@ from wmstudio.ui.context import StudioContext
 from wmstudio.ui.rollouts_tab import build_rollouts_tab, generate_next_step
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.problems import InvalidInput
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def tiny_world_model(folder: Path) -> str:
@@ -67,7 +61,7 @@ def studio(tmp_path_factory):
     with gr.Blocks() as app:
         build_rollouts_tab(ctx, app)
     app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
     yield Client(url, verbose=False), ctx
     app.close()
     torch.set_num_threads(threads)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from pathlib import Path
 
 import gradio as gr
 import pytest
 import torch
 from gradio_client import Client
+from serving import free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.model.architecture import new_model
@@ -59,12 +59,6 @@ TOOL_FILES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in {".json", ".yam
 EXAMPLES = {"string": "a b", "integer": 3, "number": 2.5, "boolean": True, "json": [1, {"k": "v"}]}
 FAST = SamplerSettings(steps=4)  # four denoising steps keep each run short on a busy CPU
 CANVAS_STATE = re.compile(r'data-step="(-?\d+)" data-done="(\d)" data-masked="(\d+)"')
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -113,7 +107,7 @@ def client(ctx):
     with gr.Blocks() as app, gr.Tab("Simulate"):
         build_simulate_tab(ctx, app)
     app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
     yield Client(url, verbose=False)
     app.close()
 

@@ -6,11 +6,11 @@ The real studio (all tabs, real SQLite store, shipped model) served by Gradio's 
 from __future__ import annotations
 
 import re
-import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from gradio_client import Client
+from serving import free_port
 
 from wmstudio.store import list_worlds
 from wmstudio.ui.forms import MASKED
@@ -28,19 +28,13 @@ CALLS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def studio_url(tmp_path_factory):
     ctx = open_context(db=tmp_path_factory.mktemp("db") / "studio.db")  # seeds the demo worlds
     ctx.backend()
     app = build_studio(ctx)
     app.queue(default_concurrency_limit=4)
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
     yield url, {w.name: w.latest.id for w in list_worlds(ctx.store)}
     app.close()
 

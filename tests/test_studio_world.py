@@ -4,11 +4,11 @@ import tools — as a client would. Launches the real Gradio app on a loopback p
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
 from gradio_client import Client, handle_file
+from serving import free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import open_store, save_world_version, world_versions
@@ -19,12 +19,6 @@ from wmstudio.world.spec import load_world
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory):
     store = open_store(tmp_path_factory.mktemp("db") / "studio.db")
@@ -32,7 +26,7 @@ def studio(tmp_path_factory):
     ctx = StudioContext(store=store)
     app = build_studio(ctx)
     app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
     yield Client(url, verbose=False), ctx, retail.id
     app.close()
 

@@ -6,12 +6,12 @@ Screenshots go to test-artifacts/ (git-ignored) for a person to look at."""
 from __future__ import annotations
 
 import re
-import socket
 from pathlib import Path
 
 import gradio as gr
 import pytest
 from playwright.sync_api import expect, sync_playwright
+from serving import CHROMIUM, CHROMIUM_ARGS, free_port
 
 from wmstudio.store import (
     MadeBy,
@@ -29,15 +29,6 @@ from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
 from wmstudio.ui.context import StudioContext
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -60,7 +51,7 @@ def studio(tmp_path, monkeypatch):
         with gr.Tab("Annotate"):
             build_annotate_tab(ctx, app)
     app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True,
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                            head=ANNOTATE_SHORTCUTS_HEAD)
     yield url, ctx, steps
     app.close()

@@ -5,11 +5,11 @@ the agreement view update. Screenshots go to test-artifacts/main-*.png."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
+from serving import CHROMIUM, CHROMIUM_ARGS, free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import (
@@ -28,8 +28,6 @@ from wmstudio.ui.studio import build_studio
 from wmstudio.world.spec import load_world
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 NEW_TASK = "A customer whose refund was refused asks again."
 WATCH_CANVAS = """() => {
   window.__frames = [];
@@ -46,12 +44,6 @@ WATCH_CANVAS = """() => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def studio(tmp_path, monkeypatch):
     monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path))
@@ -62,7 +54,7 @@ def studio(tmp_path, monkeypatch):
     ctx.backend()
     app = build_studio(ctx)
     app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True,
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                            head=ANNOTATE_SHORTCUTS_HEAD)
     yield url, store
     app.close()
@@ -77,7 +69,7 @@ def test_edit_a_world_run_with_an_anchor_save_rate_and_see_agreement(studio):
     url, store = studio
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.goto(url)
 

@@ -7,13 +7,13 @@ go to test-artifacts/ for a person to look at."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import gradio as gr
 import pytest
 import torch
 from playwright.sync_api import expect, sync_playwright
+from serving import CHROMIUM, CHROMIUM_ARGS, free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.model.architecture import new_model
@@ -24,9 +24,6 @@ from wmstudio.ui.simulate_tab import build_simulate_tab
 from wmstudio.world.spec import load_world
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 # Records every canvas the page shows (frame number, masks left, text, when it was painted) into window.__frames.
 WATCH_CANVAS = """() => {
   window.__frames = [];
@@ -43,12 +40,6 @@ WATCH_CANVAS = """() => {
   };
   new MutationObserver(record).observe(root, {childList: true, subtree: true, attributes: true});
 }"""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +63,7 @@ def studio(tmp_path_factory):
         with gr.Tab("Simulate"):
             build_simulate_tab(ctx, app)
     app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
     yield url, store, worlds
     app.close()
 
