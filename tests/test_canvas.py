@@ -54,19 +54,20 @@ def layout(canvas) -> str:
 
 
 def test_skeleton_keeps_keys_and_punctuation_as_anchors_and_values_as_budgeted_spans(tokenizer):
-    canvas = build_canvas(tokenizer, REFUND)
-    budgets = SpanBudgets()
+    budgets = SpanBudgets(array_items=2)
+    canvas = build_canvas(tokenizer, REFUND, budgets=budgets)
     assert layout(canvas) == (
         '{"refund_processed":' + "_" * canvas.spans[0].length + ',"amount":' + "_" * budgets.number
-        + ',"items":[{"sku":"' + "_" * budgets.string + '","qty":' + "_" * budgets.integer
-        + '},{"sku":"' + "_" * budgets.string + '","qty":' + "_" * budgets.integer + "}]"
+        + ',"items":[_{"sku":"' + "_" * budgets.string + '","qty":' + "_" * budgets.integer
+        + '}_,{"sku":"' + "_" * budgets.string + '","qty":' + "_" * budgets.integer + "}]"
         + ',"tags":' + "_" * budgets.array + ',"message":"' + "_" * budgets.long_string
         + '","status":"' + "_" * canvas.spans[-1].length + '"}'
     )
     kinds = {span.path: span.kind for span in canvas.spans}
-    assert kinds == {"refund_processed": "boolean", "amount": "number", "items[0].sku": "string", "items[0].qty":
-                     "integer", "items[1].sku": "string", "items[1].qty": "integer", "tags": "array",
-                     "message": "string", "status": "enum"}
+    assert kinds == {"refund_processed": "boolean", "amount": "number", "items[0]": "end", "items[0].sku": "string",
+                     "items[0].qty": "integer", "items[1]": "end", "items[1].sku": "string", "items[1].qty": "integer",
+                     "tags": "array", "message": "string", "status": "enum"}
+    assert SpanBudgets().array_items == 5 and layout(build_canvas(tokenizer, REFUND)).count('{"sku"') == 5
     assert all(canvas.span_of[i] == -1 for i, kind in enumerate(canvas.kinds()) if kind == "anchor")
 
 
@@ -74,7 +75,8 @@ def test_anchors_pin_values_and_extend_arrays(tokenizer):
     canvas = build_canvas(tokenizer, REFUND, ['status="error"', "items[3].qty=2", "refund_processed=false"])
     text = layout(canvas)
     assert '"status":"error"}' in text and '"refund_processed":false,' in text
-    assert text.count('{"sku"') == 4 and '"qty":2}]' in text
+    assert text.count('{"sku"') == 5 and '"qty":2}_,{"sku"' in text  # items 0-3 are kept, item 4 may go
+    assert [span.path for span in canvas.spans if span.kind == "end"] == ["items[4]"]
     assert "status" not in [span.path for span in canvas.spans]
 
 
@@ -86,6 +88,34 @@ def test_fill_lays_a_response_into_its_canvas_and_decodes_back(tokenizer):
     assert tokenizer.pad_token_id in tokens  # unused slots are pads, dropped on decode
     assert skeleton_target(tokenizer, REFUND, {**value, "amount": "12.5"}) is None  # wrong type
     assert skeleton_target(tokenizer, REFUND, {**value, "status": "maybe"}) is None  # not an enum option
+
+
+def test_arrays_of_objects_end_where_the_end_token_is(tokenizer):
+    base = {"refund_processed": True, "amount": 1.5, "tags": [], "message": "", "status": "ok"}
+    budgets = SpanBudgets(array_items=3)
+    for items in ([], [{"sku": "A", "qty": 1}], [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}]):
+        canvas = build_canvas(tokenizer, REFUND, budgets=budgets)  # what sampling sees: 3 item slots
+        tokens = canvas.fill({**base, "items": items})
+        ends = [tokens[span.start] for span in canvas.spans if span.kind == "end"]
+        assert ends == [tokenizer.pad_token_id] * len(items) + [tokenizer.eos_token_id] * (3 - len(items))
+        assert json.loads(canvas.decode(tokens))["items"] == items
+    full = [{"sku": str(i), "qty": i} for i in range(4)]  # more items than slots: a training target keeps them all
+    canvas, tokens = skeleton_target(tokenizer, REFUND, {**base, "items": full}, budgets=budgets)
+    assert json.loads(canvas.decode(tokens))["items"] == full and tokenizer.eos_token_id not in tokens
+    eos_pads = build_canvas(tokenizer, REFUND, budgets=budgets, pad_id=tokenizer.eos_token_id)
+    assert eos_pads.end_id == tokenizer.sep_token_id  # the end token is never the pad
+
+
+def test_pads_only_trail_a_complete_value(tokenizer):
+    vocab = vocabulary_for(tokenizer)
+    table = vocab.table(NumberText(True))
+    pad, seven = tokenizer.pad_token_id, tokenizer.convert_tokens_to_ids("7")
+    assert completable(table, [seven, pad, pad]) and not completable(table, [pad, seven, pad])
+    assert not completable(table, [pad, pad, pad])  # an integer is never empty
+    allowed = allowed_tokens(table, [seven, None, None])
+    assert allowed[1, pad] and allowed[1, seven] and allowed[2, pad]
+    allowed = allowed_tokens(table, [None, pad, None])
+    assert not allowed[0, pad] and allowed[0, seven] and allowed[2].nonzero().flatten().tolist() == [pad]
 
 
 def test_free_mode_places_text_anchors_and_pinned_fields(tokenizer):
@@ -157,7 +187,7 @@ def random_schema(rng: random.Random, depth: int = 0) -> dict:
                 "required": names, "additionalProperties": False}
     if kind == "object_array":
         item = {"type": "object", "properties": {"v": random_schema(rng, 2)}, "required": ["v"]}
-        return {"type": "array", "items": item, "maxItems": rng.randint(1, 3)}
+        return {"type": "array", "items": item, "maxItems": rng.randint(1, 3), **rng.choice([{}, {"minItems": 1}])}
     if kind == "scalar_array":
         return {"type": "array", "items": rng.choice([{"type": "string"}, {"type": "integer"}, {"type": "number"},
                                                       {"type": "boolean"}, {"enum": [1, "x", None]}])}

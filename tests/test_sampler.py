@@ -95,6 +95,41 @@ def free(backend):
     return build_canvas(backend.tokenizer, None, mode="free", free_length=20, vocab_size=backend.vocab_size)
 
 
+def test_an_end_token_cuts_the_rest_of_the_array_in_the_same_step(backend):
+    schema = {"type": "object", "properties": {"rows": {"type": "array", "items": {
+        "type": "object", "properties": {"id": {"type": "string"}, "n": {"type": "integer"}}}}}}
+    canvas = build_canvas(backend.tokenizer, schema, vocab_size=backend.vocab_size)
+    ends = [span for span in canvas.spans if span.kind == "end"]
+    assert len(ends) == 5
+    lengths = set()
+    for seed in range(12):
+        frames = run(backend, canvas, strategy="random", temperature=2.0, seed=seed)
+        for before, frame in zip([None, *frames], frames):
+            tokens = frame.tokens[0]
+            for span in ends:
+                if span.start in frame.unmasked[0] and tokens[span.start] == canvas.end_id:
+                    cut = range(span.start + 1, span.until)
+                    assert all(tokens[p] != backend.mask_id for p in cut)
+                    assert all(tokens[p] in (canvas.pad_id, canvas.end_id) for p in cut if p in frame.unmasked[0])
+        value = json.loads(canvas.decode(frames[-1].tokens[0]))
+        lengths.add(len(value["rows"]))
+    assert len(lengths) > 1  # the random sampler ends the array at different places
+
+
+def test_a_pad_settles_the_rest_of_its_span_in_the_same_step(backend, canvas, free):
+    for target, strategy in ((canvas, "low_confidence"), (free, "random"), (canvas, "random")):
+        for seed in range(4):
+            masked = [True] * len(target.tokens)
+            for frame in run(backend, target, strategy=strategy, temperature=1.0, seed=seed):
+                for position in frame.unmasked[0]:
+                    masked[position] = False
+                tokens = frame.tokens[0]
+                for span in target.spans:
+                    pads = [p for p in range(span.start, span.end) if not masked[p] and tokens[p] == target.pad_id]
+                    if pads:  # values are left-aligned: once a pad is down, everything after it is pad
+                        assert all(not masked[p] and tokens[p] == target.pad_id for p in range(pads[0], span.end))
+
+
 def test_linear_schedule_takes_exactly_the_steps_asked(backend, free):
     for steps in (1, 3, 20):
         frames = run(backend, free, steps=steps, threshold=None, strategy="random")

@@ -3,7 +3,8 @@
 Skeleton mode lays a response schema out as compact JSON (layout.py has the rules): keys and
 punctuation are anchors, each value a masked span with a length budget and a grammar constraint,
 user anchors pin values. Free mode is one free span with optional anchor text. Pads fill unused
-slots and are dropped by `Canvas.decode`, so values have variable length."""
+slots and are dropped by `Canvas.decode`, so values have variable length; an end token in an array's
+`end` span cuts the items from there on, so arrays of objects have variable length too."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from wmstudio.model.constraints import Vocabulary, completable, vocabulary_for
-from wmstudio.model.layout import FREE_TAIL, Layout, Span, SpanBudgets, ascii_json, dump, lay_out_free
+from wmstudio.model.layout import END, FREE_TAIL, ItemsEnd, Layout, Span, SpanBudgets, ascii_json, dump, lay_out_free
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.world.anchors import Anchor, anchor_problems, parse_anchors
-from wmstudio.world.jsonpath import parse_path
+from wmstudio.world.jsonpath import format_path, parse_path
 from wmstudio.world.problems import InvalidInput, Problem
 
 SKELETON, FREE = "skeleton", "free"
@@ -38,6 +39,7 @@ class Canvas:
     pad_id: int
     tokenizer: Any = field(default=None, repr=False)
     anchors: list[Anchor] = field(default_factory=list)
+    end_id: int | None = None  # the token an `end` span holds to close its array there
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -51,25 +53,39 @@ class Canvas:
         return ["masked" if s >= 0 else "anchor" for s in self.span_of]
 
     def decode(self, tokens: Sequence[int]) -> str:
-        """The response text: pads removed, masks (if any are left) shown as nothing."""
-        return self.vocab.decode([t for t in tokens if t != self.mask_id])
+        """The response text: pads removed, arrays cut at an end token, masks (if any are left) shown as nothing."""
+        keep = [True] * len(tokens)
+        for span in self.spans:
+            if span.kind == END and keep[span.start] and tokens[span.start] == self.end_id:
+                keep[span.start : span.until] = [False] * (span.until - span.start)
+        return self.vocab.decode([t for t, kept in zip(tokens, keep) if kept and t != self.mask_id])
 
     def piece(self, token: int) -> str:
         """Display text of one token (a partial UTF-8 byte shows as U+FFFD); '' for pads."""
         return self.vocab.decode([token])
 
-    def fill(self, value: Any) -> list[int] | None:
+    def fill(self, value: Any, cut_strings: bool = False) -> list[int] | None:
         """The canvas with every span holding `value`'s tokens (right-padded): a skeleton training target.
 
-        None when `value` does not fit: a missing field, a wrong type, or a value longer than its span."""
+        Array items `value` lacks are pads, their end spans the end token (the item is not there).
+        None when `value` does not fit: a missing field, a wrong type, or a value longer than its span
+        (with `cut_strings`, a too-long string keeps the tokens that fit instead)."""
         tokens = list(self.tokens)
         for span in self.spans:
-            ids = _value_tokens(self.tokenizer, span, value)
-            if ids is None or len(ids) > span.length:
-                return None
-            ids = ids + [self.pad_id] * (span.length - len(ids))
-            if span.grammar is not None and not completable(self.vocab.table(span.grammar), ids):
-                return None
+            where = _item_state(value, span.path)
+            if span.kind == END:
+                ids = [self.pad_id if where == PRESENT else self.end_id]
+            elif where != PRESENT:
+                ids = [self.pad_id] * span.length
+            else:
+                ids = _value_tokens(self.tokenizer, span, value)
+                if ids is not None and len(ids) > span.length and cut_strings and span.kind == "string":
+                    ids = ids[: span.length]
+                if ids is None or len(ids) > span.length:
+                    return None
+                ids = ids + [self.pad_id] * (span.length - len(ids))
+                if span.grammar is not None and not completable(self.vocab.table(span.grammar), ids):
+                    return None
             tokens[span.start : span.end] = ids
         return tokens
 
@@ -86,13 +102,16 @@ def build_canvas(
     shape: Any = None,
     mask_id: int | None = None,
     pad_id: int | None = None,
+    end_id: int | None = None,
 ) -> Canvas:
     """The canvas for a response `schema` (skeleton mode) or a free span of `free_length` (free mode).
 
     `anchors` pin response fields (`status="error"`); `text_anchors` are (offset, text) pieces fixed in a
     free canvas; `vocab_size` is the model's number of logits; `shape` (a response value) makes objects
     and arrays take that value's keys and lengths (for training targets); `mask_id`/`pad_id` override
-    the tokenizer's (LLaDA's mask id is not in its tokenizer). InvalidInput on bad anchors."""
+    the tokenizer's (LLaDA's mask id is not in its tokenizer); `end_id` closes variable-length arrays
+    (default: the first of eos/sep/bos that is neither mask nor pad; none: arrays get fixed item counts).
+    InvalidInput on bad anchors."""
     pinned = parse_anchors(anchors)
     mask_id = tokenizer.mask_token_id if mask_id is None else mask_id
     if mask_id is None:
@@ -101,7 +120,10 @@ def build_canvas(
         vocab = vocabulary_for(tokenizer, vocab_size, pad_id)
     except ValueError as err:
         raise InvalidInput(str(err)) from None
-    builder = Layout(tokenizer, vocab, budgets)
+    if end_id is None:
+        specials = (getattr(tokenizer, f"{name}_token_id", None) for name in ("eos", "sep", "bos"))
+        end_id = next((t for t in specials if t is not None and t not in (mask_id, vocab.pad_id)), None)
+    builder = Layout(tokenizer, vocab, budgets, optional_items=end_id is not None)
     if mode == SKELETON:
         if not isinstance(schema, dict):
             raise InvalidInput("the tool has no response schema, so there is no skeleton: use free mode (--free)")
@@ -116,6 +138,7 @@ def build_canvas(
     else:
         raise InvalidInput(Problem("mode", f"unknown canvas mode {mode!r}: use skeleton or free"))
     canvas = _assemble(builder, mode, mask_id, vocab.pad_id, pinned)
+    canvas.end_id = end_id
     if len(canvas) > MAX_CANVAS_TOKENS:
         raise InvalidInput(
             f"the response canvas has {len(canvas)} tokens, over {MAX_CANVAS_TOKENS}: use a smaller response "
@@ -148,8 +171,11 @@ def check_fits(prompt_tokens: int, canvas_tokens: int, max_length: int) -> None:
 def _assemble(layout: Layout, mode: str, mask_id: int, pad_id: int, anchors: list[Anchor]) -> Canvas:
     """Tokenise each anchor-text run whole and give each span its slots of `mask_id`."""
     tokens, span_of, spans = [], [], []
+    items_end: dict[str, int] = {}
     for piece in layout.pieces:
-        if isinstance(piece, str):
+        if isinstance(piece, ItemsEnd):
+            items_end[piece.path] = len(tokens)
+        elif isinstance(piece, str):
             ids = encode_text(layout.tokenizer, piece)
             tokens += ids
             span_of += [-1] * len(ids)
@@ -157,6 +183,9 @@ def _assemble(layout: Layout, mode: str, mask_id: int, pad_id: int, anchors: lis
             spans.append(replace(piece, start=len(tokens)))
             tokens += [mask_id] * piece.length
             span_of += [len(spans) - 1] * piece.length
+    for span in spans:
+        if span.kind == END:
+            span.until = items_end[format_path(parse_path(span.path)[:-1])]
     return Canvas(tokens, span_of, spans, mode, layout.vocab, mask_id, pad_id, layout.tokenizer, anchors)
 
 
@@ -181,6 +210,25 @@ def _value_tokens(tokenizer: Any, span: Span, root_value: Any) -> list[int] | No
             return None
         text = text[1:-1]
     return encode_text(tokenizer, text)
+
+
+PRESENT, MISSING = "present", "missing"
+
+
+def _item_state(value: Any, path: str) -> str:
+    """Whether `path` lies in array items `value` has (PRESENT) or in or at an item past an array's end
+    (MISSING). A missing object key reads as PRESENT, so the caller's lookup reports the misfit."""
+    node = value
+    for part in parse_path(path) if path else []:
+        if isinstance(part, int) and isinstance(node, list):
+            if part >= len(node):
+                return MISSING
+            node = node[part]
+        elif isinstance(part, str) and isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return PRESENT
+    return PRESENT
 
 
 def _at(value: Any, path: str) -> Any:

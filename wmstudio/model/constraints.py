@@ -1,11 +1,13 @@
 """Type constraints for canvas spans: character grammars (grammars.py) compiled into per-token tables.
 
-A span's grammar (integer, number, option list, JSON string content, typed array, bounded JSON) runs
-over the characters of each token, so any tokenisation of a valid value is allowed. With the span's
-committed tokens fixed and its masked slots free, a forward/backward pass over the grammar's states
-tells which tokens keep the span completable at each masked slot: sampling only those, committing
-slot by slot, always ends in a value the grammar accepts. The pad token is an empty string
-(removed afterwards), so values have variable length. Tables are built once per tokenizer."""
+A span's grammar (integer, number, option list, JSON string content, typed array, bounded JSON, or
+any text for a free span) runs over the characters of each token, so any tokenisation of a valid value
+is allowed. With the span's committed tokens fixed and its masked slots free, a forward/backward pass
+over the grammar's states tells which tokens keep the span completable at each masked slot: sampling
+only those, committing slot by slot, always ends in a value the grammar accepts. Pads (removed
+afterwards) give values variable length, and they may only trail a complete value: a pad closes the
+span, after it only pads follow. That is how training lays values out, so a half-written value never
+has a hole in it. Tables are built once per tokenizer."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ from typing import Any, Hashable, Sequence
 
 import torch
 
+from wmstudio.model.grammars import AnyText
+
 DEAD = -1
+END = "end"  # the kind of a canvas span of one slot that may close an array before its item (layout.py)
 OTHER = "\x80"  # every non-ASCII character behaves alike in our grammars: plain string content
 
 
@@ -34,7 +39,6 @@ class Vocabulary:
     pad_id: int
     byte_level: bool
     tables: dict[Hashable, "GrammarTable"] = field(default_factory=dict)
-    free_allowed: torch.Tensor | None = None
 
     @property
     def size(self) -> int:
@@ -52,14 +56,6 @@ class Vocabulary:
         if key not in self.tables:
             self.tables[key] = build_table(grammar, self)
         return self.tables[key]
-
-    def free_mask(self) -> torch.Tensor:
-        """Tokens a free span may hold: every ordinary token and the pad, never mask/bos/eos/sep."""
-        if self.free_allowed is None:
-            allowed = torch.tensor([text is not None for text in self.texts], dtype=torch.bool)
-            allowed[self.pad_id] = True
-            self.free_allowed = allowed
-        return self.free_allowed
 
 
 _VOCABULARIES: "weakref.WeakKeyDictionary[Any, dict[tuple[int, int], Vocabulary]]" = weakref.WeakKeyDictionary()
@@ -156,7 +152,10 @@ MAX_STATES = 4000
 
 
 def build_table(grammar: Any, vocab: Vocabulary) -> GrammarTable:
-    """Explore `grammar`'s states over an ASCII-plus-OTHER alphabet, then run every token through them."""
+    """Explore `grammar`'s states over an ASCII-plus-OTHER alphabet, then run every token through them.
+
+    One state is added after the grammar's own: `closed`, reached by a pad from an accepting state;
+    it accepts, and only pads leave it (to itself)."""
     alphabet = [chr(c) for c in range(128)] + [OTHER]
     index = {grammar.start(): 0}
     order = [grammar.start()]
@@ -177,12 +176,19 @@ def build_table(grammar: Any, vocab: Vocabulary) -> GrammarTable:
             row.append(index[nxt])
         char_rows.append(row)
     n = len(order)
+    accepting = [bool(grammar.accepts(state)) for state in order]
     # char table with an absorbing dead row n; column per alphabet character
     char_table = torch.tensor(char_rows + [[n] * len(alphabet)], dtype=torch.int32)
     char_table[char_table == DEAD] = n
-    next_state = _run_tokens(char_table, vocab, n)
-    next_state[next_state == n] = DEAD
-    accepting = [bool(grammar.accepts(state)) for state in order]
+    grammar_next = _run_tokens(char_table, vocab, n)
+    grammar_next[grammar_next == n] = DEAD
+    closed = n
+    next_state = torch.full((n + 1, grammar_next.shape[1]), DEAD, dtype=grammar_next.dtype)
+    next_state[:n] = grammar_next
+    next_state[:n, vocab.pad_id] = torch.tensor([closed if ok else DEAD for ok in accepting], dtype=grammar_next.dtype)
+    next_state[closed, vocab.pad_id] = closed
+    accepting.append(True)
+    n += 1
     successors = []
     for s in range(n):
         row = next_state[s]
@@ -209,7 +215,6 @@ def _run_tokens(char_table: torch.Tensor, vocab: Vocabulary, dead: int) -> torch
         states[:, ids] = char_table[states[:, ids].long(), columns[ids, j].view(1, -1)]
     special = torch.tensor([t is None for t in texts], dtype=torch.bool)
     states[:, special] = dead
-    states[:, vocab.pad_id] = torch.arange(n, dtype=torch.int32)
     return states
 
 
@@ -221,8 +226,8 @@ def _forward(table: GrammarTable, tokens: Sequence[int | None]) -> list[set[int]
     reach = [{table.start}]
     for token in tokens:
         here = reach[-1]
-        if token is None:
-            nxt = set(here)
+        if token is None:  # any token, the pad included (its move is in the table)
+            nxt = set()
             for s in here:
                 nxt |= table.successors[s]
         else:
@@ -237,7 +242,7 @@ def _backward(table: GrammarTable, tokens: Sequence[int | None]) -> list[set[int
     for token in reversed(tokens):
         after = ok[0]
         if token is None:
-            here = {s for s in range(table.states) if s in after or table.successors[s] & after}
+            here = {s for s in range(table.states) if table.successors[s] & after}
         else:
             column = table.column(token)
             here = {s for s in range(table.states) if column[s] in after}
@@ -275,19 +280,23 @@ def allowed_tokens(table: GrammarTable, tokens: Sequence[int | None]) -> torch.T
 
 class CanvasConstraints:
     """Allowed-token masks `(K, C, V)` for the masked slots of K copies of a canvas, kept exact as slots
-    are committed: a commit that would leave its span uncompletable is refused (the slot stays masked)."""
+    are committed: a commit that would leave its span uncompletable is refused (the slot stays masked).
+
+    An array's `end` span (one slot) allows the pad (keep the item) or the canvas's end token. Slots whose
+    tokens are settled by a commit are committed with it, so no step is spent on them: after a pad, the
+    rest of its span (pads); after an end token, every slot it cuts (pads, and end tokens in end spans)."""
 
     def __init__(self, canvas: Any, samples: int, vocab_size: int, device: torch.device | str = "cpu"):
         self.canvas, self.samples, self.vocab_size = canvas, samples, vocab_size
-        self.tables = [canvas.vocab.table(s.grammar) if s.grammar is not None else None for s in canvas.spans]
+        self.tables = [None if s.kind == END else canvas.vocab.table(s.grammar or AnyText()) for s in canvas.spans]
         self.filled: list[list[list[int | None]]] = [
             [[None] * span.length for span in canvas.spans] for _ in range(samples)
         ]
         self.allowed = torch.zeros((samples, len(canvas.tokens), vocab_size), dtype=torch.bool, device=device)
-        free = self._fit(canvas.vocab.free_mask()).to(device)
         for i, span in enumerate(canvas.spans):
-            if self.tables[i] is None:
-                self.allowed[:, span.start : span.end] = free
+            if span.kind == END:
+                self.allowed[:, span.start] = False
+                self.allowed[:, span.start, [canvas.pad_id, canvas.end_id]] = True
             else:
                 rows = self._fit(allowed_tokens(self.tables[i], self.filled[0][i])).to(device)
                 self.allowed[:, span.start : span.end] = rows
@@ -301,8 +310,9 @@ class CanvasConstraints:
         return torch.cat([mask, pad], dim=-1)
 
     def commit(self, chosen: torch.Tensor, tokens: torch.Tensor, confidence: torch.Tensor) -> torch.Tensor:
-        """The subset of `chosen` (K, C) that can be committed with `tokens`, most confident first;
-        updates the allowed masks of every span that changed."""
+        """The subset of `chosen` (K, C) that can be committed with `tokens`, most confident first, plus the
+        slots those commits settle (written into `tokens` with confidence 1, in place); updates the allowed
+        masks of every span that changed."""
         kept = torch.zeros_like(chosen)
         span_of = self.canvas.span_of
         spans = self.canvas.spans
@@ -311,16 +321,34 @@ class CanvasConstraints:
             positions = chosen_cpu[k].nonzero().flatten().tolist()
             positions.sort(key=lambda p: -float(confidence_cpu[k, p]))
             touched: set[int] = set()
+            settled: list[range] = []
             for position in positions:
                 i = span_of[position]
                 slots = self.filled[k][i]
-                slots[position - spans[i].start] = int(tokens_cpu[k, position])
+                token = int(tokens_cpu[k, position])
+                slots[position - spans[i].start] = token
                 table = self.tables[i]
                 if table is not None and i in touched and not completable(table, slots):
                     slots[position - spans[i].start] = None  # conflicts with a more confident commit
                     continue
                 kept[k, position] = True
                 touched.add(i)
+                if spans[i].kind == END and token == self.canvas.end_id:
+                    settled.append(range(position + 1, spans[i].until))
+                elif spans[i].kind != END and token == self.canvas.pad_id:
+                    settled.append(range(position + 1, spans[i].end))
+            for positions_settled in settled:
+                for position in positions_settled:
+                    j = span_of[position]
+                    slot = position - spans[j].start if j >= 0 else 0
+                    if j < 0 or (self.filled[k][j][slot] is not None and not kept[k, position]):
+                        continue  # an anchor, or committed in an earlier step
+                    token = self.canvas.end_id if spans[j].kind == END else self.canvas.pad_id
+                    self.filled[k][j][slot] = token
+                    kept[k, position] = True
+                    tokens[k, position] = token
+                    confidence[k, position] = 1.0
+                    touched.add(j)
             for i in touched:
                 if self.tables[i] is not None:
                     rows = self._fit(allowed_tokens(self.tables[i], self.filled[k][i]))

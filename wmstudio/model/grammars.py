@@ -10,6 +10,20 @@ from typing import Any, Hashable
 
 
 @dataclass(frozen=True)
+class AnyText:
+    """Free text: every character (a free span's only rule is where its pads go, which constraints.py adds)."""
+
+    def start(self) -> Hashable:
+        return 0
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        return 0
+
+    def accepts(self, state: Hashable) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
 class TextContent:
     """The inside of a JSON string (quotes are anchors): no raw quote, backslash or control character."""
 

@@ -6,8 +6,12 @@ Skeleton rules (documented choices):
 - objects list every schema property in schema order (plus anchored extra keys); `const` and `null`
   values are anchors; `anyOf`/`oneOf` take the first non-null branch; local `$ref`s are followed;
 - arrays of objects (or arrays an anchor indexes into) get `array_items` item skeletons, kept within
-  minItems..maxItems and extended to every anchored index; arrays of scalars are one span holding a
-  typed `[...]` list; objects and values the schema leaves open are one span of bounded JSON.
+  minItems..maxItems and extended to every anchored index; each item past the required ones (minItems,
+  anchored indices) is preceded by a one-slot `end` span: the end token there says the item is not
+  there (training puts it before every missing item; Canvas.decode cuts the array at the first one), a
+  pad keeps the item, so object arrays have variable length too;
+  arrays of scalars are one span holding a typed `[...]` list; open objects and values are one span of
+  bounded JSON.
 Free mode is one span cut by text anchors; pinned fields go at its end, followed by FREE_TAIL slots."""
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from wmstudio.model.constraints import Vocabulary
+from wmstudio.model.constraints import END, Vocabulary
 from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, QuotedText, TextContent
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.world.anchors import Anchor
@@ -51,7 +55,7 @@ class SpanBudgets:
     identifier: int = 16  # keys id/ids or ending in _id
     array: int = 16  # an array of scalars, written as one span
     json: int = 16  # a value the schema leaves open
-    array_items: int = 2  # item skeletons for an array of objects
+    array_items: int = 5  # item slots for an array of objects (the simulated worlds page by 5)
     max_string: int = 48  # cap for budgets taken from maxLength
 
 
@@ -67,18 +71,29 @@ class Span:
     length: int
     grammar: Any = None
     quoted: bool = False
+    until: int = 0  # an `end` span: the position where its array's optional items stop (its `]`)
 
     @property
     def end(self) -> int:
         return self.start + self.length
 
 
-class Layout:
-    """A canvas being laid out: anchor text and spans in order (text runs are tokenised whole later)."""
+@dataclass(frozen=True)
+class ItemsEnd:
+    """Where the optional items of the array at `path` stop (just before its `]`): how far an end span cuts."""
 
-    def __init__(self, tokenizer: Any, vocab: Vocabulary, budgets: SpanBudgets):
+    path: str
+
+
+class Layout:
+    """A canvas being laid out: anchor text and spans in order (text runs are tokenised whole later).
+
+    `optional_items` False (no end token to spare) gives arrays of objects a fixed number of items."""
+
+    def __init__(self, tokenizer: Any, vocab: Vocabulary, budgets: SpanBudgets, optional_items: bool = True):
         self.tokenizer, self.vocab, self.budgets = tokenizer, vocab, budgets
-        self.pieces: list[str | Span] = []
+        self.optional_items = optional_items
+        self.pieces: list[str | Span | ItemsEnd] = []
 
     def text(self, text: str) -> None:
         """Append anchor text (merged with the text before it)."""
@@ -168,13 +183,20 @@ class Layout:
             grammar = _item_grammar(items)
             self.span(path, "array", self.budgets.array, ArrayText(grammar) if grammar else ArrayText(JsonText(0)))
             return
-        count = len(shape) if isinstance(shape, list) else _item_count(schema, self.budgets.array_items, indexed)
+        slots = _item_count(schema, self.budgets.array_items, indexed)
+        required = _required_items(schema, indexed)
+        count = max(len(shape), slots) if isinstance(shape, list) else slots
+        optional = self.optional_items and required < count
         self.text("[")
         for i in range(count):
+            if optional and i >= required:
+                self.span(path + [i], END, 1)
             if i:
                 self.text(",")
-            sub = shape[i] if isinstance(shape, list) else None
+            sub = shape[i] if isinstance(shape, list) and i < len(shape) else None
             self.value(items, root, path + [i], pins, sub, depth + 1)
+        if optional:
+            self.pieces.append(ItemsEnd(format_path(path)))
         self.text("]")
 
     def _enum(self, options: list, path: list) -> None:
@@ -299,6 +321,12 @@ def _item_count(schema: dict, default: int, indexed: list[int]) -> int:
     if isinstance(schema.get("maxItems"), int):
         count = min(count, max(schema["maxItems"], 0))
     return max([count, *[i + 1 for i in indexed]])
+
+
+def _required_items(schema: dict, indexed: list[int]) -> int:
+    """Items an array must keep: minItems (capped like the slots) and every anchored index."""
+    least = min(schema["minItems"], 8) if isinstance(schema.get("minItems"), int) else 0
+    return max([least, *[i + 1 for i in indexed]])
 
 
 def _is_under(pinned: str, path: list) -> bool:

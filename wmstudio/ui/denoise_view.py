@@ -111,6 +111,8 @@ def _tokens_html(canvas: Canvas, tokens: Sequence[int], committed: dict[int, tup
         shade = min(SHADES - 1, max(0, int(made[1] * SHADES)))
         if token == canvas.pad_id:
             parts.append(f'<b class="{category} c{shade} p">␣</b>')
+        elif token == canvas.end_id:  # an array ends here: the items after it are cut from the response
+            parts.append(f'<b class="{category} c{shade} p" title="the array ends here">⊣</b>')
         else:
             parts.append(f'<b class="{category} c{shade}">{html.escape(canvas.piece(token))}</b>')
     if anchor_run:
@@ -130,7 +132,8 @@ def heatmap_figure(canvas: Canvas, frames: Sequence[Frame], sample: int = 0) -> 
     for position, (step, confidence) in committed.items():
         if position < len(canvas):
             z[step][position] = round(confidence, 4)
-            piece = "␣ (pad)" if final[position] == canvas.pad_id else canvas.piece(final[position])
+            piece = {canvas.pad_id: "␣ (pad)", canvas.end_id: "⊣ (the array ends)"}.get(
+                final[position], canvas.piece(final[position]))
             text[step][position] = html.escape(piece)
     figure = go.Figure(go.Heatmap(
         z=z, x=list(range(len(canvas))), y=list(range(1, steps + 1)), text=text, zmin=0, zmax=1,
