@@ -9,10 +9,17 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from wmstudio.model.architecture import new_model, prefix_causal_mask
 from wmstudio.model.backends import ArBaseline, load_backend
-from wmstudio.model.examples import CanvasTarget, TrainingExample, _attention_mask, ar_batch, mdlm_batch
+from wmstudio.model.examples import (
+    CanvasTarget,
+    TrainingExample,
+    _attention_mask,
+    ar_batch,
+    mdlm_batch,
+    mdlm_split_batch,
+)
 from wmstudio.model.generation import generate
 from wmstudio.model.tokenizer import train_tokenizer
-from wmstudio.model.training import TrainConfig, batch_loss, train_world_model
+from wmstudio.model.training import TrainConfig, batch_loss, train_world_model, uses_split_batches
 from wmstudio.world.corpus import write_corpus
 from wmstudio.world.problems import InvalidInput
 from wmstudio.world.sims import get_simulator
@@ -154,3 +161,44 @@ def test_bad_corpus_rows_are_named_by_file_and_line(tmp_path):
         train_world_model(TrainConfig(corpus=tmp_path / "missing", out=tmp_path / "m", steps=1, **TINY))
     with pytest.raises(InvalidInput, match="mdlm or ar"):
         train_world_model(TrainConfig(corpus=folder, out=tmp_path / "m", arch="gpt", steps=1, **TINY))
+
+
+def test_two_pass_loss_equals_the_packed_loss_and_its_gradients(tokenizer):
+    torch.manual_seed(0)
+    model = new_model(tokenizer, layers=2, hidden=32, heads=2, ffn=64)
+    examples = [
+        TrainingExample(prompt_ids=[2, 40, 41, 42, 4], canvases=[
+            CanvasTarget(tokens=[50, 51, 52, 53], maskable=[True, True, False, True], style="skeleton"),
+            CanvasTarget(tokens=[50, 51, 52, 53], maskable=[True, True, False, True], style="skeleton"),
+            CanvasTarget(tokens=[60, 61, 62, 1, 1, 1], maskable=[True] * 6, style="free")]),
+        TrainingExample(prompt_ids=[2, 43, 44, 45, 46, 47, 48, 4], canvases=[
+            CanvasTarget(tokens=[70, 71], maskable=[True, True], style="skeleton")]),
+    ]
+    mask_id, pad_id = tokenizer.mask_token_id, tokenizer.pad_token_id
+    packed = mdlm_batch(examples, mask_id, pad_id, torch.Generator().manual_seed(3))
+    split = mdlm_split_batch(examples, mask_id, pad_id, torch.Generator().manual_seed(3))
+    assert split.targets.tolist() == packed.targets.tolist()  # one seed, one noise
+    losses = []
+    for batch in (packed, split):
+        model.zero_grad()
+        loss = batch_loss(model, batch)
+        loss.backward()
+        losses.append((loss.item(), [p.grad.clone() for p in model.parameters()]))
+    assert losses[1][0] == pytest.approx(losses[0][0], rel=1e-5)
+    for a, b in zip(losses[0][1], losses[1][1]):
+        assert torch.allclose(a, b, atol=1e-6)
+    assert uses_split_batches(model, "mdlm") and not uses_split_batches(model, "ar")
+
+
+def test_free_canvases_take_any_size_that_holds_the_response(tokenizer):
+    import random
+
+    from wmstudio.model.examples import FREE_LENGTHS, free_canvas
+
+    rnd = random.Random(0)
+    response = list(range(40, 90))  # 50 tokens
+    canvases = [free_canvas(tokenizer, response, rnd) for _ in range(200)]
+    assert {len(c.tokens) for c in canvases} == set(FREE_LENGTHS)  # a user may pick any size that fits
+    for canvas in canvases:
+        assert canvas.tokens[:50] == response and set(canvas.tokens[50:]) == {tokenizer.pad_token_id}
+        assert all(canvas.maskable)

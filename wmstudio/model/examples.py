@@ -20,7 +20,7 @@ MAX_ROW_BYTES = 2_000_000
 PROMPT_MAX_CHARS = 3000  # history is middle-truncated to this (render_prompt); generation must use the same
 FREE_LENGTHS = (64, 96, 128, 192, 256)  # free canvas sizes a user picks; a response is padded up to one of them
 MIN_PROMPT_TOKENS = 64
-SKELETON_COPIES = 2  # noisy copies of the skeleton per row: they share one prompt pass, so they come cheap
+SKELETON_COPIES = 3  # noisy copies of the skeleton per row: they share one prompt pass, so they come cheap
 SPLITS = ("train", "eval", "test")
 MIN_MASK_RATIO = 1e-3  # t ~ U(0,1] is drawn as eps + (1 - eps) u so 1/t stays bounded (as LLaDA does)
 
@@ -168,16 +168,22 @@ class Batch:
     targets: torch.Tensor  # (N,) the true token at each scored position
     weights: torch.Tensor  # (N,) per-position weight; the loss is sum(weight * cross-entropy)
 
+    @property
+    def tokens(self) -> int:
+        """Positions the model runs over, padding included (what throughput counts)."""
+        return self.input_ids.numel()
+
 
 
 def free_canvas(tokenizer, response_ids: list[int], rnd: random.Random) -> CanvasTarget:
     """The response text followed by span pads up to a canvas size a user would pick: all maskable.
 
-    The size is the smallest of FREE_LENGTHS that holds the response plus a little slack, sometimes
-    the next one, so the model learns to end a response with pads whatever the canvas length."""
+    The size is any of FREE_LENGTHS that holds the response plus a little slack, drawn uniformly, so the
+    model learns that the response decides its length and the canvas only bounds it (users pick a size
+    before they know the response)."""
     need = len(response_ids) + rnd.randint(0, 16)
     sizes = [size for size in FREE_LENGTHS if size >= need] or [need]
-    length = sizes[min(len(sizes) - 1, 1 if rnd.random() < 0.3 else 0)]
+    length = rnd.choice(sizes)
     tokens = response_ids + [tokenizer.pad_token_id] * (length - len(response_ids))
     return CanvasTarget(tokens=tokens, maskable=[True] * len(tokens), style="free")
 
@@ -194,37 +200,10 @@ def skeleton_canvas(tokenizer, schema: dict[str, Any], response_text: str) -> Ca
         canvas = build_canvas(tokenizer, schema, mode="skeleton", shape=value)
     except (json.JSONDecodeError, InvalidInput):
         return None
-    tokens = canvas.fill(value) or _fill_cutting_strings(canvas, value)
+    tokens = canvas.fill(value) or canvas.fill(value, cut_strings=True)
     if tokens is None:
         return None
     return CanvasTarget(tokens=tokens, maskable=[s >= 0 for s in canvas.span_of], style="skeleton")
-
-
-def _fill_cutting_strings(canvas, value: Any) -> list[int] | None:
-    """Like `Canvas.fill`, but a too-long string value is cut to its span (other misfits give None)."""
-    from wmstudio.model.constraints import completable
-    from wmstudio.model.tokenizer import encode_text
-    from wmstudio.world.jsonpath import get_path
-
-    tokens = list(canvas.tokens)
-    for span in canvas.spans:
-        try:
-            item = get_path(value, span.path) if span.path else value
-        except (KeyError, IndexError, TypeError, ValueError):
-            return None
-        if span.quoted != isinstance(item, str):
-            return None
-        text = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
-        ids = encode_text(canvas.tokenizer, text[1:-1] if span.quoted else text)
-        if len(ids) > span.length:
-            if span.kind != "string":
-                return None
-            ids = ids[: span.length]
-        ids = ids + [canvas.pad_id] * (span.length - len(ids))
-        if span.grammar is not None and not completable(canvas.vocab.table(span.grammar), ids):
-            return None
-        tokens[span.start : span.end] = ids
-    return tokens
 
 
 def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: int, seed: int = 0) -> ExampleSet:
@@ -283,6 +262,69 @@ def _attention_mask(layouts: list[tuple[int, list[int]]], length: int) -> torch.
     return allowed.unsqueeze(1)
 
 
+@dataclass
+class SplitBatch:
+    """MDLM examples as two passes: right-padded prompts (causal), then every canvas as its own row over
+    its prompt's cached keys/values. Same objective as a packed Batch, without attention over the
+    canvases' unused prompt x canvas and canvas x canvas blocks."""
+
+    prompts: torch.Tensor  # (B, P) right-padded prompt ids
+    prompt_lengths: torch.Tensor  # (B,)
+    canvases: torch.Tensor  # (R, C) right-padded noisy canvases, masked tokens already the mask id
+    owners: torch.Tensor  # (R,) the example (prompt row) of each canvas
+    canvas_lengths: torch.Tensor  # (R,)
+    loss_rows: torch.Tensor  # (N,) canvas row of each scored position
+    loss_cols: torch.Tensor  # (N,) column in that canvas
+    targets: torch.Tensor  # (N,)
+    weights: torch.Tensor  # (N,)
+
+    @property
+    def tokens(self) -> int:
+        """Positions the model runs over in both passes, padding included (what throughput counts)."""
+        return self.prompts.numel() + self.canvases.numel()
+
+
+def noise_canvas(canvas: CanvasTarget, mask_id: int, rng: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """(noisy tokens, masked positions, t): mask ratio t ~ U(0,1] drawn per canvas, each maskable slot masked with
+    probability t. Both batch layouts draw through here in the same order, so one seed gives one noise."""
+    tokens = torch.tensor(canvas.tokens)
+    maskable = torch.tensor(canvas.maskable, dtype=torch.bool)
+    t = MIN_MASK_RATIO + (1 - MIN_MASK_RATIO) * torch.rand((), generator=rng).item()
+    masked = maskable & (torch.rand(len(tokens), generator=rng) < t)
+    return torch.where(masked, torch.full_like(tokens, mask_id), tokens), masked, t
+
+
+def mdlm_split_batch(examples: list[TrainingExample], mask_id: int, pad_id: int, rng: torch.Generator) -> SplitBatch:
+    """Noise every canvas (as `mdlm_batch` does, same draws) and lay the batch out for the two-pass loss."""
+    prompt_len = max(len(ex.prompt_ids) for ex in examples)
+    pairs = [(row, canvas) for row, ex in enumerate(examples) for canvas in ex.canvases]
+    canvas_len = max(len(canvas.tokens) for _, canvas in pairs)
+    prompts = torch.full((len(examples), prompt_len), pad_id, dtype=torch.long)
+    for row, ex in enumerate(examples):
+        prompts[row, : len(ex.prompt_ids)] = torch.tensor(ex.prompt_ids)
+    canvases = torch.full((len(pairs), canvas_len), pad_id, dtype=torch.long)
+    rows, cols, targets, weights = [], [], [], []
+    for r, (_, canvas) in enumerate(pairs):
+        noisy, masked, t = noise_canvas(canvas, mask_id, rng)
+        canvases[r, : len(noisy)] = noisy
+        where = masked.nonzero().flatten()
+        rows.append(torch.full_like(where, r))
+        cols.append(where)
+        targets.append(torch.tensor(canvas.tokens)[where])
+        weights.append(torch.full((len(where),), 1.0 / (t * max(sum(canvas.maskable), 1))))
+    return SplitBatch(
+        prompts=prompts,
+        prompt_lengths=torch.tensor([len(ex.prompt_ids) for ex in examples]),
+        canvases=canvases,
+        owners=torch.tensor([row for row, _ in pairs]),
+        canvas_lengths=torch.tensor([len(canvas.tokens) for _, canvas in pairs]),
+        loss_rows=torch.cat(rows),
+        loss_cols=torch.cat(cols),
+        targets=torch.cat(targets),
+        weights=torch.cat(weights) / len(pairs),
+    )
+
+
 def mdlm_batch(
     examples: list[TrainingExample], mask_id: int, pad_id: int, rng: torch.Generator
 ) -> Batch:
@@ -301,10 +343,7 @@ def mdlm_batch(
         start = prompt_len
         for canvas in ex.canvases:
             tokens = torch.tensor(canvas.tokens)
-            maskable = torch.tensor(canvas.maskable, dtype=torch.bool)
-            t = MIN_MASK_RATIO + (1 - MIN_MASK_RATIO) * torch.rand((), generator=rng).item()
-            masked = maskable & (torch.rand(len(tokens), generator=rng) < t)
-            noisy = torch.where(masked, torch.full_like(tokens, mask_id), tokens)
+            noisy, masked, t = noise_canvas(canvas, mask_id, rng)
             end = start + len(tokens)
             input_ids[row, start:end] = noisy
             position_ids[row, start:end] = torch.arange(prompt_len, prompt_len + len(tokens))
@@ -312,7 +351,7 @@ def mdlm_batch(
             rows.append(torch.full_like(where, row))
             cols.append(where + start)
             targets.append(tokens[where])
-            weights.append(torch.full((len(where),), 1.0 / (t * max(int(maskable.sum()), 1))))
+            weights.append(torch.full((len(where),), 1.0 / (t * max(sum(canvas.maskable), 1))))
             start = end
         position_ids[row, start:] = torch.arange(start, length) - start + prompt_len
         layouts.append((prompt_len, [len(c.tokens) for c in ex.canvases]))
@@ -357,10 +396,12 @@ def ar_batch(examples: list[TrainingExample], pad_id: int) -> Batch:
     )
 
 
-def make_batch(examples, arch: str, tokenizer_ids: dict[str, int], rng: torch.Generator) -> Batch:
-    """The batch for `arch`: noised canvases (mdlm) or prompt + response (ar)."""
+def make_batch(examples, arch: str, tokenizer_ids: dict[str, int], rng: torch.Generator,
+               split: bool = False) -> Batch | SplitBatch:
+    """The batch for `arch`: noised canvases (mdlm; `split` for the two-pass layout) or prompt + response (ar)."""
     if arch == "mdlm":
-        return mdlm_batch(examples, tokenizer_ids["mask"], tokenizer_ids["pad"], rng)
+        build = mdlm_split_batch if split else mdlm_batch
+        return build(examples, tokenizer_ids["mask"], tokenizer_ids["pad"], rng)
     return ar_batch(examples, tokenizer_ids["pad"])
 
 

@@ -16,8 +16,20 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from transformers.cache_utils import DynamicCache
 
-from wmstudio.model.examples import Batch, CorpusRow, build_examples, make_batch, plan_batches, read_corpus_split
+from wmstudio.model.architecture import MDLM, model_kind
+from wmstudio.model.backends import CanvasCache
+from wmstudio.model.examples import (
+    Batch,
+    CorpusRow,
+    SKELETON_COPIES,
+    SplitBatch,
+    build_examples,
+    make_batch,
+    plan_batches,
+    read_corpus_split,
+)
 from wmstudio.world.problems import InvalidInput, Problem
 
 ARCHITECTURES = ("mdlm", "ar")
@@ -37,9 +49,9 @@ class TrainConfig:
     base: str | None = None
     vocab_size: int = 4096
     layers: int = 4
-    hidden: int = 256
+    hidden: int = 128
     heads: int = 4
-    ffn: int = 1024
+    ffn: int = 512
     max_positions: int = 3072  # render_prompt's simulated-world prompts run to ~2,300 tokens; generation never cuts them
     batch_tokens: int = 6144
     learning_rate: float = 2e-3
@@ -72,11 +84,13 @@ class TrainResult:
         return data
 
 
-def batch_loss(model, batch: Batch) -> torch.Tensor:
+def batch_loss(model, batch: Batch | SplitBatch) -> torch.Tensor:
     """Weighted cross-entropy at the scored positions; the output head runs on those positions only.
 
     Skipping the vocabulary projection for prompt and unmasked positions is exact and saves most of
     the head's cost, which on a small model is a large share of the whole step."""
+    if isinstance(batch, SplitBatch):
+        return split_batch_loss(model, batch)
     device = next(model.parameters()).device
     outputs = model.base_model(
         input_ids=batch.input_ids.to(device),
@@ -88,6 +102,38 @@ def batch_loss(model, batch: Batch) -> torch.Tensor:
     logits = model.get_output_embeddings()(hidden).float()
     losses = F.cross_entropy(logits, batch.targets.to(device), reduction="none")
     return (losses * batch.weights.to(device)).sum()
+
+
+def split_batch_loss(model, batch: SplitBatch) -> torch.Tensor:
+    """The MDLM loss in two passes: the prompts once (causal), then every canvas over its prompt's keys/values.
+
+    Exactly the packed loss (a prefix-causal prompt never sees a canvas), but attention costs prompt^2/2 +
+    canvases x (prompt + canvas) instead of (prompt + all canvases)^2, which dominates on a small model."""
+    device = next(model.parameters()).device
+    base = model.base_model
+    prompts = base(input_ids=batch.prompts.to(device), cache=DynamicCache(config=model.config), use_cache=True)
+    cache = getattr(prompts, "cache", None) or prompts.past_key_values
+    owners = batch.owners.to(device)
+    layers = [(layer.keys.index_select(0, owners), layer.values.index_select(0, owners)) for layer in cache.layers]
+    rows, length = batch.canvases.shape
+    prompt_len = batch.prompts.shape[1]
+    own_prompt = batch.prompt_lengths.to(device)[owners]
+    keys = torch.arange(prompt_len + length, device=device).view(1, -1)
+    visible = torch.where(keys < prompt_len, keys < own_prompt.view(-1, 1),
+                          keys - prompt_len < batch.canvas_lengths.to(device).view(-1, 1))
+    mask = visible.view(rows, 1, 1, -1).expand(rows, 1, length, prompt_len + length)
+    positions = own_prompt.view(-1, 1) + torch.arange(length, device=device).view(1, -1)
+    outputs = base(input_ids=batch.canvases.to(device), cache=CanvasCache(layers, rows, length),
+                   position_ids=positions, attention_mask=mask, use_cache=True)
+    hidden = outputs.last_hidden_state[batch.loss_rows.to(device), batch.loss_cols.to(device)]
+    logits = model.get_output_embeddings()(hidden).float()
+    losses = F.cross_entropy(logits, batch.targets.to(device), reduction="none")
+    return (losses * batch.weights.to(device)).sum()
+
+
+def uses_split_batches(model, arch: str) -> bool:
+    """Our own prefix-causal MDLMs train with the two-pass loss; other checkpoints keep packed rows."""
+    return arch == MDLM and model_kind(model.config) == MDLM
 
 
 def learning_rate(config: TrainConfig, step: int, progress: float) -> float:
@@ -153,7 +199,7 @@ def evaluate_loss(model, examples, arch, ids, batch_tokens, seed: int) -> float:
     rng = torch.Generator().manual_seed(seed)
     total, count = 0.0, 0
     for indices in plan_batches(examples, arch, batch_tokens, seed):
-        batch = make_batch([examples[i] for i in indices], arch, ids, rng)
+        batch = make_batch([examples[i] for i in indices], arch, ids, rng, split=uses_split_batches(model, arch))
         total += batch_loss(model, batch).item() * len(indices)
         count += len(indices)
     model.train()
@@ -207,6 +253,7 @@ def train_world_model(
         first = evaluate_loss(model, held_out.examples, config.arch, ids, config.batch_tokens, config.seed)
         curve.append({"step": 0, "seconds": 0.0, "eval_loss": round(first, 4)})
     model.train()
+    split = uses_split_batches(model, config.arch)
     done = False
     while not done:
         for indices in plan_batches(train.examples, config.arch, config.batch_tokens, config.seed + epoch):
@@ -217,14 +264,14 @@ def train_world_model(
                 break
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, step, fraction)
-            batch = make_batch([train.examples[i] for i in indices], config.arch, ids, rng)
+            batch = make_batch([train.examples[i] for i in indices], config.arch, ids, rng, split=split)
             loss = batch_loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             step += 1
-            tokens_seen += batch.input_ids.numel()
+            tokens_seen += batch.tokens
             smooth = loss.item() if smooth is None else 0.95 * smooth + 0.05 * loss.item()
             if progress:
                 progress(min(999, int(1000 * fraction)), 1000)
@@ -308,9 +355,12 @@ def write_model_card(folder: Path) -> Path:
     objective = (
         "masked diffusion (MDLM): per canvas a mask ratio t ~ U(0,1] over the response positions that may be "
         "masked, cross-entropy on the masked positions weighted by 1/t and normalised by the canvas length; "
-        "prefix-causal attention (prompt causal, canvas sees prompt and canvas); skeleton-style canvases (keys "
-        "and punctuation as anchors, values padded to their span budgets) and free-style canvases (the whole "
-        "text, padded)"
+        "prefix-causal attention (prompt causal, canvas sees prompt and canvas); per row "
+        f"{SKELETON_COPIES} independently noised skeleton-style canvases (keys and punctuation as anchors, values "
+        "right-padded to their span budgets, arrays of objects in item slots closed by an end token where the "
+        "true array ends) and one free-style canvas (the whole text, right-padded to any standard size that "
+        "holds it); the prompt is encoded once and every canvas attends to its keys/values (two-pass loss, "
+        "exactly the packed objective)"
         if arch == "mdlm"
         else "autoregressive next-token cross-entropy on the response tokens (and eos) given the prompt"
     )
