@@ -66,3 +66,17 @@ def test_cases_are_a_seeded_sample_of_the_split(corpus):
     first = [c.where for c in load_cases(corpus, "test", rows=2, seed=1)]
     assert first == [c.where for c in load_cases(corpus, "test", rows=2, seed=1)]
     assert resolve_model_path(DEFAULT_MODEL).endswith("wm-mdlm-small")
+
+
+def test_rates_count_exact_matches_and_the_simulators_status():
+    from wmstudio.model.evaluation import Rates
+    from wmstudio.world.checks import check_step
+
+    case = _case({"status": "ok"})
+    truth = '{"refund_processed":true,"status":"ok"}'
+    rates = Rates()
+    for response in (truth, '{"refund_processed":false,"status":"ok"}', '{"status":"error"}', "not json"):
+        rates.add(check_step(case.world, case.call, response), response, truth)
+    figures = rates.to_json()
+    assert figures["cases"] == 4 and figures["exact"] == 0.25 and figures["same_status"] == 0.5
+    assert figures["json_valid"] == 0.75

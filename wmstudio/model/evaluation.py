@@ -51,6 +51,7 @@ class Rates:
     rule_consistent: int = 0
     anchors_kept: int = 0
     exact: int = 0
+    same_status: int = 0  # the response's `status` is the simulator's (did the model get the outcome right?)
 
     def add(self, report: CheckReport, response: str, truth: str | None = None) -> None:
         self.total += 1
@@ -60,12 +61,13 @@ class Rates:
         self.anchors_kept += report.json_valid and not report.anchor_violations
         if truth is not None:
             self.exact += _same_json(response, truth)
+            self.same_status += _status(response) is not None and _status(response) == _status(truth)
 
     def rate(self, name: str) -> float:
         return round(getattr(self, name) / self.total, 4) if self.total else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        names = ("json_valid", "schema_valid", "rule_consistent", "anchors_kept", "exact")
+        names = ("json_valid", "schema_valid", "rule_consistent", "anchors_kept", "exact", "same_status")
         return {"cases": self.total, **{name: self.rate(name) for name in names}}
 
 
@@ -243,6 +245,7 @@ def _table(f: dict[str, Any]) -> list[dict[str, str]]:
         ("MDLM skeleton: schema-valid", pct(f["skeleton"]["schema_valid"]), ">= 98%"),
         ("MDLM skeleton: rule-consistent", pct(f["skeleton"]["rule_consistent"]), ">= 95%"),
         ("MDLM skeleton: exact match with the simulator", pct(f["skeleton"]["exact"]), ""),
+        ("MDLM skeleton: same status as the simulator", pct(f["skeleton"]["same_status"]), ""),
         (f"MDLM, status=\"error\" pinned at the end: rule-consistent (n={f['flip_mdlm']['cases']})",
          pct(f["flip_mdlm"]["rule_consistent"]), ">= 90%"),
         ("MDLM, status=\"error\" pinned: anchor kept", pct(f["flip_mdlm"]["anchors_kept"]), ""),
@@ -255,6 +258,7 @@ def _table(f: dict[str, Any]) -> list[dict[str, str]]:
             ("AR baseline: schema-valid", pct(f["ar"]["schema_valid"]), ""),
             ("AR baseline: rule-consistent", pct(f["ar"]["rule_consistent"]), ""),
             ("AR baseline: exact match with the simulator", pct(f["ar"]["exact"]), ""),
+            ("AR baseline: same status as the simulator", pct(f["ar"]["same_status"]), ""),
             ("AR, status=\"error\" as a directive: rule-consistent", pct(f["flip_ar"]["rule_consistent"]), "(beside MDLM)"),
             ("AR, status=\"error\" as a directive: anchor kept", pct(f["flip_ar"]["anchors_kept"]), ""),
         ]
@@ -267,6 +271,15 @@ def _table(f: dict[str, Any]) -> list[dict[str, str]]:
 def _mean_pairs(values: list[tuple[float, float]]) -> dict[str, float]:
     return {"self_bleu": round(sum(v[0] for v in values) / len(values), 4),
             "distinct_2": round(sum(v[1] for v in values) / len(values), 4), "calls": len(values)}
+
+
+def _status(text: str) -> Any:
+    """The top-level `status` of a JSON object response, else None."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value.get("status") if isinstance(value, dict) else None
 
 
 def _same_json(response: str, truth: str) -> bool:
