@@ -3,12 +3,11 @@
 Modelled on LLaDA's generate(): predict every masked slot, sample with Gumbel noise in float64,
 rank slots by confidence, commit some (a fixed quota, or all above a threshold), blocks left to
 right. Added: type constraints as -inf masks, a CTRL repetition penalty, K samples in one batch,
-and the prompt encoded once (exact for our prefix-causal models). Variable length: a pad guessed
-in a slot whose left neighbour (same span) is still masked waits (it ranks below every other slot),
-so values end where their text ends instead of pads creeping in from the right, which a
-confidence-ordered sampler otherwise does (pads are the surest guess far right in a span); the
-slots a commit settles (the rest of a span after a pad, an array cut by an end token) are committed
-with it (constraints.py)."""
+and the prompt encoded once (exact for our prefix-causal models). Variable length: pads only trail a
+value, and the slots a commit settles (the rest of a span after a pad, an array cut by an end token)
+are committed with it (constraints.py). Tried and dropped: making a pad wait until the slot to its
+left is written; with the shipped model it wrote more garbage than it saved (rule-consistency 57.5%
+-> 32.5% on 40 held-out rows)."""
 
 from __future__ import annotations
 
@@ -66,9 +65,6 @@ def denoise(
     generator = torch.Generator(device=device).manual_seed(seed)
     x = torch.tensor(canvas.tokens, device=device).repeat(samples, 1)  # (K, C)
     masked = torch.tensor([s >= 0 for s in canvas.span_of], device=device).repeat(samples, 1)
-    # a slot with a span slot to its left: a pad guessed there waits until that slot holds its token
-    follows = torch.tensor([p > 0 and s >= 0 and canvas.span_of[p - 1] == s for p, s in enumerate(canvas.span_of)],
-                           device=device)
     x[masked] = backend.mask_id
     constraints = CanvasConstraints(canvas, samples, backend.vocab_size, device)
     span_slots = masked.clone()  # positions whose tokens count for the repetition penalty
@@ -97,9 +93,6 @@ def denoise(
         logits = logits.masked_fill(~constraints.allowed, -math.inf)
         guess = sample_tokens(logits, temperature, generator)
         confidence = score(logits, guess, strategy, generator).masked_fill(~eligible, -math.inf)
-        left_masked = torch.nn.functional.pad(masked[:, :-1], (1, 0))
-        waiting = (guess == canvas.pad_id) & follows & left_masked & eligible
-        rank = confidence - 2.0 * waiting  # a waiting pad goes only when the schedule has nothing else left
 
         quota = []
         for k in range(samples):
@@ -107,7 +100,7 @@ def denoise(
             if block_steps[k] == 0:
                 budget[k] = per_block if per_block is not None else math.ceil(left / DEFAULT_TOKENS_PER_STEP)
             quota.append(math.ceil(left / max(1, budget[k] - int(block_steps[k]))) if left else 0)
-        chosen = choose(rank, eligible, quota, None if strategy == "random" else threshold)
+        chosen = choose(confidence, eligible, quota, None if strategy == "random" else threshold)
         chosen = constraints.commit(chosen, guess, confidence)
         x = torch.where(chosen, guess, x)
         masked &= ~chosen
