@@ -258,19 +258,22 @@ def completable(table: GrammarTable, tokens: Sequence[int | None]) -> bool:
 def allowed_tokens(table: GrammarTable, tokens: Sequence[int | None]) -> torch.Tensor:
     """(len(tokens), V) bool: at each masked slot, the tokens after which the span stays completable.
 
-    Committed slots get an all-False row (they are never resampled)."""
+    Committed slots get an all-False row (they are never resampled). A row depends only on the states
+    reachable before the slot and those that can finish after it, so equal pairs share one row (most
+    slots of a long span have the same pair)."""
     forward, backward = _forward(table, tokens), _backward(table, tokens)
     allowed = torch.zeros((len(tokens), table.next_state.shape[1]), dtype=torch.bool)
+    rows_by_states: dict[tuple[frozenset[int], frozenset[int]], torch.Tensor] = {}
     for k, token in enumerate(tokens):
-        if token is not None:
+        if token is not None or not forward[k]:
             continue
-        good = torch.zeros(table.states + 1, dtype=torch.bool)  # last entry: DEAD
-        if backward[k + 1]:
-            good[list(backward[k + 1])] = True
-        sources = list(forward[k])
-        if sources:
-            rows = table.next_state[sources].long()
-            allowed[k] = good[rows].any(dim=0)
+        key = (frozenset(forward[k]), frozenset(backward[k + 1]))
+        if key not in rows_by_states:
+            good = torch.zeros(table.states + 1, dtype=torch.bool)  # last entry: DEAD
+            if key[1]:
+                good[list(key[1])] = True
+            rows_by_states[key] = good[table.next_state[list(key[0])].long()].any(dim=0)
+        allowed[k] = rows_by_states[key]
     return allowed
 
 

@@ -61,7 +61,8 @@ class Rates:
         self.anchors_kept += report.json_valid and not report.anchor_violations
         if truth is not None:
             self.exact += _same_json(response, truth)
-            self.same_status += _status(response) is not None and _status(response) == _status(truth)
+            status = _status(response)
+            self.same_status += status is not None and status == _status(truth)
 
     def rate(self, name: str) -> float:
         return round(getattr(self, name) / self.total, 4) if self.total else 0.0

@@ -174,7 +174,6 @@ class Batch:
         return self.input_ids.numel()
 
 
-
 def free_canvas(tokenizer, response_ids: list[int], rnd: random.Random) -> CanvasTarget:
     """The response text followed by span pads up to a canvas size a user would pick: all maskable.
 
@@ -285,13 +284,15 @@ class SplitBatch:
 
 
 def noise_canvas(canvas: CanvasTarget, mask_id: int, rng: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """(noisy tokens, masked positions, t): mask ratio t ~ U(0,1] drawn per canvas, each maskable slot masked with
-    probability t. Both batch layouts draw through here in the same order, so one seed gives one noise."""
+    """(noisy tokens, masked positions, weight of each scored one): mask ratio t ~ U(0,1] drawn per canvas, each
+    maskable slot masked with probability t, weight 1 / (t * maskable count). Both batch layouts draw through
+    here in the same order, so one seed gives one noise."""
     tokens = torch.tensor(canvas.tokens)
     maskable = torch.tensor(canvas.maskable, dtype=torch.bool)
     t = MIN_MASK_RATIO + (1 - MIN_MASK_RATIO) * torch.rand((), generator=rng).item()
     masked = maskable & (torch.rand(len(tokens), generator=rng) < t)
-    return torch.where(masked, torch.full_like(tokens, mask_id), tokens), masked, t
+    weight = 1.0 / (t * max(int(maskable.sum()), 1))
+    return torch.where(masked, torch.full_like(tokens, mask_id), tokens), masked, weight
 
 
 def mdlm_split_batch(examples: list[TrainingExample], mask_id: int, pad_id: int, rng: torch.Generator) -> SplitBatch:
@@ -305,13 +306,13 @@ def mdlm_split_batch(examples: list[TrainingExample], mask_id: int, pad_id: int,
     canvases = torch.full((len(pairs), canvas_len), pad_id, dtype=torch.long)
     rows, cols, targets, weights = [], [], [], []
     for r, (_, canvas) in enumerate(pairs):
-        noisy, masked, t = noise_canvas(canvas, mask_id, rng)
+        noisy, masked, weight = noise_canvas(canvas, mask_id, rng)
         canvases[r, : len(noisy)] = noisy
         where = masked.nonzero().flatten()
         rows.append(torch.full_like(where, r))
         cols.append(where)
         targets.append(torch.tensor(canvas.tokens)[where])
-        weights.append(torch.full((len(where),), 1.0 / (t * max(sum(canvas.maskable), 1))))
+        weights.append(torch.full((len(where),), weight))
     return SplitBatch(
         prompts=prompts,
         prompt_lengths=torch.tensor([len(ex.prompt_ids) for ex in examples]),
@@ -343,7 +344,7 @@ def mdlm_batch(
         start = prompt_len
         for canvas in ex.canvases:
             tokens = torch.tensor(canvas.tokens)
-            noisy, masked, t = noise_canvas(canvas, mask_id, rng)
+            noisy, masked, weight = noise_canvas(canvas, mask_id, rng)
             end = start + len(tokens)
             input_ids[row, start:end] = noisy
             position_ids[row, start:end] = torch.arange(prompt_len, prompt_len + len(tokens))
@@ -351,7 +352,7 @@ def mdlm_batch(
             rows.append(torch.full_like(where, row))
             cols.append(where + start)
             targets.append(tokens[where])
-            weights.append(torch.full((len(where),), 1.0 / (t * max(sum(canvas.maskable), 1))))
+            weights.append(torch.full((len(where),), weight))
             start = end
         position_ids[row, start:] = torch.arange(start, length) - start + prompt_len
         layouts.append((prompt_len, [len(c.tokens) for c in ex.canvases]))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field

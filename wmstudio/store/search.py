@@ -23,6 +23,8 @@ from wmstudio.store.text_index import (
 from wmstudio.world.problems import InvalidInput, Problem
 
 MAX_PAGE_SIZE = 200
+
+
 @dataclass
 class RolloutSummary:
     """What a list of rollouts shows: the rollout, its world, tags, and how many steps failed their checks."""
