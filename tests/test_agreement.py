@@ -17,7 +17,7 @@ from wmstudio.metrics.agreement import (
     matrix_from_triples,
     rating_distribution,
 )
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 N = None
 # The paper's reliability data matrix: observers A-D (rows) x units 1-12 (columns), None = missing.

@@ -33,14 +33,14 @@ from wmstudio.ui.annotate_tab import (
     ANNOTATE_SHORTCUTS_JS,
     build_annotate_tab,
 )
-from wmstudio.ui.context import StudioContext
+from wmstudio.studio.context import StudioContext
 from wmstudio.ui.identity import (
     profile_username,
     request_username,
     resolve_identity,
     sign_in_mode,
 )
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 SECRET_MODEL = "wm-secret-model-7"
 ITEM = 9  # the item components come first in every output; then the message and your progress

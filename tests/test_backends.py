@@ -21,7 +21,7 @@ from wmstudio.model.backends import (
 from wmstudio.model.canvas import build_canvas
 from wmstudio.model.sampler import denoise
 from wmstudio.model.tokenizer import encode_prompt, train_tokenizer
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 SCHEMA = {
     "type": "object",

@@ -17,7 +17,7 @@ from wmstudio.model.constraints import allowed_tokens, completable, vocabulary_f
 from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, QuotedText
 from wmstudio.model.sampler import denoise
 from wmstudio.model.tokenizer import train_tokenizer
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 REFUND = {
     "type": "object",

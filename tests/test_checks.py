@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from wmstudio.cli import app
 from wmstudio.world.anchors import Anchor, anchor_problems, parse_anchor, parse_anchors
 from wmstudio.world.checks import CheckReport, check_step, json_equal
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.spec import Call, parse_world
 
 REFUND_RULE = "an error status means no refund was processed"

@@ -13,7 +13,7 @@ from wmstudio.world.checks import check_step
 from wmstudio.world.corpus import SPLITS, write_corpus
 from wmstudio.world.directives import parse_directive
 from wmstudio.world.history import compact_json
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.sims import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from huggingface_hub import HfApi
 
-from wmstudio.world.dataset import (
+from wmstudio.studio.datasets import (
     CARD_FILE,
     JSONL_FILE,
     PARQUET_FILE,
@@ -24,7 +24,7 @@ from wmstudio.world.dataset import (
     import_dataset,
     push_to_hub,
 )
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.spec import Call, parse_world
 from wmstudio.world.tools import parse_tools

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.model.backends import DEFAULT_AR_MODEL, DEFAULT_MODEL, resolve_model_path
-from wmstudio.model.evaluation import EvalCase, evaluate_world_model, flip_anchor, load_cases
+from wmstudio.train.evaluation import EvalCase, evaluate_world_model, flip_anchor, load_cases
 from wmstudio.world.corpus import write_corpus
 from wmstudio.world.sims import get_simulator
 from wmstudio.world.spec import Call
@@ -69,7 +69,7 @@ def test_cases_are_a_seeded_sample_of_the_split(corpus):
 
 
 def test_rates_count_exact_matches_and_the_simulators_status():
-    from wmstudio.model.evaluation import Rates
+    from wmstudio.train.evaluation import Rates
     from wmstudio.world.checks import check_step
 
     case = _case({"status": "ok"})

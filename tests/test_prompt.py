@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.prompt import SECTION_HEADERS, omitted_marker, render_chat, render_prompt, tool_schema_line
 from wmstudio.world.spec import Call, parse_world
 

@@ -30,10 +30,10 @@ from wmstudio.store import (
     step_trace,
 )
 from wmstudio.store.seeding import demo_worlds, seed_first_run
-from wmstudio.ui.context import StudioContext
+from wmstudio.studio.context import StudioContext
 from wmstudio.ui.rollouts_tab import build_rollouts_tab, generate_next_step
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 
 def tiny_world_model(folder: Path) -> str:

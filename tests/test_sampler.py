@@ -17,7 +17,7 @@ from wmstudio.model.generation import anchors_as_directives, generate, generate_
 from wmstudio.model.sampler import Frame, choose, denoise, penalise_repeats, sample_tokens, score
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.world.anchors import parse_anchor
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.prompt import render_prompt
 from wmstudio.world.sims import get_simulator
 

@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 
 from wmstudio.world.checks import check_step
 from wmstudio.world.directives import DIRECTIVE_VOCABULARY, Directive, parse_directive, parse_directives, steering
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.sims import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call, load_world
 

@@ -28,7 +28,7 @@ from wmstudio.store import (
     save_world_version,
     step_trace,
 )
-from wmstudio.ui.context import StudioContext
+from wmstudio.studio.context import StudioContext
 from wmstudio.ui.denoise_view import Commits, canvas_html, heatmap_figure
 from wmstudio.ui.forms import (
     MASKED,
@@ -41,14 +41,14 @@ from wmstudio.ui.forms import (
     show_value,
 )
 from wmstudio.ui.simulate_tab import ANCHOR_SLOTS, build_simulate_tab
-from wmstudio.ui.simulation import (
+from wmstudio.studio.simulation import (
     SamplerSettings,
     run_baseline,
     run_simulation,
     save_simulation,
 )
 from wmstudio.world.anchors import Anchor
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.spec import WorldSpec, load_world
 from wmstudio.world.tools import import_tools_file
 

@@ -59,7 +59,7 @@ from wmstudio.store.database import current_revision, head_revision, upgrade_dat
 from wmstudio.store.tables import STORE_TABLES, include_object
 from wmstudio.store.text_index import STALE_BATCH
 from wmstudio.world.checks import CheckReport
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.spec import Call, parse_world
 
 SHOP = {

@@ -12,7 +12,7 @@ from serving import free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import open_store, save_world_version, world_versions
-from wmstudio.ui.context import StudioContext
+from wmstudio.studio.context import StudioContext
 from wmstudio.ui.studio import build_studio
 from wmstudio.world.spec import load_world
 

@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.spec import parse_world
 from wmstudio.world.tools import (
     FORMATS,

@@ -9,7 +9,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from wmstudio.model.architecture import new_model, prefix_causal_mask
 from wmstudio.model.backends import ArBaseline, load_backend
-from wmstudio.model.examples import (
+from wmstudio.train.examples import (
     CanvasTarget,
     TrainingExample,
     _attention_mask,
@@ -19,9 +19,9 @@ from wmstudio.model.examples import (
 )
 from wmstudio.model.generation import generate
 from wmstudio.model.tokenizer import train_tokenizer
-from wmstudio.model.training import TrainConfig, batch_loss, train_world_model, uses_split_batches
+from wmstudio.train.training import TrainConfig, batch_loss, train_world_model, uses_split_batches
 from wmstudio.world.corpus import write_corpus
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.sims import get_simulator
 from wmstudio.world.spec import Call
 
@@ -193,7 +193,7 @@ def test_two_pass_loss_equals_the_packed_loss_and_its_gradients(tokenizer):
 def test_free_canvases_take_any_size_that_holds_the_response(tokenizer):
     import random
 
-    from wmstudio.model.examples import FREE_LENGTHS, free_canvas
+    from wmstudio.train.examples import FREE_LENGTHS, free_canvas
 
     rnd = random.Random(0)
     response = list(range(40, 90))  # 50 tokens

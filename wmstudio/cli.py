@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 app = typer.Typer(
     help="World Model Studio: steered rollouts from a masked diffusion text world model.",
@@ -196,7 +196,7 @@ def train_wm(
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="CPU threads for torch."),
 ) -> None:
     """Train a small world model on a corpus (tokenizer included) and save it with a model card."""
-    from wmstudio.model.training import TrainConfig, train_world_model
+    from wmstudio.train.training import TrainConfig, train_world_model
 
     config = TrainConfig(corpus=corpus, out=out, arch=arch, minutes=minutes, steps=steps, seed=seed, base=base,
                          max_rows=max_rows, threads=threads)
@@ -222,7 +222,7 @@ def eval_wm(
 ) -> None:
     """Measure a world model on held-out rows: validity, rule consistency, pinned-anchor flips, diversity."""
     from wmstudio.model.backends import resolve_model_path
-    from wmstudio.model.evaluation import evaluate_world_model, write_quality
+    from wmstudio.train.evaluation import evaluate_world_model, write_quality
 
     try:
         report = evaluate_world_model(model, ar or None, corpus, rows=rows, diversity_calls=diversity_calls,

@@ -26,7 +26,7 @@ from wmstudio.store import (
 )
 from wmstudio.store.seeding import demo_worlds, simulated_rollout
 from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
-from wmstudio.ui.context import StudioContext
+from wmstudio.studio.context import StudioContext
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 

@@ -23,7 +23,7 @@ from wmstudio.store import (
     world_versions,
 )
 from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD
-from wmstudio.ui.context import StudioContext
+from wmstudio.studio.context import StudioContext
 from wmstudio.ui.studio import build_studio
 from wmstudio.world.spec import load_world
 

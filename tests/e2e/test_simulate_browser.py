@@ -19,7 +19,7 @@ from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.model.architecture import new_model
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.store import open_store, rollout_steps, save_world_version, step_trace
-from wmstudio.ui.context import StudioContext
+from wmstudio.studio.context import StudioContext
 from wmstudio.ui.simulate_tab import build_simulate_tab
 from wmstudio.world.spec import load_world
 

@@ -11,7 +11,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 DIMENSIONS = ("realism", "outcome_correctness", "training_utility")

@@ -18,7 +18,7 @@ from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, 
 from transformers.cache_utils import Cache, DynamicCache
 
 from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefix_causal_mask
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODEL = "assets/models/wm-mdlm-small"

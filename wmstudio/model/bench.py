@@ -28,7 +28,7 @@ from wmstudio.model.backends import (
 from wmstudio.model.canvas import Canvas, build_canvas
 from wmstudio.model.sampler import denoise
 from wmstudio.model.tokenizer import train_tokenizer
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 PRESETS = ("default", "llada-8b")
 LLADA_8B_SHAPE = {"hidden": 4096, "layers": 32, "heads": 32, "ffn": 12288, "vocab": 126464}

@@ -16,7 +16,7 @@ from wmstudio.model.layout import END, FREE_TAIL, ItemsEnd, Layout, Span, SpanBu
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.world.anchors import Anchor, anchor_problems, parse_anchors
 from wmstudio.world.jsonpath import format_path, parse_path
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 SKELETON, FREE = "skeleton", "free"
 MAX_CANVAS_TOKENS = 4096

@@ -17,7 +17,7 @@ from wmstudio.model.sampler import DEFAULT_THRESHOLD, Frame, denoise
 from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text
 from wmstudio.world.anchors import Anchor, parse_anchors
 from wmstudio.world.checks import CheckReport, check_step
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.prompt import render_chat, render_prompt
 from wmstudio.world.spec import Call, WorldSpec
 

@@ -26,7 +26,7 @@ from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, Qu
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.jsonpath import format_path, parse_path
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 MAX_DEPTH = 12
 # a string's budget by what its key says it holds (first match wins), measured on the simulated worlds' corpus

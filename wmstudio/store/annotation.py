@@ -24,7 +24,7 @@ from wmstudio.store.tables import (
     utcnow,
 )
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.spec import Call
 
 MAX_NAME_CHARS = 100

@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.tables import Curriculum, CurriculumRollout, Rollout
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 MAX_NAME_CHARS = 100
 

@@ -24,7 +24,7 @@ from sqlalchemy import event
 from sqlmodel import Session
 
 from wmstudio.locations import user_home
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 DB_ENV = "WMSTUDIO_DB"
 BUSY_TIMEOUT_S = 10.0

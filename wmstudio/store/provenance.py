@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.world.anchors import Anchor
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 MADE_BY_KINDS = ("model", "human", "human edit")
 

@@ -24,7 +24,7 @@ from wmstudio.store.tables import (
 )
 from wmstudio.store.trace import TraceEntry, pack_trace, unpack_trace
 from wmstudio.world.checks import CheckReport
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.spec import Call
 
 MAX_TAG_CHARS = 64

@@ -20,7 +20,7 @@ from wmstudio.store.text_index import (
     refresh_search_index,
     rollouts_containing,
 )
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 MAX_PAGE_SIZE = 200
 

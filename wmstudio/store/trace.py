@@ -10,7 +10,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 TRACE_FORMAT_VERSION = 1
 _ENTRY = struct.Struct("<HHf")

@@ -19,7 +19,7 @@ from wmstudio.store.tables import (
     TrainingRun,
     utcnow,
 )
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 FINAL_STATUSES = ("finished", "failed", "cancelled")
 

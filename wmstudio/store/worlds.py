@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.tables import World
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.spec import WorldSpec
 
 

@@ -31,7 +31,7 @@ from wmstudio.store import (
     save_rating,
     skip_step,
 )
-from wmstudio.ui.context import StudioContext
+from wmstudio.studio.context import StudioContext
 from wmstudio.ui.identity import (
     NAME_STORAGE_KEY,
     Identity,
@@ -40,7 +40,7 @@ from wmstudio.ui.identity import (
     resolve_identity,
     sign_in_mode,
 )
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.spec import WorldSpec
 
 log = logging.getLogger(__name__)

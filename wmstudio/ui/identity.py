@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 SPACE_ENV = "SPACE_ID"
 NAME_STORAGE_KEY = "wmstudio-annotator-name"  # where gr.BrowserState keeps the typed name (localStorage)

@@ -33,26 +33,26 @@ from wmstudio.store import (
     set_tags,
     world_versions,
 )
-from wmstudio.ui.context import StudioContext
-from wmstudio.ui.curricula import (
+from wmstudio.studio.context import StudioContext
+from wmstudio.studio.curricula import (
     add_to_curriculum,
     export_curriculum,
     import_dataset_file,
     push_curriculum,
 )
 from wmstudio.ui.identity import request_username
-from wmstudio.ui.simulation import (
+from wmstudio.studio.simulation import (
     MAX_TEMPERATURE,
     SamplerSettings,
     run_simulation,
     save_simulation,
 )
 from wmstudio.world.checks import check_step
-from wmstudio.world.dataset import (
+from wmstudio.studio.datasets import (
     PushFailed,
 )
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.spec import Call
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from gradio.context import Context
 from wmstudio.model.sampler import DEFAULT_THRESHOLD, STRATEGIES
 from wmstudio.store import filter_rollouts, get_world, list_worlds
 from wmstudio.ui.check_view import REPORT_CSS, generation_html
-from wmstudio.ui.context import StudioContext
+from wmstudio.studio.context import StudioContext
 from wmstudio.ui.denoise_view import CANVAS_CSS, canvas_html, heatmap_figure
 from wmstudio.ui.forms import (
     MASKED,
@@ -33,7 +33,7 @@ from wmstudio.ui.forms import (
     response_fields,
     show_value,
 )
-from wmstudio.ui.simulation import (
+from wmstudio.studio.simulation import (
     MAX_SAMPLES,
     SamplerSettings,
     Simulation,
@@ -43,7 +43,7 @@ from wmstudio.ui.simulation import (
     tool_of,
     world_spec,
 )
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
 

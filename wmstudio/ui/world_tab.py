@@ -14,8 +14,8 @@ from typing import Any
 import gradio as gr
 
 from wmstudio.store import get_world, list_worlds, save_world_version, world_versions
-from wmstudio.ui.context import StudioContext
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.studio.context import StudioContext
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.sims import SIMULATORS
 from wmstudio.world.spec import (
     WorldSpec,

@@ -16,7 +16,7 @@ from jsonschema.validators import validator_for
 from wmstudio.world.anchors import Anchor, parse_anchors
 from wmstudio.world.history import HistoryStep, parse_history
 from wmstudio.world.jsonpath import format_path, get_path
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.rules import evaluate_check
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.world.directives import Directive
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.sims import SIMULATORS, Simulator
 

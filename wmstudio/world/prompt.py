@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from wmstudio.world.history import HistoryStep, compact_json, parse_history, response_text
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 

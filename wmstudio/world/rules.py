@@ -11,7 +11,7 @@ from typing import Any
 
 import celpy
 
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 CEL_VARIABLES = ("state", "call", "response", "history")
 

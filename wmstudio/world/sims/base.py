@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.world.directives import Directive, Steering, steering
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.rules import Rule
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool

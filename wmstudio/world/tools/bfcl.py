@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.tools.files import read_tools_file
 from wmstudio.world.tools.findings import Findings, at
 from wmstudio.world.tools.openai import parse_function_doc

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.tools import bfcl
 from wmstudio.world.tools.findings import Findings, at
 from wmstudio.world.tools.schema import iter_subschemas

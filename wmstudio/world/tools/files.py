@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 MAX_TOOLS_FILE_BYTES = 20_000_000
 YAML_SUFFIXES = (".yaml", ".yml")

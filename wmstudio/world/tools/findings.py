@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from wmstudio.world.problems import Problem, join_path
+from wmstudio.problems import Problem, join_path
 
 _LINE_BASE = re.compile(r"(^|\s)line \d+$")
 

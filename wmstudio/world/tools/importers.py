@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 from wmstudio.world.tools import bfcl
 from wmstudio.world.tools.api_bank import parse_api
 from wmstudio.world.tools.detect import FORMATS, NOT_A_TOOL, Entry, check_format, locate_entries

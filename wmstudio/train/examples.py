@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 MAX_ROW_BYTES = 2_000_000
 PROMPT_MAX_CHARS = 3000  # history is middle-truncated to this (render_prompt); generation must use the same

@@ -19,7 +19,7 @@ from transformers.cache_utils import DynamicCache
 
 from wmstudio.model.architecture import MDLM, model_kind
 from wmstudio.model.backends import CanvasCache
-from wmstudio.model.examples import (
+from wmstudio.train.examples import (
     Batch,
     CorpusRow,
     SKELETON_COPIES,
@@ -29,7 +29,7 @@ from wmstudio.model.examples import (
     plan_batches,
     read_corpus_split,
 )
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 ARCHITECTURES = ("mdlm", "ar")
 TOKENIZER_PROMPTS = 1500  # prompts sampled for tokenizer training (all responses are used)
@@ -423,7 +423,7 @@ def _corpus_summary(stats: dict) -> str:
 
 
 def _quality_lines(quality: dict) -> list[str]:
-    """The evaluation's table as markdown lines (written by `wmstudio.model.evaluation`)."""
+    """The evaluation's table as markdown lines (written by `wmstudio.train.evaluation`)."""
     lines = [quality.get("summary", "")] if quality.get("summary") else []
     table = quality.get("table") or []
     if table:

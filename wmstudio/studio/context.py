@@ -17,7 +17,7 @@ from wmstudio.model.backends import (
     load_backend,
 )
 from wmstudio.store import Store
-from wmstudio.world.problems import InvalidInput
+from wmstudio.problems import InvalidInput
 
 
 @dataclass

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.metrics.diversity import distinct_n, self_bleu
-from wmstudio.model.examples import FREE_LENGTHS, read_corpus_split, world_from_meta
+from wmstudio.train.examples import FREE_LENGTHS, read_corpus_split, world_from_meta
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.spec import Call, WorldSpec
 
 TARGETS = {
@@ -228,7 +228,7 @@ def evaluate_world_model(
 
 def write_quality(report: EvalReport, model_dir: Path) -> Path:
     """Save `quality.json` beside the weights and rewrite the model card with the figures."""
-    from wmstudio.model.training import write_model_card
+    from wmstudio.train.training import write_model_card
 
     path = Path(model_dir) / "quality.json"
     path.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")

@@ -32,12 +32,12 @@ from wmstudio.store import (
     get_rollout,
     get_world,
 )
-from wmstudio.ui.context import StudioContext
+from wmstudio.studio.context import StudioContext
 from wmstudio.ui.denoise_view import Commits
 from wmstudio.ui.forms import parse_json_field
 from wmstudio.world.anchors import Anchor, parse_anchors
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 

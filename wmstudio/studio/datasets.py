@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from wmstudio.world.problems import InvalidInput, Problem, join_path
+from wmstudio.problems import InvalidInput, Problem, join_path
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.spec import Call, WorldSpec, parse_world
 
@@ -169,7 +169,7 @@ def dataset_card(name: str, rollouts: int, rows: int) -> str:
         f"A world-model curriculum exported from World Model Studio (wmstudio): {rollouts} rollouts, {rows} rows "
         "(one per step). `messages` is the chat row a world model trains on (system: the world's sections; "
         "user: `State: ...` and `Action: ...`; assistant: the tool's response). The other columns rebuild the "
-        "rollouts exactly (`wmstudio.world.dataset.import_dataset`).\n\n"
+        "rollouts exactly (`wmstudio.studio.datasets.import_dataset`).\n\n"
         "```python\nfrom datasets import load_dataset\n"
         "rows = load_dataset(\"path/to/this/folder\")[\"train\"]  # the parquet\n"
         f"same = load_dataset(\"json\", data_files=\"path/to/this/folder/{JSONL_FILE}\")[\"train\"]\n```\n\n"
@@ -313,7 +313,7 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     missing = [column for column in REQUIRED_COLUMNS if column not in table.column_names]
     if missing:
         raise InvalidInput(f"{path}: missing column(s) {', '.join(missing)}: not a wmstudio export "
-                           "(export with wmstudio.world.dataset.export_dataset)")
+                           "(export with wmstudio.studio.datasets.export_dataset)")
     return table.select(list(REQUIRED_COLUMNS)).to_pylist()
 
 

@@ -29,7 +29,7 @@ from wmstudio.store import (
     rollout_tags,
     save_world_version,
 )
-from wmstudio.world.dataset import (
+from wmstudio.studio.datasets import (
     ExportRollout,
     ExportStep,
     PushFailed,
@@ -37,7 +37,7 @@ from wmstudio.world.dataset import (
     import_dataset,
     push_to_hub,
 )
-from wmstudio.world.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem
 
 MAX_IMPORT_BYTES = 1_000_000_000
 
