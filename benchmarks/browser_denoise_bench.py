@@ -18,8 +18,7 @@ import gradio as gr
 import torch
 from playwright.sync_api import expect, sync_playwright
 
-from wmstudio.locations import DEMO_WORLDS_DIR
-from wmstudio.model.backends import DEFAULT_MODEL
+from wmstudio.locations import DEFAULT_MODEL, DEMO_WORLDS_DIR
 from wmstudio.model.generation import prepare_canvas
 from wmstudio.store import list_worlds, save_world_version
 from wmstudio.ui.simulate_tab import build_simulate_tab

@@ -15,6 +15,7 @@ from gradio_client import Client
 from serving import free_port
 
 from wmstudio.metrics.agreement import agreement_report
+from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     MadeBy,
     append_step,
@@ -28,19 +29,18 @@ from wmstudio.store import (
     save_world_version,
 )
 from wmstudio.store.seeding import demo_worlds, simulated_rollout
+from wmstudio.studio.context import StudioContext
 from wmstudio.ui.annotate_tab import (
     ANNOTATE_SHORTCUTS_HEAD,
     ANNOTATE_SHORTCUTS_JS,
     build_annotate_tab,
 )
-from wmstudio.studio.context import StudioContext
 from wmstudio.ui.identity import (
     profile_username,
     request_username,
     resolve_identity,
     sign_in_mode,
 )
-from wmstudio.problems import InvalidInput
 
 SECRET_MODEL = "wm-secret-model-7"
 ITEM = 9  # the item components come first in every output; then the message and your progress

@@ -19,9 +19,10 @@ from wmstudio.model.backends import (
     pick_device,
 )
 from wmstudio.model.canvas import build_canvas
-from wmstudio.model.sampler import denoise
+from wmstudio.model.sampler import SamplerSettings, denoise
 from wmstudio.model.tokenizer import encode_prompt, train_tokenizer
 from wmstudio.problems import InvalidInput
+from wmstudio.world.anchors import parse_anchors
 
 SCHEMA = {
     "type": "object",
@@ -71,8 +72,8 @@ def test_our_checkpoint_loads_with_its_marker_and_samples_json(ours, tokenizer):
     assert isinstance(backend, PrefixCausalBackend)
     assert backend.mask_id == tokenizer.mask_token_id and backend.span_pad_id == tokenizer.pad_token_id
     assert backend.device.type == "cpu" and backend.dtype == torch.float32
-    canvas = build_canvas(backend.tokenizer, SCHEMA, ['status="error"'], vocab_size=backend.vocab_size)
-    frames = list(denoise(backend, prompt_ids(tokenizer), canvas, samples=2, temperature=1.0))
+    canvas = build_canvas(backend.tokenizer, SCHEMA, parse_anchors(['status="error"']), vocab_size=backend.vocab_size)
+    frames = list(denoise(backend, prompt_ids(tokenizer), canvas, SamplerSettings(samples=2, temperature=1.0)))
     for tokens in frames[-1].tokens:
         value = json.loads(canvas.decode(tokens))
         assert value["status"] == "error" and isinstance(value["count"], int) and isinstance(value["name"], str)
@@ -125,7 +126,7 @@ def test_native_masked_lm_loads_and_samples(tokenizer, tmp_path):
     backend = load_backend(path)
     assert isinstance(backend, BidirectionalBackend) and not backend.exact_cache
     canvas = build_canvas(backend.tokenizer, None, mode="free", free_length=12, vocab_size=backend.vocab_size)
-    frames = list(denoise(backend, prompt_ids(tokenizer), canvas, steps=4, threshold=None))
+    frames = list(denoise(backend, prompt_ids(tokenizer), canvas, SamplerSettings(steps=4, threshold=None)))
     assert len(frames) == 4 and frames[-1].done
     assert backend.mask_id not in frames[-1].tokens[0]
     with pytest.raises(InvalidInput, match="cache"):

@@ -15,9 +15,10 @@ from wmstudio.model.backends import PrefixCausalBackend
 from wmstudio.model.canvas import SpanBudgets, build_canvas, check_fits, skeleton_target
 from wmstudio.model.constraints import allowed_tokens, completable, vocabulary_for
 from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, QuotedText
-from wmstudio.model.sampler import denoise
+from wmstudio.model.sampler import SamplerSettings, denoise
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
+from wmstudio.world.anchors import parse_anchors
 
 REFUND = {
     "type": "object",
@@ -72,7 +73,7 @@ def test_skeleton_keeps_keys_and_punctuation_as_anchors_and_values_as_budgeted_s
 
 
 def test_anchors_pin_values_and_extend_arrays(tokenizer):
-    canvas = build_canvas(tokenizer, REFUND, ['status="error"', "items[3].qty=2", "refund_processed=false"])
+    canvas = build_canvas(tokenizer, REFUND, parse_anchors(['status="error"', "items[3].qty=2", "refund_processed=false"]))
     text = layout(canvas)
     assert '"status":"error"}' in text and '"refund_processed":false,' in text
     assert text.count('{"sku"') == 5 and '"qty":2}_,{"sku"' in text  # items 0-3 are kept, item 4 may go
@@ -121,14 +122,14 @@ def test_pads_only_trail_a_complete_value(tokenizer):
 def test_free_mode_places_text_anchors_and_pinned_fields(tokenizer):
     canvas = build_canvas(tokenizer, None, mode="free", free_length=10, text_anchors=[(0, "{"), (10, "}")])
     assert layout(canvas) == "{" + "_" * 10 + "}" and canvas.mode == "free"
-    pinned = build_canvas(tokenizer, REFUND, ['status="error"'], mode="free", free_length=6)
+    pinned = build_canvas(tokenizer, REFUND, parse_anchors(['status="error"']), mode="free", free_length=6)
     assert layout(pinned) == "_" * 6 + '"status":"error"' + "_" * 8
     assert pinned.decode(pinned.tokens) == '"status":"error"'
 
 
 def test_bad_anchors_and_sizes_are_reported_with_the_field_and_the_fix(tokenizer):
     with pytest.raises(InvalidInput) as err:
-        build_canvas(tokenizer, REFUND, ['refund_processd=true', 'amount="lots"'])
+        build_canvas(tokenizer, REFUND, parse_anchors(['refund_processd=true', 'amount="lots"']))
     text = str(err.value)
     assert "anchor refund_processd" in text and "fields: refund_processed, amount" in text
     assert "anchor amount" in text and "expected a number" in text
@@ -228,7 +229,7 @@ def test_skeleton_sampling_always_yields_schema_valid_json(tokenizer, one_thread
         settings = {"steps": rng.choice([1, 2, 3]), "threshold": rng.choice([None, 0.5]),
                     "temperature": rng.choice([0.0, 1.0, 2.0]), "strategy": rng.choice(["low_confidence", "random"]),
                     "seed": trial, "repetition_penalty": rng.choice([1.0, 1.3])}
-        *_, last = denoise(backend, prompt, canvas, **settings) if canvas.spans else [None]
+        *_, last = denoise(backend, prompt, canvas, SamplerSettings(**settings)) if canvas.spans else [None]
         tokens = last.tokens[0] if last is not None else canvas.tokens
         text = canvas.decode(tokens)
         try:

@@ -8,9 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
+from wmstudio.problems import InvalidInput
 from wmstudio.world.anchors import Anchor, anchor_problems, parse_anchor, parse_anchors
 from wmstudio.world.checks import CheckReport, check_step, json_equal
-from wmstudio.problems import InvalidInput
+from wmstudio.world.history import parse_history
 from wmstudio.world.spec import Call, parse_world
 
 REFUND_RULE = "an error status means no refund was processed"
@@ -65,7 +66,7 @@ def shop_world(rules: list | None = None) -> dict:
     }
 
 
-CALL = {"name": "refund_order", "arguments": {"order_id": "A1"}}
+CALL = Call("refund_order", {"order_id": "A1"})
 
 
 def test_refund_example_incoherent_response_is_caught_and_coherent_one_passes():
@@ -73,7 +74,7 @@ def test_refund_example_incoherent_response_is_caught_and_coherent_one_passes():
     bad = check_step(world, CALL, '{"refund_processed": true, "status": "error"}')
     assert not bad.ok and bad.json_valid and bad.schema_errors == []
     assert bad.rule_violations == [{"rule": REFUND_RULE, "message": "check is false"}]
-    good = check_step(world, CALL, '{"refund_processed": false, "status": "error"}', anchors=['status="error"'])
+    good = check_step(world, CALL, '{"refund_processed": false, "status": "error"}', anchors=parse_anchors(['status="error"']))
     assert good.ok and good.rule_violations == [] and good.anchor_violations == []
 
 
@@ -106,7 +107,7 @@ def test_schema_errors_name_the_json_path_of_each_field():
 
 def test_a_tool_without_response_schema_only_needs_json():
     world = parse_world(shop_world(rules=[]))
-    call = {"name": "get_order", "arguments": {"order_id": "A1"}}
+    call = Call("get_order", {"order_id": "A1"})
     assert check_step(world, call, '"whatever JSON value"').ok
     assert not check_step(world, call, "plain words").ok
 
@@ -119,10 +120,11 @@ def test_rules_see_state_call_and_history():
          "check": 'history.exists(s, s.call.name == "get_order" && s.response.total == 30.0)'},
     ]
     world = parse_world(shop_world(rules=rules))
-    history = [{"call": {"name": "get_order", "arguments": {"order_id": "A1"}}, "response": '{"total": 30.0}'}]
+    history = parse_history([{"call": {"name": "get_order", "arguments": {"order_id": "A1"}},
+                              "response": '{"total": 30.0}'}])
     response = '{"status": "ok", "refund_processed": true, "amount": 30.0}'
     assert check_step(world, CALL, response, history=history).ok
-    report = check_step(world, {"name": "refund_order", "arguments": {"order_id": "B2"}},
+    report = check_step(world, Call("refund_order", {"order_id": "B2"}),
                         response.replace("30.0", "25.0"), history=[])
     assert [v["rule"] for v in report.rule_violations] == [r["text"] for r in rules]
 
@@ -139,8 +141,8 @@ def test_a_rule_over_a_missing_field_counts_as_violated_with_a_reason():
 def test_anchors_must_hold_their_pinned_values():
     world = parse_world(shop_world(rules=[]))
     response = '{"status": "ok", "refund_processed": true, "amount": 30, "items": [{"sku": "S1", "price": 12.5}]}'
-    assert check_step(world, CALL, response, anchors=["amount=30.0", "items[0].price=12.5", 'status="ok"']).ok
-    report = check_step(world, CALL, response, anchors=['amount="30"', "refund_processed=1", "items[1].sku=\"S2\""])
+    assert check_step(world, CALL, response, anchors=parse_anchors(["amount=30.0", "items[0].price=12.5", 'status="ok"'])).ok
+    report = check_step(world, CALL, response, anchors=parse_anchors(['amount="30"', "refund_processed=1", "items[1].sku=\"S2\""]))
     assert report.anchor_violations == [
         'amount: is 30, pinned to "30"',
         "refund_processed: is true, pinned to 1",
@@ -160,11 +162,11 @@ def test_json_equality_treats_numbers_as_numbers_only():
 def test_a_call_to_an_unknown_tool_is_bad_input_naming_the_known_tools():
     world = parse_world(shop_world())
     with pytest.raises(InvalidInput) as err:
-        check_step(world, {"name": "cancel_order", "arguments": {}}, "{}")
+        check_step(world, Call("cancel_order"), "{}")
     assert err.value.problems[0].path == "call.name"
     assert "cancel_order" in str(err.value) and "refund_order, get_order" in str(err.value)
     with pytest.raises(InvalidInput, match=r"history\[0\]\.call\.name"):
-        check_step(world, Call("refund_order"), "{}", history=[{"call": {}, "response": "{}"}])
+        parse_history([{"call": {}, "response": "{}"}])  # histories are parsed where they come in
 
 
 def test_parse_anchor_reads_json_values_and_explains_the_quoted_form():
@@ -227,7 +229,7 @@ def write(path, data) -> str:
 
 def test_cli_check_exit_codes_for_ok_and_violations(tmp_path):
     world = write(tmp_path / "world.json", shop_world())
-    call = write(tmp_path / "call.json", CALL)
+    call = write(tmp_path / "call.json", CALL.to_json())
     good = write(tmp_path / "good.json", '{"refund_processed": false, "status": "error"}')
     bad = write(tmp_path / "bad.json", '{"refund_processed": true, "status": "error"}')
     runner = CliRunner()
@@ -249,7 +251,7 @@ def test_cli_check_reports_bad_input_with_exit_code_2(tmp_path):
         {"text": REFUND_RULE, "check": 'response.status != "error" ||'},
     ]))
     bad_json_world = write(tmp_path / "bad_world.json", '{"name": "shop", "tools": [,]}')
-    call = write(tmp_path / "call.json", CALL)
+    call = write(tmp_path / "call.json", CALL.to_json())
     good = write(tmp_path / "good.json", '{"refund_processed": false, "status": "error"}')
     absent = str(tmp_path / "absent.json")
     runner = CliRunner()

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from wmstudio.problems import InvalidInput
 from wmstudio.world.checks import check_step
 from wmstudio.world.corpus import SPLITS, write_corpus
 from wmstudio.world.directives import parse_directive
-from wmstudio.world.history import compact_json
-from wmstudio.problems import InvalidInput
+from wmstudio.world.history import compact_json, parse_history
 from wmstudio.world.sims import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call
 
@@ -42,7 +42,7 @@ def test_every_row_passes_its_worlds_checks_and_replays_to_the_same_response(cor
         sim = get_simulator(meta["world"])
         world = sim.world(meta["initial_state"], meta["directives"])
         answer = row["messages"][-1]["content"]
-        report = check_step(world, meta["call"], answer, history=meta["history"])
+        report = check_step(world, Call.from_json(meta["call"]), answer, history=parse_history(meta["history"]))
         assert report.ok, (meta["world"], meta["call"], answer, report.to_json())
         state = meta["initial_state"]  # replay: the meta alone reproduces every response
         for earlier in meta["history"]:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from huggingface_hub import HfApi
 
+from wmstudio.problems import InvalidInput
 from wmstudio.studio.datasets import (
     CARD_FILE,
     JSONL_FILE,
@@ -24,7 +25,7 @@ from wmstudio.studio.datasets import (
     import_dataset,
     push_to_hub,
 )
-from wmstudio.problems import InvalidInput
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.spec import Call, parse_world
 from wmstudio.world.tools import parse_tools
@@ -120,7 +121,7 @@ def test_messages_are_the_chat_rows_of_render_chat_with_the_rollout_history(tmp_
     folder = export_dataset(rollouts, tmp_path / "ds", "c")
     rows = load(folder, tmp_path)
     shop = rollouts[0]
-    history = [{"call": s.call, "response": s.response} for s in shop.steps[:2]]
+    history = [HistoryStep(call=s.call, response=s.response) for s in shop.steps[:2]]
     expected = render_chat(shop.world, shop.steps[2].call, history, response=shop.steps[2].response)
     assert rows[2]["messages"] == expected["messages"]
     assert "Turn 2 response" in rows[2]["messages"][1]["content"]

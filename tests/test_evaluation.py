@@ -6,7 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
-from wmstudio.model.backends import DEFAULT_AR_MODEL, DEFAULT_MODEL, resolve_model_path
+from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
+from wmstudio.model.backends import resolve_model_path
 from wmstudio.train.evaluation import EvalCase, evaluate_world_model, flip_anchor, load_cases
 from wmstudio.world.corpus import write_corpus
 from wmstudio.world.sims import get_simulator

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.problems import InvalidInput
+from wmstudio.world.history import HistoryStep, parse_history
 from wmstudio.world.prompt import SECTION_HEADERS, omitted_marker, render_chat, render_prompt, tool_schema_line
 from wmstudio.world.spec import Call, parse_world
 
@@ -57,15 +58,15 @@ def shop_world() -> dict:
     }
 
 
-CALL = {"name": "refund_order", "arguments": {"order_id": "A1"}}
+CALL = Call("refund_order", {"order_id": "A1"})
 
 
-def long_history(turns: int = 40) -> list[dict]:
+def long_history(turns: int = 40) -> list[HistoryStep]:
     return [
-        {
-            "call": {"name": "get_order", "arguments": {"order_id": f"A{i}"}},
-            "response": {"order_id": f"A{i}", "total": i * 1.5, "note": f"turn-{i}-" + "x" * 60},
-        }
+        HistoryStep(
+            call=Call("get_order", {"order_id": f"A{i}"}),
+            response={"order_id": f"A{i}", "total": i * 1.5, "note": f"turn-{i}-" + "x" * 60},
+        )
         for i in range(1, turns + 1)
     ]
 
@@ -135,15 +136,15 @@ def test_empty_rules_and_directives_still_show_their_sections():
 
 def test_rendering_is_deterministic():
     first = render_prompt(parse_world(shop_world()), CALL, long_history(5), max_chars=2000)
-    second = render_prompt(parse_world(shop_world()), Call.from_json(CALL), long_history(5), max_chars=2000)
+    second = render_prompt(parse_world(shop_world()), Call.from_json(CALL.to_json()), long_history(5), max_chars=2000)
     assert first == second
 
 
 def test_history_turns_are_numbered_and_text_responses_kept_as_written():
-    history = [
+    history = parse_history([
         {"call": {"name": "get_order", "arguments": {"order_id": "A1"}}, "response": {"total": 30.0}},
         {"call": {"name": "get_order", "arguments": {"order_id": "B7"}}, "response": "Error 404: order B7 not found"},
-    ]
+    ])
     text = render_prompt(parse_world(shop_world()), CALL, history)
     assert 'Turn 1 action: {"name":"get_order","arguments":{"order_id":"A1"}}\nTurn 1 response: {"total":30.0}' in text
     assert "Turn 2 response: Error 404: order B7 not found" in text
@@ -153,7 +154,7 @@ def test_history_turns_are_numbered_and_text_responses_kept_as_written():
 
 
 def test_a_call_to_a_tool_the_world_lacks_asks_for_the_environments_answer():
-    text = render_prompt(parse_world(shop_world()), {"name": "delete_everything", "arguments": {}})
+    text = render_prompt(parse_world(shop_world()), Call("delete_everything"))
     assert "`delete_everything`" in text.splitlines()[-1] and "not among the TOOL SCHEMAS" in text
 
 
@@ -205,7 +206,7 @@ def test_long_history_is_middle_truncated_within_budget(max_chars):
 
 def test_a_single_turn_longer_than_the_budget_keeps_its_end():
     world = parse_world(shop_world())
-    history = [{"call": {"name": "get_order", "arguments": {}}, "response": "log line\n" * 300 + "LAST LINE"}]
+    history = [HistoryStep(Call("get_order"), "log line\n" * 300 + "LAST LINE")]
     full = render_prompt(world, CALL, history)
     text = render_prompt(world, CALL, history, max_chars=2000)
     assert len(text) <= 2000 and "LAST LINE" in text and TASK in text
@@ -240,16 +241,17 @@ def test_schemas_and_call_are_never_cut_even_over_budget():
 
 def test_bad_history_is_reported_with_its_path():
     world = parse_world(shop_world())
-    history = long_history(2) + [{"call": {"arguments": {}}, "response": "x"}, {"call": CALL}]
+    history = [step.to_json() for step in long_history(2)]
+    history += [{"call": {"arguments": {}}, "response": "x"}, {"call": CALL.to_json()}]
     with pytest.raises(InvalidInput) as err:
-        render_prompt(world, CALL, history)
+        parse_history(history)  # histories are parsed once, where they come in (CLI, UI, API)
     paths = [p.path for p in err.value.problems]
     assert paths == ["history[2].call.name", "history[3]"]
     assert "response" in err.value.problems[1].message
     with pytest.raises(InvalidInput, match="history: must be a list"):
-        render_prompt(world, CALL, {"call": CALL})
+        parse_history({"call": CALL.to_json()})
     with pytest.raises(InvalidInput, match="call.name"):
-        render_chat(world, {"arguments": {}})
+        Call.from_json({"arguments": {}}, "call")
     with pytest.raises(InvalidInput, match="max_chars"):
         render_prompt(world, CALL, max_chars=0)
 
@@ -261,8 +263,8 @@ def write(path, data) -> str:
 
 def test_cli_prompt_prints_the_sections_format_and_the_chat_row(tmp_path):
     world = write(tmp_path / "world.json", shop_world())
-    call = write(tmp_path / "call.json", CALL)
-    history = write(tmp_path / "history.json", long_history(30))
+    call = write(tmp_path / "call.json", CALL.to_json())
+    history = write(tmp_path / "history.json", [step.to_json() for step in long_history(30)])
     runner = CliRunner()
     result = runner.invoke(app, ["prompt", world, "--call", call, "--history", history, "--max-chars", "2000"])
     assert result.exit_code == 0, result.output
@@ -276,7 +278,7 @@ def test_cli_prompt_prints_the_sections_format_and_the_chat_row(tmp_path):
 
 def test_cli_prompt_reports_bad_input_with_exit_code_2(tmp_path):
     world = write(tmp_path / "world.json", shop_world())
-    call = write(tmp_path / "call.json", CALL)
+    call = write(tmp_path / "call.json", CALL.to_json())
     bad_history = write(tmp_path / "history.json", [{"call": {"name": 3}, "response": "x"}])
     broken = tmp_path / "broken.json"
     broken.write_text('{"name": "refund_order", "arguments": {', encoding="utf-8")
@@ -299,7 +301,7 @@ def test_over_budget_prompts_shrink_other_tools_to_summaries_but_keep_the_called
 
     world = load_world(DEMO_WORLDS_DIR / "retail.json")
     called = world.tools[2]
-    call = {"name": called.name, "arguments": {}}
+    call = Call(called.name)
     full = render_prompt(world, call)
     budgeted = render_prompt(world, call, max_chars=4000)
     assert len(budgeted) < len(full)

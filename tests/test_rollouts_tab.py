@@ -18,7 +18,9 @@ from serving import free_port
 
 from wmstudio.model.architecture import new_model
 from wmstudio.model.generation import generate
+from wmstudio.model.sampler import SamplerSettings
 from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     filter_rollouts,
     get_rollout,
@@ -31,9 +33,9 @@ from wmstudio.store import (
 )
 from wmstudio.store.seeding import demo_worlds, seed_first_run
 from wmstudio.studio.context import StudioContext
-from wmstudio.ui.rollouts_tab import build_rollouts_tab, generate_next_step
+from wmstudio.ui.rollouts_tab import build_rollouts_tab, generate_step
+from wmstudio.world.anchors import parse_anchors
 from wmstudio.world.history import HistoryStep
-from wmstudio.problems import InvalidInput
 
 
 def tiny_world_model(folder: Path) -> str:
@@ -116,8 +118,8 @@ def test_a_two_step_rollout_is_generated_with_the_earlier_steps_as_history(studi
 
     world = get_rollout(ctx.store, rid).world_id
     spec = next(w.latest for w in list_worlds(ctx.store) if w.latest.id == world).spec()
-    again = generate(ctx.backend(), spec, steps[1].tool_call(), ['status="error"'], seed=8,
-                     history=[HistoryStep(call=steps[0].tool_call(), response=steps[0].response)])
+    again = generate(ctx.backend(), spec, steps[1].tool_call(), parse_anchors(['status="error"']),
+                     [HistoryStep(call=steps[0].tool_call(), response=steps[0].response)], SamplerSettings(seed=8))
     assert again.samples[0].response == steps[1].response  # generated after step 0, with it as history
 
 
@@ -230,7 +232,7 @@ def test_bad_input_is_explained_with_the_field_and_nothing_changes(studio, tmp_p
     cases["unsafe path"] = client.predict(handle_file(str(escaping)), api_name="/dataset_import")
 
     with pytest.raises(InvalidInput) as err:  # the slider stops this in the page; the plain function names it too
-        generate_next_step(ctx, rid, call, "", "hot", 0)
+        generate_step(ctx, rid, call, "", "hot", 0)
     assert err.value.problems[0].path == "temperature"
 
     for expected, message in cases.items():

@@ -14,12 +14,13 @@ from wmstudio.model.architecture import new_model
 from wmstudio.model.backends import ArBaseline, PrefixCausalBackend
 from wmstudio.model.canvas import build_canvas
 from wmstudio.model.generation import anchors_as_directives, generate, generate_stream, prompt_ids_for
-from wmstudio.model.sampler import Frame, choose, denoise, penalise_repeats, sample_tokens, score
+from wmstudio.model.sampler import Frame, SamplerSettings, choose, denoise, penalise_repeats, sample_tokens, score
 from wmstudio.model.tokenizer import train_tokenizer
-from wmstudio.world.anchors import parse_anchor
 from wmstudio.problems import InvalidInput
+from wmstudio.world.anchors import parse_anchor, parse_anchors
 from wmstudio.world.prompt import render_prompt
 from wmstudio.world.sims import get_simulator
+from wmstudio.world.spec import Call
 
 SCHEMA = {
     "type": "object",
@@ -72,8 +73,8 @@ def canvas(backend):
 PROMPT = [2, 30, 31, 32, 33, 4]
 
 
-def run(backend, canvas, **settings) -> list[Frame]:
-    return list(denoise(backend, PROMPT, canvas, **settings))
+def run(backend, canvas, use_cache=True, **settings) -> list[Frame]:
+    return list(denoise(backend, PROMPT, canvas, SamplerSettings(**settings), use_cache=use_cache))
 
 
 def test_every_masked_slot_is_committed_exactly_once_and_anchors_never_change(backend, canvas):
@@ -146,7 +147,7 @@ def test_commits_that_would_break_a_span_wait_for_a_later_step(backend, canvas):
 
 def test_threshold_commits_every_confident_slot_and_at_least_one(backend, free):
     assert len(run(backend, free, threshold=0.0, steps=100)) == 1  # every confidence is >= 0
-    frames = run(backend, free, threshold=1.01, steps=20)
+    frames = run(backend, free, threshold=None, steps=20)
     assert len(frames) == 20 and all(len(f.unmasked[0]) == 1 for f in frames)
 
 
@@ -187,7 +188,7 @@ def test_every_strategy_yields_json_that_fits_the_schema(backend, canvas, strate
 
 
 def test_unknown_strategy_is_refused(backend, canvas):
-    with pytest.raises(ValueError, match="unknown strategy 'best'"):
+    with pytest.raises(InvalidInput, match="strategy: 'best' is not known"):
         run(backend, canvas, strategy="best")
 
 
@@ -229,7 +230,8 @@ def test_scores_and_choice():
 
 def test_generate_returns_checked_json_responses_honouring_anchors(backend, world_and_call):
     world, call = world_and_call
-    generation = generate(backend, world, call, anchors=['status="error"'], samples=2, temperature=1.0)
+    generation = generate(backend, world, call, parse_anchors(['status="error"']), (),
+                          SamplerSettings(samples=2, temperature=1.0))
     assert generation.mode == "skeleton" and len(generation.samples) == 2
     for sample in generation.samples:
         assert sample.checks.json_valid and not sample.checks.anchor_violations
@@ -238,12 +240,13 @@ def test_generate_returns_checked_json_responses_honouring_anchors(backend, worl
     data = generation.to_json()
     assert data["model"] == "tiny" and data["samples"][0]["checks"]["json_valid"] is True
     trace = generation.trace(0)
-    assert sum(len(t["positions"]) for t in trace) == len(generation.canvas.masked_positions)
+    assert len(trace) == len(generation.canvas.masked_positions)
 
 
 def test_generate_streams_frames_before_the_result(backend, world_and_call):
     world, call = world_and_call
-    items = list(generate_stream(backend, world, call, free=True, free_length=16, steps=4, threshold=None))
+    items = list(generate_stream(backend, world, call, (), (),
+                                 SamplerSettings(free=True, free_length=16, steps=4, threshold=None)))
     assert [type(i).__name__ for i in items] == ["Canvas"] + ["Frame"] * 4 + ["Generation"]
     assert items[-1].mode == "free" and len(items[-1].canvas) == 16
 
@@ -255,7 +258,7 @@ def test_generate_refuses_a_canvas_longer_than_the_context(tokenizer, world_and_
     with pytest.raises(InvalidInput, match="over the model's context of 128"):
         generate(small, world, call)
     with pytest.raises(InvalidInput, match="no tool named 'nope'"):
-        generate(small, world, {"name": "nope", "arguments": {}})
+        generate(small, world, Call("nope"))
 
 
 def test_the_ar_baseline_gets_anchors_as_directives(tokenizer, world_and_call):
@@ -269,7 +272,7 @@ def test_the_ar_baseline_gets_anchors_as_directives(tokenizer, world_and_call):
     baseline = ArBaseline(model, tokenizer, "ar-tiny", 4096)
     plain = prompt_ids_for(baseline, world, call)
     assert len(prompt_ids_for(baseline, steered, call)) > len(plain)
-    generation = generate(baseline, world, call, anchors=[anchor], free=True, free_length=8, samples=2)
+    generation = generate(baseline, world, call, [anchor], (), SamplerSettings(free=True, free_length=8, samples=2))
     assert generation.mode == "autoregressive" and len(generation.samples) == 2
     assert all(isinstance(s.response, str) and s.checks.anchor_violations for s in generation.samples)
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from wmstudio.problems import InvalidInput
 from wmstudio.world.checks import check_step
 from wmstudio.world.directives import DIRECTIVE_VOCABULARY, Directive, parse_directive, parse_directives, steering
-from wmstudio.problems import InvalidInput
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.sims import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call, load_world
 
@@ -90,7 +91,7 @@ def test_random_episodes_fit_the_schemas_and_rules_and_never_mutate_state(name):
             report = check_step(world, call, json.dumps(response), history=history)
             assert report.ok, (call, directives, response, report.to_json())
             outcomes.add(response["status"])
-            history.append({"call": call.to_json(), "response": response})
+            history.append(HistoryStep(call=call, response=response))
             state = new_state
     assert {"ok", "error"} <= outcomes
 
@@ -425,7 +426,7 @@ def example_calls(name: str) -> tuple[dict, dict[str, Call], list[dict]]:
     return after, {"list": Call("list_charges", {"session_token": token}),
                    "lookup": Call("get_balance", {"session_token": token}),
                    "partial": Call("refund_charge", {"session_token": token, "charge_id": charge["id"]})}, \
-        [{"call": login.to_json(), "response": response}]
+        [HistoryStep(call=login, response=response)]
 
 
 LIST_FIELD = {"retail": "orders", "airline": "flights", "filesystem": "entries", "records": "records",

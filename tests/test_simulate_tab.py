@@ -17,7 +17,9 @@ from serving import free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.model.architecture import new_model
+from wmstudio.model.sampler import SamplerSettings
 from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     create_rollout,
     filter_rollouts,
@@ -29,27 +31,26 @@ from wmstudio.store import (
     step_trace,
 )
 from wmstudio.studio.context import StudioContext
-from wmstudio.ui.denoise_view import Commits, canvas_html, heatmap_figure
+from wmstudio.studio.simulation import (
+    run_baseline,
+    run_simulation,
+    save_simulation,
+)
+from wmstudio.ui.denoise_view import canvas_html, heatmap_figure
 from wmstudio.ui.forms import (
     MASKED,
     anchors_from_form,
     argument_fields,
     arguments_from_form,
     form_from_arguments,
+    parse_json_field,
     read_value,
     response_fields,
     show_value,
 )
 from wmstudio.ui.simulate_tab import ANCHOR_SLOTS, build_simulate_tab
-from wmstudio.studio.simulation import (
-    SamplerSettings,
-    run_baseline,
-    run_simulation,
-    save_simulation,
-)
-from wmstudio.world.anchors import Anchor
-from wmstudio.problems import InvalidInput
-from wmstudio.world.spec import WorldSpec, load_world
+from wmstudio.world.anchors import Anchor, parse_anchors
+from wmstudio.world.spec import Call, WorldSpec, load_world
 from wmstudio.world.tools import import_tools_file
 
 DEMO_WORLDS = sorted(DEMO_WORLDS_DIR.glob("*.json"))
@@ -57,7 +58,13 @@ SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
 TOOL_FILES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in {".json", ".yaml"} and "possible_answer" not in p.parts
                     and "init_database" not in p.parts and "lv1-lv2-samples" not in p.parts)
 EXAMPLES = {"string": "a b", "integer": 3, "number": 2.5, "boolean": True, "json": [1, {"k": "v"}]}
-FAST = SamplerSettings(steps=4)  # four denoising steps keep each run short on a busy CPU
+FAST = SamplerSettings(steps=4)
+
+
+def parsed(call, anchors=()):
+    """A call and anchors as the UI and the CLI hand them on: parsed once, at the boundary."""
+    text_or_object = parse_json_field(call, "call") if isinstance(call, str) else call
+    return Call.from_json(text_or_object, "call"), parse_anchors(anchors)  # four denoising steps keep each run short on a busy CPU
 CANVAS_STATE = re.compile(r'data-step="(-?\d+)" data-done="(\d)" data-masked="(\d+)"')
 
 
@@ -221,13 +228,12 @@ def test_sampler_settings_name_every_bad_value_at_once():
 def test_a_run_shows_the_canvas_first_then_each_step_and_honours_the_anchor(ctx, worlds):
     call = {"name": "refund_order", "arguments": {"order_id": "ORD-22930", "amount_cents": 500}}
     masked_left, finished = [], None
-    for simulation in run_simulation(ctx, worlds["retail"], call, ['status="error"'], SamplerSettings(steps=6)):
+    for simulation in run_simulation(ctx, worlds["retail"], *parsed(call, ['status="error"']), SamplerSettings(steps=6)):
         if simulation.done:
             finished = simulation
         else:
-            commits = Commits.of(simulation.frames)
             index = len(simulation.frames) - 1 if simulation.frames else None
-            state = CANVAS_STATE.search(canvas_html(simulation.canvas, simulation.frames, index, commits))
+            state = CANVAS_STATE.search(canvas_html(simulation.canvas, simulation.frames, index, simulation.traces))
             masked_left.append(int(state.group(3)))
     assert len(masked_left) >= 4 and masked_left[0] == len(finished.canvas.masked_positions)
     assert masked_left == sorted(masked_left, reverse=True) and masked_left[-1] == 0
@@ -239,7 +245,7 @@ def test_a_run_shows_the_canvas_first_then_each_step_and_honours_the_anchor(ctx,
 
 def test_saving_puts_the_step_its_provenance_checks_and_trace_into_a_rollout(ctx, worlds):
     call = {"name": "get_order", "arguments": {"order_id": "ORD-23411"}}
-    simulation = list(run_simulation(ctx, worlds["retail"], call, ['order_status="processing"'],
+    simulation = list(run_simulation(ctx, worlds["retail"], *parsed(call, ['order_status="processing"']),
                                      SamplerSettings(steps=4, samples=2, temperature=1.0, seed=7)))[-1]
     step = save_simulation(ctx, simulation, sample=1, title="lookup")
     rollout = get_rollout(ctx.store, step.rollout_id)
@@ -253,7 +259,7 @@ def test_saving_puts_the_step_its_provenance_checks_and_trace_into_a_rollout(ctx
     assert saved.check_report == simulation.generation.samples[1].checks.to_json()
     trace = step_trace(ctx.store, saved.id)
     assert sorted(e.position for e in trace) == simulation.canvas.masked_positions  # each slot committed once
-    assert {e.frame for e in trace} <= set(range(len(simulation.frames)))
+    assert {e.step for e in trace} <= set(range(len(simulation.frames)))
 
     second = save_simulation(ctx, simulation, sample=0, rollout_id=rollout.id)
     assert second.rollout_id == rollout.id and second.index == 1
@@ -281,7 +287,7 @@ def test_saving_puts_the_step_its_provenance_checks_and_trace_into_a_rollout(ctx
 )
 def test_bad_requests_are_refused_before_anything_runs(ctx, worlds, call, anchors, settings, path, words):
     with pytest.raises(InvalidInput) as err:
-        next(run_simulation(ctx, worlds["retail"], call, anchors, settings))
+        next(run_simulation(ctx, worlds["retail"], *parsed(call, anchors), settings))
     assert any(p.path == path and words in p.message for p in err.value.problems), err.value.problems
 
 
@@ -289,26 +295,26 @@ def test_an_imported_bfcl_tool_is_simulated_with_its_anchor(ctx):
     tools = import_tools_file(SAMPLES / "bfcl" / "multi_turn_func_doc" / "math_api.json").tools[:3]
     world = save_world_version(ctx.store, WorldSpec(name="math", task="Compute things.", tools=tools))
     call = {"name": tools[0].name, "arguments": {"number": -5}}
-    simulation = list(run_simulation(ctx, world.id, call, ["result=5"], FAST))[-1]
+    simulation = list(run_simulation(ctx, world.id, *parsed(call, ["result=5"]), FAST))[-1]
     assert json.loads(simulation.generation.samples[0].response)["result"] == 5
 
 
 def test_an_unknown_world_is_named(ctx):
     with pytest.raises(InvalidInput, match="choose a world"):
-        next(run_simulation(ctx, None, {"name": "get_order"}))
+        next(run_simulation(ctx, None, Call("get_order")))
     with pytest.raises(InvalidInput, match="world_id"):
-        next(run_simulation(ctx, 99999, {"name": "get_order"}))
+        next(run_simulation(ctx, 99999, Call("get_order")))
 
 
 def test_arguments_that_break_the_parameter_schema_are_simulated_with_a_warning(ctx, worlds):
     call = {"name": "refund_order", "arguments": {"order_id": "ORD-22930", "amount_cents": "all of it"}}
-    simulation = list(run_simulation(ctx, worlds["retail"], call, [], FAST))[-1]
+    simulation = list(run_simulation(ctx, worlds["retail"], *parsed(call), FAST))[-1]
     assert simulation.done
     assert simulation.warnings == ["arguments.amount_cents: 'all of it' is not of type 'integer'"]
 
 
 def test_the_heatmap_has_one_cell_per_committed_slot(ctx, worlds):
-    simulation = list(run_simulation(ctx, worlds["payments"], {"name": "get_balance", "arguments": {}}, [], FAST))[-1]
+    simulation = list(run_simulation(ctx, worlds["payments"], Call("get_balance"), [], FAST))[-1]
     [heatmap] = heatmap_figure(simulation.canvas, simulation.frames).data
     cells = [(step, x) for step, row in enumerate(heatmap.z) for x, v in enumerate(row) if v is not None]
     assert len(heatmap.z) == len(simulation.frames)
@@ -316,13 +322,13 @@ def test_the_heatmap_has_one_cell_per_committed_slot(ctx, worlds):
 
 
 def test_the_baseline_answers_the_same_call_with_anchors_as_directives(ctx, worlds, tmp_path):
-    generation = run_baseline(ctx, worlds["retail"], {"name": "get_order", "arguments": {"order_id": "ORD-1"}},
-                              ['status="error"'], SamplerSettings(free_length=16))
+    generation = run_baseline(ctx, worlds["retail"], *parsed({"name": "get_order", "arguments": {"order_id": "ORD-1"}},
+                                                             ['status="error"']), SamplerSettings(free_length=16))
     assert generation.mode == "autoregressive" and len(generation.samples) == 1
     assert generation.samples[0].checks.anchor_violations  # a random AR model does not write status "error"
     no_baseline = StudioContext(store=ctx.store, model=ctx.model, ar_model=None)
     with pytest.raises(InvalidInput, match="no autoregressive baseline"):
-        run_baseline(no_baseline, worlds["retail"], {"name": "get_order"}, [], FAST)
+        run_baseline(no_baseline, worlds["retail"], Call("get_order"), [], FAST)
 
 
 # ---- over HTTP, as the browser and API clients use it ----------------------------------------------------------------

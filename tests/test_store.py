@@ -13,10 +13,11 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from wmstudio.model.trace import Commit, DecodeTrace
+from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     FAILURE_TAGS,
     MadeBy,
-    TraceEntry,
     add_metrics,
     annotator_progress,
     append_step,
@@ -59,7 +60,6 @@ from wmstudio.store.database import current_revision, head_revision, upgrade_dat
 from wmstudio.store.tables import STORE_TABLES, include_object
 from wmstudio.store.text_index import STALE_BATCH
 from wmstudio.world.checks import CheckReport
-from wmstudio.problems import InvalidInput
 from wmstudio.world.spec import Call, parse_world
 
 SHOP = {
@@ -165,7 +165,7 @@ def test_rows_written_at_an_earlier_revision_survive_the_upgrade_and_become_sear
                            "check_ok, copied_from_step_id, rating_count, created_at) VALUES (1, 1, 0, ?, ?, ?, ?, "
                            "1, NULL, 1, '2026-01-01 10:00:02.000000')",
                            (json.dumps(call("Z9")), '{"status": "refunded_legacy"}', made_by, json.dumps(OK)))
-        connection.execute("INSERT INTO step_trace VALUES (1, ?)", (pack_trace([(0, 0, 0.25)]),))
+        connection.execute("INSERT INTO step_trace VALUES (1, ?)", (pack_trace(DecodeTrace([Commit(0, 0, 0.25)])),))
         connection.execute("INSERT INTO annotator VALUES (1, 'ada', 'local', '2026-01-01 10:00:03.000000')")
         connection.execute("INSERT INTO rating (step_id, annotator_id, realism, outcome_correctness, "
                            "training_utility, failure_tags, note, created_at, updated_at) VALUES (1, 1, 4, 3, 5, "
@@ -178,7 +178,7 @@ def test_rows_written_at_an_earlier_revision_survive_the_upgrade_and_become_sear
     [step] = rollout_steps(store, 1)
     assert (step.response, step.tool_call(), step.provenance()) == ('{"status": "refunded_legacy"}',
                                                                    Call("refund_order", {"order_id": "Z9"}), MODEL)
-    assert step_trace(store, 1) == [TraceEntry(0, 0, 0.25)]
+    assert step_trace(store, 1) == DecodeTrace([Commit(0, 0, 0.25)])
     assert rollout_tags(store, 1) == ["legacy"]
     assert ratings_for_dimension(store, "training_utility")[0].value == 5
     assert [r.id for r in filter_rollouts(store, text="refunded_legacy").items] == [1]  # indexed by the upgrade
@@ -250,15 +250,15 @@ def test_steps_keep_call_response_provenance_report_and_trace(store, world):
     rollout = create_rollout(store, world.id, "refund path", tags=["happy", "happy", " refunds "])
     report = CheckReport(ok=True, json_valid=True)
     first = append_step(store, rollout.id, Call("refund_order", {"order_id": "A1"}), '{"amount": 12.5}', MODEL,
-                        check_report=report, trace=[(3, 0, 0.9), TraceEntry(1, 2, 0.5)])
+                        check_report=report, trace=DecodeTrace([Commit(3, 0, 0.9), Commit(1, 2, 0.5)]))
     second = append_step(store, rollout.id, call("A2"), "not json", MadeBy.by_hand("ada"))
     assert (first.index, second.index) == (0, 1)
     steps = rollout_steps(store, rollout.id)
     assert [s.response for s in steps] == ['{"amount": 12.5}', "not json"]
     assert steps[0].provenance() == MODEL and steps[1].provenance().kind == "human"
     assert (steps[0].check_report, steps[0].check_ok, steps[1].check_ok) == (report.to_json(), True, None)
-    assert step_trace(store, first.id) == [TraceEntry(3, 0, 0.8999999761581421), TraceEntry(1, 2, 0.5)]
-    assert step_trace(store, second.id) == []
+    assert step_trace(store, first.id) == DecodeTrace([Commit(3, 0, 0.8999999761581421), Commit(1, 2, 0.5)])
+    assert step_trace(store, second.id) == DecodeTrace()
     assert rollout_tags(store, rollout.id) == ["happy", "refunds"]
 
 
@@ -268,8 +268,8 @@ def test_bad_step_input_is_named(store, world):
         append_step(store, rollout.id, {"arguments": {}}, "{}", MODEL)
     with pytest.raises(InvalidInput, match="response: must be the response text"):
         append_step(store, rollout.id, call(), {"amount": 1}, MODEL)
-    with pytest.raises(InvalidInput, match=r"trace\[1\]\.position"):
-        append_step(store, rollout.id, call(), "{}", MODEL, trace=[(0, 0, 0.5), (-1, 0, 0.5)])
+    with pytest.raises(InvalidInput, match=r"trace\[1\]\.position"):  # traces are read where they come in
+        DecodeTrace.from_json([[0, 0, 0.5], [-1, 0, 0.5]])
     with pytest.raises(InvalidInput, match="check_report"):
         append_step(store, rollout.id, call(), "{}", MODEL, check_report={"fine": "yes"})
     with pytest.raises(InvalidInput, match="no rollout with id 404"):
@@ -282,14 +282,14 @@ def test_bad_step_input_is_named(store, world):
 def test_a_branch_copies_steps_up_to_k_and_remembers_where_it_came_from(store, world):
     parent = create_rollout(store, world.id, "main", tags=["adversarial"])
     steps = [append_step(store, parent.id, call(f"A{i}"), f'{{"n": {i}}}', MODEL, check_report=OK,
-                         trace=[(i, 0, 0.5)]) for i in range(4)]
+                         trace=DecodeTrace([Commit(i, 0, 0.5)])) for i in range(4)]
     branch = branch_rollout(store, parent.id, 1)
     assert (branch.parent_rollout_id, branch.parent_step_index, branch.world_id) == (parent.id, 1, world.id)
     assert branch.title == "main (branch at step 1)" and branch.status == "pending"
     copies = rollout_steps(store, branch.id)
     assert [(s.index, s.response, s.copied_from_step_id) for s in copies] == [
         (0, '{"n": 0}', steps[0].id), (1, '{"n": 1}', steps[1].id)]
-    assert step_trace(store, copies[1].id) == [TraceEntry(1, 0, 0.5)]
+    assert step_trace(store, copies[1].id) == DecodeTrace([Commit(1, 0, 0.5)])
     assert rollout_tags(store, branch.id) == ["adversarial"]
     again = branch_rollout(store, branch.id, 0, title="deeper")
     assert rollout_steps(store, again.id)[0].copied_from_step_id == steps[0].id  # always the first original
@@ -570,13 +570,13 @@ def test_training_runs_record_status_times_and_metrics(store, world):
 
 
 def test_a_trace_packs_into_eight_bytes_an_entry_and_back():
-    entries = [TraceEntry(position, position // 4, 0.25) for position in range(64)]
-    blob = pack_trace(entries)
-    assert len(blob) == 1 + 8 * 64 and unpack_trace(blob) == entries
-    assert unpack_trace(None) == [] and unpack_trace(pack_trace([])) == []
-    with pytest.raises(InvalidInput, match=r"trace\[0\]\.frame"):
-        pack_trace([(0, 70_000, 0.5)])
+    trace = DecodeTrace([Commit(position, position // 4, 0.25) for position in range(64)])
+    blob = pack_trace(trace)
+    assert len(blob) == 1 + 8 * 64 and unpack_trace(blob) == trace
+    assert unpack_trace(None) == DecodeTrace() and unpack_trace(pack_trace(DecodeTrace())) == DecodeTrace()
+    with pytest.raises(InvalidInput, match=r"trace\[0\]\.step"):
+        pack_trace(DecodeTrace([Commit(0, 70_000, 0.5)]))
     with pytest.raises(InvalidInput, match=r"trace\[0\]\.confidence"):
-        pack_trace([(0, 0, float("inf"))])
+        DecodeTrace.from_json([[0, 0, float("inf")]])
     with pytest.raises(InvalidInput, match="unreadable decode trace"):
         unpack_trace(b"\x07abc")

@@ -9,6 +9,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from wmstudio.model.architecture import new_model, prefix_causal_mask
 from wmstudio.model.backends import ArBaseline, load_backend
+from wmstudio.model.generation import generate
+from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.problems import InvalidInput
 from wmstudio.train.examples import (
     CanvasTarget,
     TrainingExample,
@@ -17,11 +20,9 @@ from wmstudio.train.examples import (
     mdlm_batch,
     mdlm_split_batch,
 )
-from wmstudio.model.generation import generate
-from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.train.training import TrainConfig, batch_loss, train_world_model, uses_split_batches
 from wmstudio.world.corpus import write_corpus
-from wmstudio.problems import InvalidInput
+from wmstudio.world.history import parse_history
 from wmstudio.world.sims import get_simulator
 from wmstudio.world.spec import Call
 
@@ -119,7 +120,7 @@ def test_training_lowers_the_loss_and_saves_a_loadable_model(trained_mdlm, corpu
     row = json.loads((corpus / "test.jsonl").read_text().splitlines()[0])
     meta = row["meta"]
     world = get_simulator(meta["world"]).world(meta["initial_state"], meta["directives"])
-    sample = generate(backend, world, Call.from_json(meta["call"]), history=meta["history"]).samples[0]
+    sample = generate(backend, world, Call.from_json(meta["call"]), (), parse_history(meta["history"])).samples[0]
     assert sample.checks.json_valid  # the skeleton canvas makes any model's output parse
 
 

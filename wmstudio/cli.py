@@ -5,14 +5,21 @@ Commands print JSON on stdout, warnings on stderr, and exit 0 (ok), 1 (checked a
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import sys
+import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
+from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
+from wmstudio.model.sampler import DEFAULT_THRESHOLD, SamplerSettings
 from wmstudio.problems import InvalidInput
+from wmstudio.train.config import TrainConfig
 
 app = typer.Typer(
     help="World Model Studio: steered rollouts from a masked diffusion text world model.",
@@ -53,6 +60,13 @@ def _read_json(path: Path, what: str) -> Any:
         return read_json_file(path)
     except InvalidInput as err:
         raise InvalidInput(err.problems, source=f"{what} file") from None
+
+
+def _read_history(path: Optional[Path]) -> list:
+    """Earlier steps from a JSON file (none when no file is given)."""
+    from wmstudio.world.history import parse_history
+
+    return parse_history(_read_json(path, "history"), "history") if path else []
 
 
 @app.command()
@@ -100,7 +114,7 @@ def check(
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
         anchors = [parse_anchor(text) for text in anchor]
-        steps = _read_json(history, "history") if history else []
+        steps = _read_history(history)
         if not response.exists():
             raise InvalidInput(f"{response}: no such file")
         text = response.read_bytes().decode("utf-8", errors="replace")
@@ -128,7 +142,7 @@ def prompt(
     try:
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
-        steps = _read_json(history, "history") if history else []
+        steps = _read_history(history)
         if fmt == "sections":
             typer.echo(render_prompt(spec, the_call, steps, max_chars=max_chars))
         else:
@@ -164,7 +178,6 @@ def serve(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow checkpoints' own model code."),
 ) -> None:
     """Open the studio in the browser at http://HOST:PORT."""
-    from wmstudio.model.backends import DEFAULT_AR_MODEL
     from wmstudio.ui.studio import launch
 
     users = {}
@@ -180,26 +193,180 @@ def serve(
         fail(str(err))
 
 
+# --- rollouts and curricula in the studio's database (what the Rollouts tab does) -------------------------
+
+rollouts_app = typer.Typer(help="Rollouts saved in the studio's database: list, show, export.", no_args_is_help=True)
+curricula_app = typer.Typer(help="Curricula (versioned sets of accepted rollouts): list, create, export, import.",
+                            no_args_is_help=True)
+app.add_typer(rollouts_app, name="rollouts")
+app.add_typer(curricula_app, name="curricula")
+DB_HELP = "SQLite file (default: WMSTUDIO_DB or the user data dir)."
+
+
+def _store(db: Optional[Path]):
+    from wmstudio.store import open_store
+
+    try:
+        return open_store(db)
+    except InvalidInput as err:
+        fail(str(err))
+
+
+def _summary_json(summary) -> dict[str, Any]:
+    return {"id": summary.id, "world": summary.world_name, "world_version": summary.world_version,
+            "title": summary.title, "status": summary.status, "tags": summary.tags, "steps": summary.step_count,
+            "failed_steps": summary.failed_steps, "parent_rollout_id": summary.parent_rollout_id,
+            "created_at": summary.created_at.isoformat()}
+
+
+@rollouts_app.command("list")
+def rollouts_list(
+    world: Optional[str] = typer.Option(None, "--world", help="Only rollouts in this world (any version)."),
+    status: Optional[str] = typer.Option(None, "--status", help="pending, accepted or rejected."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Only rollouts with this tag."),
+    text: Optional[str] = typer.Option(None, "--text", help="Text in a call, a response or the title."),
+    page: int = typer.Option(1, "--page", help="Page number, from 1 (newest first)."),
+    page_size: int = typer.Option(50, "--page-size", help="Rollouts per page."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """List rollouts matching the filters (the Rollouts tab's search), newest first."""
+    from wmstudio.store import filter_rollouts
+
+    store = _store(db)
+    try:
+        found = filter_rollouts(store, world=world, status=status, tag=tag, text=text, page=page,
+                                page_size=page_size)
+    except InvalidInput as err:
+        fail(str(err))
+    emit({"total": found.total, "page": found.page, "pages": found.pages, "status_counts": found.status_counts,
+          "rollouts": [_summary_json(r) for r in found.items]})
+
+
+@rollouts_app.command("show")
+def rollouts_show(
+    rollout_id: int = typer.Argument(..., help="The rollout's id."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Print one rollout: its world, status, tags and every step (call, response, checks, how it was made)."""
+    from wmstudio.studio.rollouts import exported_rollout
+
+    store = _store(db)
+    try:
+        rollout = exported_rollout(store, rollout_id)
+    except InvalidInput as err:
+        fail(str(err))
+    emit(rollout.to_json())
+
+
+@rollouts_app.command("export")
+def rollouts_export(
+    rollout_ids: list[int] = typer.Argument(..., help="Ids of the rollouts to export."),
+    out: Path = typer.Option(..., "--out", help="Folder to write the dataset into."),
+    name: str = typer.Option("wmstudio rollouts", "--name", help="Dataset name in the card."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Export rollouts as a Hugging Face dataset folder (parquet + JSONL chat rows + card), as curricula are."""
+    from wmstudio.studio.datasets import export_dataset
+    from wmstudio.studio.rollouts import exported_rollout
+
+    store = _store(db)
+    try:
+        folder = export_dataset([exported_rollout(store, rid) for rid in rollout_ids], out, name)
+    except InvalidInput as err:
+        fail(str(err))
+    emit({"folder": str(folder), "rollouts": len(rollout_ids)})
+
+
+@curricula_app.command("list")
+def curricula_list(db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP)) -> None:
+    """Every curriculum version: id, name, version, description and how many rollouts it holds."""
+    from wmstudio.store import list_curricula
+
+    emit([{"id": s.curriculum.id, "name": s.curriculum.name, "version": s.curriculum.version,
+           "description": s.curriculum.description, "rollouts": s.rollout_count}
+          for s in list_curricula(_store(db))])
+
+
+@curricula_app.command("create")
+def curricula_create(
+    name: str = typer.Argument(..., help="Curriculum name; a new version if it exists."),
+    rollout_ids: list[int] = typer.Argument(..., help="Accepted rollouts to add to its latest version."),
+    description: str = typer.Option("", "--description", help="What the curriculum is for."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Save the next version of a curriculum: its latest rollouts plus the given ones (accepted rollouts only)."""
+    from wmstudio.studio.curricula import add_to_curriculum
+
+    try:
+        curriculum, added = add_to_curriculum(_store(db), name, description, rollout_ids)
+    except InvalidInput as err:
+        fail(str(err))
+    emit({"id": curriculum.id, "name": curriculum.name, "version": curriculum.version, "added": added})
+
+
+@curricula_app.command("export")
+def curricula_export(
+    name: str = typer.Argument(..., help="Curriculum name."),
+    version: Optional[int] = typer.Option(None, "--version", help="Version to export (default: the latest)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder (default: the studio's exports folder)."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Write a curriculum version as the dataset folder the studio's Export button writes."""
+    from wmstudio.store import get_curriculum
+    from wmstudio.studio.curricula import export_curriculum
+
+    store = _store(db)
+    try:
+        folder, label = export_curriculum(store, get_curriculum(store, name, version).id, out)
+    except InvalidInput as err:
+        fail(str(err))
+    emit({"folder": str(folder), "curriculum": label})
+
+
+@curricula_app.command("import")
+def curricula_import(
+    path: Path = typer.Argument(..., help="An exported dataset: its folder, zip, parquet or JSONL file."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Import an exported dataset as new rollouts (worlds are saved as versions)."""
+    from wmstudio.studio.curricula import import_dataset_file
+
+    try:
+        result = import_dataset_file(_store(db), path)
+    except InvalidInput as err:
+        fail(str(err))
+    emit({"rollouts": result.rollout_ids, "steps": result.steps})
+
+
 # --- world-model training and evaluation (trainer) -----------------------------------------------------
 
 
-@app.command("train-wm")
-def train_wm(
-    corpus: Path = typer.Option(..., "--corpus", help="Folder with train.jsonl (and eval.jsonl) chat rows."),
-    out: Path = typer.Option(..., "--out", help="Model folder to write, e.g. assets/models/wm-mdlm-small."),
-    arch: str = typer.Option("mdlm", "--arch", help="mdlm (masked diffusion) or ar (autoregressive baseline)."),
-    minutes: float = typer.Option(30.0, "--minutes", help="Wall-clock budget; the schedule ends with it."),
-    steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Stop after this many optimizer steps."),
-    seed: int = typer.Option(0, "--seed"),
-    base: Optional[str] = typer.Option(None, "--base", help="Fine-tune this checkpoint (folder or hub id)."),
-    max_rows: Optional[int] = typer.Option(None, "--max-rows", min=1, help="Use only the first N training rows."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1, help="CPU threads for torch."),
-) -> None:
-    """Train a small world model on a corpus (tokenizer included) and save it with a model card."""
-    from wmstudio.train.training import TrainConfig, train_world_model
+def config_command(parent: typer.Typer, name: str, config_type: type, run: Callable[[Any], None]) -> None:
+    """Add command `name` whose options are the fields of the dataclass `config_type` (help text from each
+    field's metadata), so a setting is declared once; `run` gets the built config."""
+    hints = typing.get_type_hints(config_type)
+    parameters = []
+    for item in dataclasses.fields(config_type):
+        default = ... if item.default is None and item.name in getattr(config_type, "REQUIRED", ()) else item.default
+        option = typer.Option(default, "--" + item.name.replace("_", "-"), help=item.metadata.get("help", ""))
+        parameters.append(inspect.Parameter(item.name, inspect.Parameter.KEYWORD_ONLY, default=option,
+                                            annotation=hints[item.name]))
 
-    config = TrainConfig(corpus=corpus, out=out, arch=arch, minutes=minutes, steps=steps, seed=seed, base=base,
-                         max_rows=max_rows, threads=threads)
+    def command(**values: Any) -> None:
+        try:
+            config = config_type(**values)
+        except InvalidInput as err:
+            fail("\n".join(f"--{p.path.replace('_', '-')} {p.message}" for p in err.problems))
+        run(config)
+
+    command.__signature__ = inspect.Signature(parameters)
+    command.__doc__ = config_type.__doc__.split("\n\n")[0]
+    parent.command(name)(command)
+
+
+def _train_wm(config) -> None:
+    from wmstudio.train.training import train_world_model
+
     try:
         result = train_world_model(config, log=lambda text: typer.echo(text, err=True))
     except InvalidInput as err:
@@ -207,11 +374,14 @@ def train_wm(
     emit(result.to_json())
 
 
+config_command(app, "train-wm", TrainConfig, _train_wm)
+
+
 @app.command("eval-wm")
 def eval_wm(
     corpus: Path = typer.Option(..., "--corpus", help="Corpus folder; its test split is held out."),
-    model: str = typer.Option("assets/models/wm-mdlm-small", "--model", help="The masked diffusion model."),
-    ar: Optional[str] = typer.Option("assets/models/wm-ar-small", "--ar", help="AR baseline ('' for none)."),
+    model: str = typer.Option(DEFAULT_MODEL, "--model", help="The masked diffusion model."),
+    ar: Optional[str] = typer.Option(DEFAULT_AR_MODEL, "--ar", help="AR baseline ('' for none)."),
     rows: int = typer.Option(60, "--rows", min=1, help="Held-out rows to generate for."),
     diversity_calls: int = typer.Option(8, "--diversity-calls", min=0, help="Calls sampled K times for diversity."),
     samples: int = typer.Option(8, "--samples", min=2, help="K: samples per call at temperature 1."),
@@ -250,17 +420,18 @@ def generate_cmd(
     anchor: list[str] = typer.Option([], "--anchor", help='Pinned field, PATH=VALUE (JSON value): status="error".'),
     model: Optional[str] = typer.Option(None, "--model", help="Model folder or hub id (default: the shipped MDLM)."),
     history: Optional[Path] = typer.Option(None, "--history", help="Earlier steps, a JSON list of {call, response}."),
-    steps: Optional[int] = typer.Option(None, "--steps", min=1, help="Step budget (default: about masked/4)."),
-    strategy: str = typer.Option("low_confidence", "--strategy", help="low_confidence|margin|entropy|random."),
-    threshold: float = typer.Option(0.9, "--threshold", min=0.0, max=1.0, help="Also commit slots this confident."),
+    steps: Optional[int] = typer.Option(None, "--steps", help=SamplerSettings.help("steps")),
+    strategy: str = typer.Option("low_confidence", "--strategy", help=SamplerSettings.help("strategy")),
+    threshold: float = typer.Option(DEFAULT_THRESHOLD, "--threshold", help=SamplerSettings.help("threshold")),
     no_threshold: bool = typer.Option(False, "--no-threshold", help="Linear schedule only (LLaDA's)."),
-    block: Optional[int] = typer.Option(None, "--block", min=1, help="Slots per left-to-right block."),
-    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Gumbel-noise temperature (0 = greedy)."),
-    repetition_penalty: float = typer.Option(1.0, "--repetition-penalty", min=1.0, help="CTRL penalty, e.g. 1.3."),
-    samples: int = typer.Option(1, "--samples", min=1, max=64, help="K samples, denoised as one batch."),
-    seed: int = typer.Option(0, "--seed"),
-    free: bool = typer.Option(False, "--free", help="One free span instead of the response-schema skeleton."),
-    free_length: int = typer.Option(64, "--free-length", min=1, max=4096, help="Slots of the free span."),
+    block: Optional[int] = typer.Option(None, "--block", help=SamplerSettings.help("block")),
+    temperature: float = typer.Option(0.0, "--temperature", help=SamplerSettings.help("temperature")),
+    repetition_penalty: float = typer.Option(1.0, "--repetition-penalty",
+                                             help=SamplerSettings.help("repetition_penalty")),
+    samples: int = typer.Option(1, "--samples", help=SamplerSettings.help("samples")),
+    seed: int = typer.Option(0, "--seed", help=SamplerSettings.help("seed")),
+    free: bool = typer.Option(False, "--free", help=SamplerSettings.help("free")),
+    free_length: int = typer.Option(64, "--free-length", help=SamplerSettings.help("free_length")),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow LLaDA/Dream model code."),
     approximate_cache: bool = typer.Option(
         False, "--approximate-cache", help="Cache the prompt of a fully bidirectional model (inexact, faster)."
@@ -269,26 +440,22 @@ def generate_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the live view."),
 ) -> None:
     """Generate the response to a call with the world model: a live view of the denoising, or --json."""
-    from wmstudio.model.backends import DEFAULT_MODEL, load_backend
+    from wmstudio.model.backends import load_backend
     from wmstudio.model.generation import Generation, generate_stream
-    from wmstudio.model.sampler import STRATEGIES
     from wmstudio.world.anchors import parse_anchors
     from wmstudio.world.spec import Call
 
-    if strategy not in STRATEGIES:
-        fail(f"--strategy {strategy!r} is not known: use one of {', '.join(STRATEGIES)}")
+    settings = _sampler_settings(steps=steps, strategy=strategy, threshold=None if no_threshold else threshold,
+                                 block=block, temperature=temperature, repetition_penalty=repetition_penalty,
+                                 samples=samples, seed=seed, free=free, free_length=free_length)
     try:
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
         anchors = parse_anchors(anchor)
-        steps_before = _read_json(history, "history") if history else []
+        steps_before = _read_history(history)
         backend = load_backend(model or DEFAULT_MODEL, trust_remote_code=trust_remote_code, device=device,
                                approximate_cache=approximate_cache)
-        stream = generate_stream(
-            backend, spec, the_call, anchors, history=steps_before, free=free, free_length=free_length, steps=steps,
-            strategy=strategy, threshold=None if no_threshold else threshold, block=block, temperature=temperature,
-            repetition_penalty=repetition_penalty, samples=samples, seed=seed,
-        )
+        stream = generate_stream(backend, spec, the_call, anchors, steps_before, settings)
         result = _run_generation(stream, live=not as_json)
     except InvalidInput as err:
         fail(str(err))
@@ -303,6 +470,14 @@ def generate_cmd(
         typer.echo(f"--- sample {k + 1} ({sample.steps} steps): {verdict}")
         typer.echo(sample.response)
     typer.echo(f"{result.model}, {result.mode} canvas, {result.elapsed_ms:.0f} ms", err=True)
+
+
+def _sampler_settings(**values) -> SamplerSettings:
+    """SamplerSettings from command-line options; a bad value exits 2 naming its option (`--steps ...`)."""
+    try:
+        return SamplerSettings(**values)
+    except InvalidInput as err:
+        fail("\n".join(f"--{p.path.replace('_', '-')} {p.message}" for p in err.problems))
 
 
 def _run_generation(stream, live: bool):

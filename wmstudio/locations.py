@@ -1,6 +1,7 @@
 """Where things live: the shipped assets (models, demo worlds) and the user's own data folder.
 
-`WMSTUDIO_HOME` moves the user folder (tests, Spaces); the assets sit beside the package in the repo."""
+`WMSTUDIO_HOME` moves the user folder (tests, Spaces); the assets sit beside the package in the repo. Model
+names are kept repository-relative (`assets/models/...`), as provenance records them, and resolved here."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from pathlib import Path
 
 from platformdirs import user_data_dir
 
-ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ASSETS_DIR = REPO_ROOT / "assets"
 DEMO_WORLDS_DIR = ASSETS_DIR / "worlds"
 MODELS_DIR = ASSETS_DIR / "models"
+DEFAULT_MODEL = (MODELS_DIR / "wm-mdlm-small").relative_to(REPO_ROOT).as_posix()  # the embedded MDLM
+DEFAULT_AR_MODEL = (MODELS_DIR / "wm-ar-small").relative_to(REPO_ROOT).as_posix()  # its autoregressive baseline
 
 
 def user_home() -> Path:
@@ -19,10 +23,3 @@ def user_home() -> Path:
     home = Path(os.environ.get("WMSTUDIO_HOME") or user_data_dir("wmstudio", appauthor=False))
     home.mkdir(parents=True, exist_ok=True)
     return home
-
-
-def user_worlds_dir() -> Path:
-    """Folder where the studio saves the user's world files."""
-    folder = user_home() / "worlds"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder

@@ -25,8 +25,8 @@ from wmstudio.store import (
     save_world_version,
 )
 from wmstudio.store.seeding import demo_worlds, simulated_rollout
-from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
 from wmstudio.studio.context import StudioContext
+from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 

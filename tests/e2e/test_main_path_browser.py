@@ -22,8 +22,8 @@ from wmstudio.store import (
     save_world_version,
     world_versions,
 )
-from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD
 from wmstudio.studio.context import StudioContext
+from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD
 from wmstudio.ui.studio import build_studio
 from wmstudio.world.spec import load_world
 

@@ -17,12 +17,10 @@ import torch
 from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 from transformers.cache_utils import Cache, DynamicCache
 
+from wmstudio.locations import DEFAULT_MODEL, REPO_ROOT
 from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefix_causal_mask
 from wmstudio.problems import InvalidInput
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_MODEL = "assets/models/wm-mdlm-small"
-DEFAULT_AR_MODEL = "assets/models/wm-ar-small"
 LLADA_MASK_ID = 126336
 DREAM_MASK_ID = 151666
 MASKED_LM_TYPES = ("bert", "modernbert", "roberta", "distilbert", "xlm-roberta", "electra", "deberta-v2", "albert")

@@ -15,9 +15,9 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from wmstudio.locations import DEFAULT_MODEL
 from wmstudio.model.architecture import MDLM, new_model
 from wmstudio.model.backends import (
-    DEFAULT_MODEL,
     Backend,
     PrefixCausalBackend,
     load_backend,
@@ -26,7 +26,7 @@ from wmstudio.model.backends import (
     set_cpu_threads,
 )
 from wmstudio.model.canvas import Canvas, build_canvas
-from wmstudio.model.sampler import denoise
+from wmstudio.model.sampler import SamplerSettings, denoise
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
 
@@ -110,10 +110,11 @@ def _time_pair(backend: Backend, prompt: list[int], canvas: Canvas, repeats: int
     ref_steps = math.ceil(masked / REFERENCE_TOKENS_PER_STEP)
     runs: dict[str, list[float]] = {"ours": [], "reference": [], "cache_only": []}
     steps = []
+    linear = SamplerSettings(steps=ref_steps, threshold=None)
     jobs = {
         "ours": lambda: len(list(denoise(backend, prompt, canvas))),
         "reference": lambda: reference_generate(backend, prompt, canvas, REFERENCE_TOKENS_PER_STEP),
-        "cache_only": lambda: len(list(denoise(backend, prompt, canvas, steps=ref_steps, threshold=None))),
+        "cache_only": lambda: len(list(denoise(backend, prompt, canvas, linear))),
     }
     for name, job in jobs.items():  # warm-up: grammar tables, allocator, kernels
         job()

@@ -14,9 +14,9 @@ from typing import Any, Iterable, Sequence
 from wmstudio.model.constraints import Vocabulary, completable, vocabulary_for
 from wmstudio.model.layout import END, FREE_TAIL, ItemsEnd, Layout, Span, SpanBudgets, ascii_json, dump, lay_out_free
 from wmstudio.model.tokenizer import encode_text
-from wmstudio.world.anchors import Anchor, anchor_problems, parse_anchors
-from wmstudio.world.jsonpath import format_path, parse_path
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.anchors import Anchor, anchor_problems
+from wmstudio.world.jsonpath import format_path, parse_path
 
 SKELETON, FREE = "skeleton", "free"
 MAX_CANVAS_TOKENS = 4096
@@ -93,7 +93,7 @@ class Canvas:
 def build_canvas(
     tokenizer: Any,
     schema: dict[str, Any] | None,
-    anchors: Iterable[Anchor | str] = (),
+    anchors: Iterable[Anchor] = (),
     mode: str = SKELETON,
     free_length: int = 64,
     text_anchors: Sequence[tuple[int, str]] = (),
@@ -112,7 +112,7 @@ def build_canvas(
     the tokenizer's (LLaDA's mask id is not in its tokenizer); `end_id` closes variable-length arrays
     (default: the first of eos/sep/bos that is neither mask nor pad; none: arrays get fixed item counts).
     InvalidInput on bad anchors."""
-    pinned = parse_anchors(anchors)
+    pinned = list(anchors)
     mask_id = tokenizer.mask_token_id if mask_id is None else mask_id
     if mask_id is None:
         raise InvalidInput("the tokenizer has no mask token: a canvas needs one (use a masked diffusion model)")

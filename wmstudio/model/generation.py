@@ -13,15 +13,15 @@ from typing import Any, Callable, Iterator, Sequence
 
 from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.canvas import FREE, SKELETON, Canvas, SpanBudgets, build_canvas, check_fits
-from wmstudio.model.sampler import DEFAULT_THRESHOLD, Frame, denoise
+from wmstudio.model.sampler import Frame, SamplerSettings, denoise
 from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text
-from wmstudio.world.anchors import Anchor, parse_anchors
-from wmstudio.world.checks import CheckReport, check_step
+from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
-from wmstudio.world.prompt import render_chat, render_prompt
+from wmstudio.world.anchors import Anchor
+from wmstudio.world.checks import CheckReport, check_step
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.prompt import PROMPT_MAX_CHARS, render_chat, render_prompt
 from wmstudio.world.spec import Call, WorldSpec
-
-PROMPT_MAX_CHARS = 3000  # the history budget training rows were rendered with (model/examples.py)
 
 
 @dataclass
@@ -44,7 +44,8 @@ class Generation:
     model: str
     mode: str
     samples: list[Sample]
-    settings: dict[str, Any]
+    settings: SamplerSettings
+    anchors: list[Anchor]
     prompt_tokens: int
     canvas: Canvas | None = None
     frames: list[Frame] = field(default_factory=list)
@@ -56,25 +57,19 @@ class Generation:
             "mode": self.mode,
             "prompt_tokens": self.prompt_tokens,
             "canvas_tokens": len(self.canvas) if self.canvas is not None else None,
-            "settings": self.settings,
+            "settings": self.settings.to_json(),
+            "anchors": [a.to_json() for a in self.anchors],
             "elapsed_ms": round(self.elapsed_ms, 1),
             "samples": [s.to_json() for s in self.samples],
         }
 
-    def trace(self, sample: int = 0) -> list[dict[str, Any]]:
-        """The compact decode trace of one sample: per step, the positions committed, tokens and confidences."""
-        out = []
-        for frame in self.frames:
-            positions = frame.unmasked[sample]
-            if positions:
-                tokens = [frame.tokens[sample][p] for p in positions]
-                confidences = [round(c, 4) for c in frame.confidences[sample]]
-                out.append({"step": frame.step, "positions": positions, "tokens": tokens, "confidences": confidences})
-        return out
+    def trace(self, sample: int = 0) -> DecodeTrace:
+        """The decode trace of one sample: per committed position, the step and the confidence."""
+        return DecodeTrace.of_frames(self.frames, sample)
 
 
 def prompt_ids_for(backend: Backend | ArBaseline, world: WorldSpec, call: Call,
-                   history: Sequence[Any] = ()) -> list[int]:
+                   history: Sequence[HistoryStep] = ()) -> list[int]:
     """The prompt ids the model expects: our `[bos] prompt [sep]` framing, else the tokenizer's chat template."""
     tokenizer = backend.tokenizer
     if getattr(tokenizer, "sep_token", None) == SEP_TOKEN:
@@ -99,58 +94,43 @@ def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequ
 def generate_stream(
     backend: Backend | ArBaseline,
     world: WorldSpec,
-    call: Call | dict[str, Any],
-    anchors: Sequence[Anchor | str] = (),
-    history: Sequence[Any] = (),
-    free: bool = False,
-    free_length: int = 64,
-    steps: int | None = None,
-    strategy: str = "low_confidence",
-    threshold: float | None = DEFAULT_THRESHOLD,
-    block: int | None = None,
-    temperature: float = 0.0,
-    repetition_penalty: float = 1.0,
-    samples: int = 1,
-    seed: int = 0,
+    call: Call,
+    anchors: Sequence[Anchor] = (),
+    history: Sequence[HistoryStep] = (),
+    settings: SamplerSettings = SamplerSettings(),
 ) -> Iterator[Canvas | Frame | Generation]:
     """Yield the Canvas, a Frame per denoising step, then the Generation (responses checked against the world).
     The AR baseline yields only the Generation.
 
     InvalidInput for an unknown tool, bad anchors, or a prompt + canvas longer than the model's context."""
-    the_call = call if isinstance(call, Call) else Call.from_json(call)
-    pinned = parse_anchors(anchors)
-    settings = {"steps": steps, "strategy": strategy, "threshold": threshold, "block": block,
-                "temperature": temperature, "repetition_penalty": repetition_penalty, "samples": samples,
-                "seed": seed, "anchors": [a.to_json() for a in pinned]}
+    the_call, pinned = call, list(anchors)
     started = time.perf_counter()
     if isinstance(backend, ArBaseline):
-        yield _generate_ar(backend, world, the_call, pinned, history, free, free_length, settings, started)
+        yield _generate_ar(backend, world, the_call, pinned, history, settings, started)
         return
-    canvas = prepare_canvas(backend, world, the_call, pinned, free, free_length)
+    canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length)
     prompt_ids = prompt_ids_for(backend, world, the_call, history)
     check_fits(len(prompt_ids), len(canvas), backend.max_length)
     yield canvas
     frames: list[Frame] = []
-    for frame in denoise(backend, prompt_ids, canvas, steps=steps, strategy=strategy, threshold=threshold,
-                         block=block, temperature=temperature, repetition_penalty=repetition_penalty,
-                         samples=samples, seed=seed):
+    for frame in denoise(backend, prompt_ids, canvas, settings):
         frames.append(frame)
         yield frame
-    final = frames[-1].tokens if frames else [list(canvas.tokens)] * samples
+    final = frames[-1].tokens if frames else [list(canvas.tokens)] * settings.samples
     results = []
     for k, tokens in enumerate(final):
         text = canvas.decode(tokens)
         report = check_step(world, the_call, text, anchors=pinned, history=history)
         results.append(Sample(text, report, sum(1 for f in frames if f.unmasked[k]), tokens))
-    yield Generation(backend.name, canvas.mode, results, settings, len(prompt_ids), canvas, frames,
+    yield Generation(backend.name, canvas.mode, results, settings, pinned, len(prompt_ids), canvas, frames,
                      (time.perf_counter() - started) * 1000)
 
 
-def generate(backend: Backend | ArBaseline, world: WorldSpec, call: Call | dict[str, Any],
-             anchors: Sequence[Anchor | str] = (), on_frame: Callable[[Frame], None] | None = None,
-             **settings: Any) -> Generation:
+def generate(backend: Backend | ArBaseline, world: WorldSpec, call: Call, anchors: Sequence[Anchor] = (),
+             history: Sequence[HistoryStep] = (), settings: SamplerSettings = SamplerSettings(),
+             on_frame: Callable[[Frame], None] | None = None) -> Generation:
     """`generate_stream` run to the end; `on_frame` sees each Frame as it is made (e.g. a progress view)."""
-    for item in generate_stream(backend, world, call, anchors, **settings):
+    for item in generate_stream(backend, world, call, anchors, history, settings):
         if isinstance(item, Generation):
             return item
         if on_frame is not None and isinstance(item, Frame):
@@ -164,26 +144,26 @@ def anchors_as_directives(world: WorldSpec, anchors: Sequence[Anchor]) -> WorldS
     return replace(world, directives=[*world.directives, *extra])
 
 
-def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: list[Anchor], history: Sequence[Any],
-                 free: bool, free_length: int, settings: dict[str, Any], started: float) -> Generation:
+def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: list[Anchor],
+                 history: Sequence[HistoryStep], settings: SamplerSettings, started: float) -> Generation:
     """Anchors become directives; the token budget is the skeleton's length (+16) or `free_length`."""
     steered = anchors_as_directives(world, anchors)
     prompt_ids = prompt_ids_for(backend, steered, call, history)
     tool = _tool(world, call)
-    budget = free_length
-    if tool.response is not None and not free:
+    budget = settings.free_length
+    if tool.response is not None and not settings.free:
         has_mask = backend.tokenizer.mask_token_id is not None
         budget = len(build_canvas(backend.tokenizer, tool.response, anchors)) + 16 if has_mask else 256
     check_fits(len(prompt_ids), budget, backend.max_length)
-    outputs = backend.generate(prompt_ids, max_new_tokens=budget, temperature=settings["temperature"],
-                               repetition_penalty=settings["repetition_penalty"], samples=settings["samples"],
-                               seed=settings["seed"])
+    outputs = backend.generate(prompt_ids, max_new_tokens=budget, temperature=settings.temperature,
+                               repetition_penalty=settings.repetition_penalty, samples=settings.samples,
+                               seed=settings.seed)
     results = []
     for ids in outputs:
         text = backend.tokenizer.decode(ids, skip_special_tokens=True)
         report = check_step(world, call, text, anchors=anchors, history=history)
         results.append(Sample(text, report, len(ids), ids))
-    return Generation(backend.name, "autoregressive", results, settings, len(prompt_ids), None, [],
+    return Generation(backend.name, "autoregressive", results, settings, anchors, len(prompt_ids), None, [],
                       (time.perf_counter() - started) * 1000)
 
 

@@ -24,9 +24,9 @@ from typing import Any, Sequence
 from wmstudio.model.constraints import END, Vocabulary
 from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, QuotedText, TextContent
 from wmstudio.model.tokenizer import encode_text
+from wmstudio.problems import InvalidInput
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.jsonpath import format_path, parse_path
-from wmstudio.problems import InvalidInput
 
 MAX_DEPTH = 12
 # a string's budget by what its key says it holds (first match wins), measured on the simulated worlds' corpus

@@ -58,7 +58,7 @@ from wmstudio.store.tables import (
     World,
 )
 from wmstudio.store.text_index import refresh_search_index
-from wmstudio.store.trace import TraceEntry, pack_trace, unpack_trace
+from wmstudio.store.trace import pack_trace, unpack_trace
 from wmstudio.store.training_runs import (
     add_metrics,
     create_run,
@@ -97,7 +97,6 @@ __all__ = [
     "Step",
     "StepTrace",
     "Store",
-    "TraceEntry",
     "TrainingRun",
     "World",
     "WorldSummary",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlmodel import select
 
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.tables import (
     ANNOTATOR_SOURCES,
@@ -24,7 +25,6 @@ from wmstudio.store.tables import (
     utcnow,
 )
 from wmstudio.world.history import HistoryStep
-from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.spec import Call
 
 MAX_NAME_CHARS = 100

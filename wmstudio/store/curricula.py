@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlmodel import select
 
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.tables import Curriculum, CurriculumRollout, Rollout
-from wmstudio.problems import InvalidInput, Problem
 
 MAX_NAME_CHARS = 100
 

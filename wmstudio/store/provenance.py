@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wmstudio.world.anchors import Anchor
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.anchors import Anchor
 
 MADE_BY_KINDS = ("model", "human", "human edit")
 

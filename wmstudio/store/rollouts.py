@@ -5,12 +5,14 @@ Each function is one short write transaction, so the studio and a training proce
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
+from wmstudio.model.trace import DecodeTrace
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.provenance import MadeBy
 from wmstudio.store.tables import (
@@ -22,9 +24,8 @@ from wmstudio.store.tables import (
     World,
     utcnow,
 )
-from wmstudio.store.trace import TraceEntry, pack_trace, unpack_trace
+from wmstudio.store.trace import pack_trace, unpack_trace
 from wmstudio.world.checks import CheckReport
-from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.spec import Call
 
 MAX_TAG_CHARS = 64
@@ -51,7 +52,7 @@ def append_step(
     response: str,
     made_by: MadeBy,
     check_report: CheckReport | dict[str, Any] | None = None,
-    trace: Sequence[TraceEntry | tuple[int, int, float]] | None = None,
+    trace: DecodeTrace | None = None,
 ) -> Step:
     """Add the next step (call, response, provenance, check report, decode trace) at the end of a rollout."""
     fields = _step_fields(call, response, made_by, check_report)
@@ -86,12 +87,12 @@ def get_step(store: Store, step_id: int) -> Step:
         return fetch_row(session, Step, step_id, "step_id")
 
 
-def step_trace(store: Store, step_id: int) -> list[TraceEntry]:
+def step_trace(store: Store, step_id: int) -> DecodeTrace:
     """The decode trace of a step (empty when none was saved, e.g. for a response typed by hand)."""
     with store.read() as session:
         fetch_row(session, Step, step_id, "step_id")
         row = session.get(StepTrace, step_id)
-    return unpack_trace(row.trace) if row is not None else []
+    return unpack_trace(row.trace) if row is not None else DecodeTrace()
 
 
 def branch_rollout(store: Store, rollout_id: int, step_index: int, title: str | None = None) -> Rollout:

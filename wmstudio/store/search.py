@@ -13,6 +13,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store
 from wmstudio.store.tables import ROLLOUT_STATUSES, Rollout, RolloutTag, Step, World
 from wmstudio.store.text_index import (
@@ -20,7 +21,6 @@ from wmstudio.store.text_index import (
     refresh_search_index,
     rollouts_containing,
 )
-from wmstudio.problems import InvalidInput, Problem
 
 MAX_PAGE_SIZE = 200
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlmodel import select
 
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.tables import (
     RUN_STATUSES,
@@ -19,7 +20,6 @@ from wmstudio.store.tables import (
     TrainingRun,
     utcnow,
 )
-from wmstudio.problems import InvalidInput, Problem
 
 FINAL_STATUSES = ("finished", "failed", "cancelled")
 

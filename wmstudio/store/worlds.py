@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlmodel import select
 
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.tables import World
-from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.spec import WorldSpec
 
 

@@ -9,15 +9,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from wmstudio.model.backends import (
-    DEFAULT_AR_MODEL,
-    DEFAULT_MODEL,
-    ArBaseline,
-    Backend,
-    load_backend,
-)
-from wmstudio.store import Store
+from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
+from wmstudio.model.backends import ArBaseline, Backend, load_backend
 from wmstudio.problems import InvalidInput
+from wmstudio.store import Store
 
 
 @dataclass

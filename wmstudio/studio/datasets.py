@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from wmstudio.problems import InvalidInput, Problem, join_path
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.spec import Call, WorldSpec, parse_world
 
@@ -66,6 +67,10 @@ class ExportStep:
     check_report: dict[str, Any] | None = None  # CheckReport.to_json()
     made_by: dict[str, Any] = field(default_factory=dict)  # model, sampler settings, seed, anchors or a human edit
 
+    def to_json(self) -> dict[str, Any]:
+        return {"call": self.call.to_json(), "response": self.response, "check_report": self.check_report,
+                "made_by": self.made_by}
+
 
 @dataclass
 class ExportRollout:
@@ -77,6 +82,10 @@ class ExportRollout:
     title: str = ""
     status: str = ""
     tags: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "status": self.status, "tags": list(self.tags),
+                "world": self.world.to_json(), "steps": [step.to_json() for step in self.steps]}
 
 
 def export_dataset(
@@ -214,7 +223,7 @@ def _rollout_rows(rollout: ExportRollout, name: str, max_chars: int | None) -> l
             "check_report": json.dumps(step.check_report, ensure_ascii=False),
             "made_by": json.dumps(step.made_by, ensure_ascii=False),
         })
-        history.append({"call": step.call, "response": step.response})
+        history.append(HistoryStep(call=step.call, response=step.response))
     return rows
 
 

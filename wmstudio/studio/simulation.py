@@ -5,122 +5,27 @@ tab, the Rollouts tab and tests share them; every bad input is an InvalidInput n
 
 from __future__ import annotations
 
-import math
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from jsonschema.validators import validator_for
 
 from wmstudio.model.backends import ArBaseline
-from wmstudio.model.canvas import MAX_CANVAS_TOKENS, Canvas
-from wmstudio.model.generation import (
-    Generation,
-    generate,
-    generate_stream,
-)
-from wmstudio.model.sampler import DEFAULT_THRESHOLD, STRATEGIES, Frame
-from wmstudio.store import (
-    MadeBy,
-    Step,
-    Store,
-    TraceEntry,
-    append_step,
-    create_rollout,
-    get_rollout,
-    get_world,
-)
-from wmstudio.studio.context import StudioContext
-from wmstudio.ui.denoise_view import Commits
-from wmstudio.ui.forms import parse_json_field
-from wmstudio.world.anchors import Anchor, parse_anchors
-from wmstudio.world.jsonpath import format_path
+from wmstudio.model.canvas import Canvas
+from wmstudio.model.generation import Generation, generate, generate_stream
+from wmstudio.model.sampler import Frame, SamplerSettings
+from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.store import MadeBy, Step, Store, append_step, create_rollout, get_rollout, get_world
+from wmstudio.studio.context import StudioContext
+from wmstudio.world.anchors import Anchor
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.jsonpath import format_path
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
-
-MAX_SAMPLES = 8
-MAX_STEPS = 512
-MAX_TEMPERATURE = 5.0
-MAX_REPETITION_PENALTY = 5.0
-
-
-@dataclass(frozen=True)
-class SamplerSettings:
-    """How to denoise: step budget (None = automatic), slot scoring, confidence threshold (None = off), block size
-    (None = one block), temperature, repetition penalty, samples, seed; `free` ignores the response schema and
-    denoises `free_length` free tokens. Out-of-range values raise InvalidInput naming the setting."""
-
-    steps: int | None = None
-    strategy: str = "low_confidence"
-    threshold: float | None = DEFAULT_THRESHOLD
-    block: int | None = None
-    temperature: float = 0.0
-    repetition_penalty: float = 1.0
-    samples: int = 1
-    seed: int = 0
-    free: bool = False
-    free_length: int = 64
-
-    def __post_init__(self) -> None:
-        problems = []
-
-        def whole(name: str, value: Any, low: int, high: int, none_ok: bool = False) -> None:
-            if value is None and none_ok:
-                return
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                empty = " (or empty for automatic)" if none_ok else ""
-                problems.append(Problem(name, f"must be a whole number from {low} to {high}{empty}, got {value!r}"))
-
-        def number(name: str, value: Any, low: float, high: float, none_ok: bool = False) -> None:
-            if value is None and none_ok:
-                return
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or not low <= value <= high:
-                problems.append(Problem(name, f"must be a number from {low:g} to {high:g}, got {value!r}"))
-
-        whole("steps", self.steps, 1, MAX_STEPS, none_ok=True)
-        if self.strategy not in STRATEGIES:
-            problems.append(Problem("strategy", f"{self.strategy!r} is not a strategy: use {', '.join(STRATEGIES)}"))
-        number("threshold", self.threshold, 0.0, 1.0, none_ok=True)
-        whole("block", self.block, 1, MAX_CANVAS_TOKENS, none_ok=True)
-        number("temperature", self.temperature, 0.0, MAX_TEMPERATURE)
-        number("repetition_penalty", self.repetition_penalty, 1.0, MAX_REPETITION_PENALTY)
-        whole("samples", self.samples, 1, MAX_SAMPLES)
-        whole("seed", self.seed, 0, 2**63 - 1)
-        if not isinstance(self.free, bool):
-            problems.append(Problem("free", f"must be true or false, got {self.free!r}"))
-        whole("free_length", self.free_length, 1, MAX_CANVAS_TOKENS)
-        if problems:
-            raise InvalidInput(problems)
-
-    @classmethod
-    def from_form(cls, steps: Any = None, strategy: Any = "low_confidence", threshold: Any = DEFAULT_THRESHOLD,
-                  block: Any = None, temperature: Any = 0.0, repetition_penalty: Any = 1.0, samples: Any = 1,
-                  seed: Any = 0, free: Any = False, free_length: Any = 64) -> SamplerSettings:
-        """Settings from form widgets: numbers may arrive as floats; 0 or empty steps/block/threshold mean
-        automatic / one block / off."""
-        return cls(
-            steps=_whole_or_none(steps),
-            strategy=strategy or "low_confidence",
-            threshold=None if threshold in (None, "", 0) else _number(threshold),
-            block=_whole_or_none(block),
-            temperature=_number(temperature if temperature is not None else 0.0),
-            repetition_penalty=_number(repetition_penalty if repetition_penalty is not None else 1.0),
-            samples=_whole(samples if samples is not None else 1),
-            seed=_whole(seed if seed is not None else 0),
-            free=bool(free),
-            free_length=_whole(free_length if free_length is not None else 64),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def generate_kwargs(self) -> dict[str, Any]:
-        """These settings as `generate_stream` keyword arguments."""
-        return asdict(self)
 
 
 @dataclass
@@ -136,7 +41,7 @@ class Simulation:
     settings: SamplerSettings
     canvas: Canvas
     frames: list[Frame] = field(default_factory=list)
-    commits: Commits = field(default_factory=Commits)
+    traces: list[DecodeTrace] = field(default_factory=list)  # one per sample, grown frame by frame
     generation: Generation | None = None
     warnings: list[str] = field(default_factory=list)  # e.g. arguments that break the parameter schema
 
@@ -145,45 +50,43 @@ class Simulation:
         return self.generation is not None
 
 
-def run_simulation(ctx: StudioContext, world_id: int | None, call: Call | dict[str, Any] | str,
-                   anchors: Sequence[Anchor | str] = (), settings: SamplerSettings = SamplerSettings(),
-                   history: Sequence[Any] = ()) -> Iterator[Simulation]:
+def run_simulation(ctx: StudioContext, world_id: int | None, call: Call, anchors: Sequence[Anchor] = (),
+                   settings: SamplerSettings = SamplerSettings(),
+                   history: Sequence[HistoryStep] = ()) -> Iterator[Simulation]:
     """Denoise the response to `call` in saved world `world_id`, yielding the same Simulation after each step:
     first with no frames (the canvas as laid out), then once per frame, last with `generation` set.
 
     InvalidInput (before anything is yielded) for an unknown world or tool, a broken call, an anchor naming a
     missing field or holding the wrong type, bad settings, or a canvas longer than the model's context."""
     world = world_spec(ctx.store, world_id)
-    the_call = read_call(call)
+    the_call, pinned = call, list(anchors)
     tool = tool_of(world, the_call)
-    pinned = parse_anchors(anchors)
     backend = ctx.backend()
     if isinstance(backend, ArBaseline):
         raise InvalidInput(f"the studio's world model {backend.name} is autoregressive and cannot denoise: "
                            "start the studio with a masked diffusion model (--model)")
     warnings = argument_problems(tool, the_call)
     simulation = None
-    for item in generate_stream(backend, world, the_call, pinned, history, **settings.generate_kwargs()):
+    for item in generate_stream(backend, world, the_call, pinned, history, settings):
         if isinstance(item, Canvas):  # the layout comes first: draw it before the first step
-            simulation = Simulation(world_id, world, tool, the_call, pinned, settings, item, warnings=warnings)
+            simulation = Simulation(world_id, world, tool, the_call, pinned, settings, item, warnings=warnings,
+                                    traces=[DecodeTrace() for _ in range(settings.samples)])
         elif isinstance(item, Generation):
             simulation.generation = item
         else:
-            simulation.commits.add(len(simulation.frames), item)
+            for trace, positions, confidences in zip(simulation.traces, item.unmasked, item.confidences):
+                trace.add(len(simulation.frames), positions, confidences)
             simulation.frames.append(item)
         yield simulation
 
 
-def run_baseline(ctx: StudioContext, world_id: int | None, call: Call | dict[str, Any] | str,
-                 anchors: Sequence[Anchor | str] = (), settings: SamplerSettings = SamplerSettings(),
-                 history: Sequence[Any] = ()) -> Generation:
+def run_baseline(ctx: StudioContext, world_id: int | None, call: Call, anchors: Sequence[Anchor] = (),
+                 settings: SamplerSettings = SamplerSettings(), history: Sequence[HistoryStep] = ()) -> Generation:
     """The autoregressive baseline's responses to the same request (anchors become steering directives, since
     it cannot see a field before writing it), checked like the MDLM's. InvalidInput when none is configured."""
     world = world_spec(ctx.store, world_id)
-    the_call = read_call(call)
-    tool_of(world, the_call)
-    pinned = parse_anchors(anchors)
-    return generate(ctx.ar_baseline(), world, the_call, pinned, history=history, **settings.generate_kwargs())
+    tool_of(world, call)
+    return generate(ctx.ar_baseline(), world, call, anchors, history, settings)
 
 
 def save_simulation(ctx: StudioContext, simulation: Simulation | None, sample: int = 0, rollout_id: int | None = None,
@@ -207,31 +110,13 @@ def save_simulation(ctx: StudioContext, simulation: Simulation | None, sample: i
     sampler.pop("seed")
     made_by = MadeBy.by_model(generation.model, sampler, simulation.settings.seed, simulation.anchors)
     return append_step(ctx.store, rollout_id, simulation.call, chosen.response, made_by, chosen.checks,
-                       decode_trace(generation, sample))
-
-
-def decode_trace(generation: Generation, sample: int = 0) -> list[TraceEntry]:
-    """`Generation.trace()` as the store's entries: (canvas position, frame, confidence) per committed token."""
-    entries = []
-    for step in generation.trace(sample):
-        for position, confidence in zip(step["positions"], step["confidences"], strict=True):
-            entries.append(TraceEntry(position, step["step"], confidence if math.isfinite(confidence) else 0.0))
-    return entries
+                       generation.trace(sample))
 
 
 def default_title(simulation: Simulation) -> str:
     """A rollout title saying what was simulated: the tool and the pinned anchors."""
     pins = ", ".join(str(a) for a in simulation.anchors)
     return f"{simulation.call.name}{f' with {pins}' if pins else ''}"[:200]
-
-
-def read_call(call: Call | dict[str, Any] | str) -> Call:
-    """A Call from a Call, a parsed `{"name", "arguments"}` object, or its JSON text."""
-    if isinstance(call, Call):
-        return call
-    if isinstance(call, str):
-        call = parse_json_field(call, "call")
-    return Call.from_json(call, "call")
 
 
 def tool_of(world: WorldSpec, call: Call) -> Tool:
@@ -276,26 +161,3 @@ def world_spec(store: Store, world_id: Any) -> WorldSpec:
     with _WORLDS_LOCK:
         _WORLDS[store][world_id] = world
     return world
-
-
-def _whole(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return value
-
-
-def _whole_or_none(value: Any) -> Any:
-    value = _whole(value)
-    return None if value in (None, "", 0) else value
-
-
-def _number(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    return value
-

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.metrics.diversity import distinct_n, self_bleu
+from wmstudio.model.sampler import SamplerSettings
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.examples import FREE_LENGTHS, read_corpus_split, world_from_meta
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport
-from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.history import HistoryStep, parse_history
 from wmstudio.world.spec import Call, WorldSpec
 
 TARGETS = {
@@ -36,7 +38,7 @@ class EvalCase:
 
     world: WorldSpec
     call: Call
-    history: list[Any]
+    history: list[HistoryStep]
     truth: str
     where: str
 
@@ -109,7 +111,8 @@ def load_cases(corpus: Path, split: str = "test", rows: int = 60, seed: int = 0)
     for row in corpus_rows[:rows]:
         meta = row.meta
         cases.append(EvalCase(world=world_from_meta(meta, row.where), call=Call.from_json(meta["call"]),
-                              history=list(meta.get("history") or []), truth=row.response_text, where=row.where))
+                              history=parse_history(meta.get("history"), f"{row.where}.meta.history"),
+                              truth=row.response_text, where=row.where))
     return cases
 
 
@@ -173,22 +176,21 @@ def evaluate_world_model(
     errors: list[str] = []
     total = len(cases) + min(diversity_calls, len(cases))
     for i, case in enumerate(cases):
-        common = {"history": case.history}
         try:
-            result = generate(model, case.world, case.call, **common).samples[0]
+            result = generate(model, case.world, case.call, (), case.history).samples[0]
             skeleton.add(result.checks, result.response, case.truth)
-            result = generate(model, case.world, case.call, free=True,
-                              free_length=free_length_for(case, model.tokenizer), **common).samples[0]
+            free_settings = SamplerSettings(free=True, free_length=free_length_for(case, model.tokenizer))
+            result = generate(model, case.world, case.call, (), case.history, free_settings).samples[0]
             free.add(result.checks, result.response, case.truth)
             if baseline is not None:
-                result = generate(baseline, case.world, case.call, **common).samples[0]
+                result = generate(baseline, case.world, case.call, (), case.history).samples[0]
                 ar_plain.add(result.checks, result.response, case.truth)
             anchor = flip_anchor(case)
             if anchor is not None:
-                result = generate(model, case.world, case.call, anchors=[anchor], **common).samples[0]
+                result = generate(model, case.world, case.call, [anchor], case.history).samples[0]
                 flip_mdlm.add(result.checks, result.response)
                 if baseline is not None:
-                    result = generate(baseline, case.world, case.call, anchors=[anchor], **common).samples[0]
+                    result = generate(baseline, case.world, case.call, [anchor], case.history).samples[0]
                     flip_ar.add(result.checks, result.response)
         except InvalidInput as err:
             errors.append(f"{case.where}: {err}")
@@ -199,8 +201,8 @@ def evaluate_world_model(
             if backend is None:
                 continue
             try:
-                generation = generate(backend, case.world, case.call, history=case.history, temperature=1.0,
-                                      samples=samples, seed=seed + j)
+                generation = generate(backend, case.world, case.call, (), case.history,
+                                      SamplerSettings(temperature=1.0, samples=samples, seed=seed + j))
             except InvalidInput as err:
                 errors.append(f"{case.where} ({name}, diversity): {err}")
                 continue

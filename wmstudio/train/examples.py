@@ -17,7 +17,6 @@ import torch
 from wmstudio.problems import InvalidInput, Problem
 
 MAX_ROW_BYTES = 2_000_000
-PROMPT_MAX_CHARS = 3000  # history is middle-truncated to this (render_prompt); generation must use the same
 FREE_LENGTHS = (64, 96, 128, 192, 256)  # free canvas sizes a user picks; a response is padded up to one of them
 MIN_PROMPT_TOKENS = 64
 SKELETON_COPIES = 3  # noisy copies of the skeleton per row: they share one prompt pass, so they come cheap
@@ -137,10 +136,14 @@ def world_from_meta(meta: dict[str, Any], where: str = "meta"):
 
 def prompt_from_meta(meta: dict[str, Any], where: str = "meta") -> str:
     """The sections prompt for a wmstudio row, rendered exactly as generation renders it."""
-    from wmstudio.world.prompt import render_prompt
+    from wmstudio.world.history import parse_history
+    from wmstudio.world.prompt import PROMPT_MAX_CHARS, render_prompt
+    from wmstudio.world.spec import Call
 
     world = world_from_meta(meta, where)
-    return render_prompt(world, meta["call"], meta.get("history") or [], max_chars=PROMPT_MAX_CHARS,
+    call = Call.from_json(meta.get("call"), f"{where}.call")
+    history = parse_history(meta.get("history"), f"{where}.history")
+    return render_prompt(world, call, history, max_chars=PROMPT_MAX_CHARS,
                          grounding=bool(meta.get("grounding", True)))
 
 

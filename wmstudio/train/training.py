@@ -19,48 +19,21 @@ from transformers.cache_utils import DynamicCache
 
 from wmstudio.model.architecture import MDLM, model_kind
 from wmstudio.model.backends import CanvasCache
+from wmstudio.problems import InvalidInput, Problem
+from wmstudio.train.config import TrainConfig
 from wmstudio.train.examples import (
+    SKELETON_COPIES,
     Batch,
     CorpusRow,
-    SKELETON_COPIES,
     SplitBatch,
     build_examples,
     make_batch,
     plan_batches,
     read_corpus_split,
 )
-from wmstudio.problems import InvalidInput, Problem
 
 ARCHITECTURES = ("mdlm", "ar")
 TOKENIZER_PROMPTS = 1500  # prompts sampled for tokenizer training (all responses are used)
-
-
-@dataclass
-class TrainConfig:
-    """Everything a training run depends on; saved into `training.json` beside the weights."""
-
-    corpus: Path
-    out: Path
-    arch: str = "mdlm"
-    minutes: float = 30.0
-    steps: int | None = None
-    seed: int = 0
-    base: str | None = None
-    vocab_size: int = 4096
-    layers: int = 4
-    hidden: int = 128
-    heads: int = 4
-    ffn: int = 512
-    max_positions: int = 3072  # render_prompt's simulated-world prompts run to ~2,300 tokens; generation never cuts them
-    batch_tokens: int = 6144
-    learning_rate: float = 2e-3
-    warmup_steps: int = 30
-    weight_decay: float = 0.01
-    max_rows: int | None = None
-    eval_rows: int = 24
-    eval_every_s: float = 600.0
-    threads: int | None = None
-    device: str | None = None
 
 
 @dataclass

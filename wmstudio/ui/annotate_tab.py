@@ -7,7 +7,6 @@ annotators in two browsers overlap the way `next_to_annotate` spreads the work."
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from wmstudio.metrics.agreement import AgreementReport, agreement_report
+from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     FAILURE_TAGS,
     RATING_DIMENSIONS,
@@ -40,10 +40,8 @@ from wmstudio.ui.identity import (
     resolve_identity,
     sign_in_mode,
 )
-from wmstudio.problems import InvalidInput
+from wmstudio.ui.messages import failure_markdown
 from wmstudio.world.spec import WorldSpec
-
-log = logging.getLogger(__name__)
 
 LABELS = {"realism": "Realism", "outcome_correctness": "Outcome correctness", "training_utility": "Training utility"}
 SCALE_HELP = {
@@ -54,6 +52,7 @@ SCALE_HELP = {
 SCORES = [1, 2, 3, 4, 5]
 MAX_HISTORY_SHOWN = 6
 MAX_CHARS_SHOWN = 6000
+KEPT = "nothing was saved, your answers are kept"
 SHORTCUT_LEGEND = ("**Keys** — `1`–`5` score the highlighted question, then move to the next · `↑` `↓` choose "
                    "the question · `Enter` submit · `S` skip. Keys do nothing while you type in a text box.")
 
@@ -234,15 +233,6 @@ def progress_markdown(store: Store, identity: Identity) -> str:
             f"{progress.remaining} to go")
 
 
-def failure_message(err: Exception) -> str:
-    """What the status line says when an action fails: the problems for bad input, a short note otherwise."""
-    if isinstance(err, InvalidInput):
-        items = "\n".join(f"- `{p.path}`: {p.message}" if p.path else f"- {p.message}" for p in err.problems)
-        return f"⚠️ Nothing was saved, your answers are kept:\n\n{items}"
-    log.exception("annotate action failed")
-    return f"⚠️ Something went wrong ({type(err).__name__}: {err}). Nothing was lost; try again."
-
-
 # --- handlers: plain functions of form values and who is signed in -------------------------------------------
 
 
@@ -271,7 +261,7 @@ def start_rating(ctx: StudioContext, typed_name: Any, request: Any = None, profi
         view = next_item(ctx.store, identity)
         progress = progress_markdown(ctx.store, identity)
     except Exception as err:  # noqa: BLE001 - shown as a message, the page keeps what was typed
-        return [gr.skip(), gr.skip()] + [gr.skip()] * 9 + [failure_message(err), gr.skip()]
+        return [gr.skip(), gr.skip()] + [gr.skip()] * 9 + [failure_markdown(err, 'start rating', KEPT), gr.skip()]
     saved = identity.name if identity.source == "local" else gr.skip()
     return [saved, identity.describe()] + _item_outputs(view) + ["", progress]
 
@@ -295,7 +285,7 @@ def submit_rating(ctx: StudioContext, typed_name: Any, step_id: Any, realism: An
                     failure_tags=list(failure_tags or []), note=note or "")
         return _after_action(ctx, identity, f"✅ Saved your rating of step {int(step_id)}.")
     except Exception as err:  # noqa: BLE001 - shown as a message, the answers stay on the page
-        return [gr.skip()] * 9 + [failure_message(err), gr.skip()]
+        return [gr.skip()] * 9 + [failure_markdown(err, 'save the rating', KEPT), gr.skip()]
 
 
 def skip_item(ctx: StudioContext, typed_name: Any, step_id: Any, request: Any = None, profile: Any = None) -> list[Any]:
@@ -308,7 +298,7 @@ def skip_item(ctx: StudioContext, typed_name: Any, step_id: Any, request: Any = 
         skip_step(ctx.store, annotator.id, int(step_id))
         return _after_action(ctx, identity, f"⏭️ Skipped step {int(step_id)}.")
     except Exception as err:  # noqa: BLE001
-        return [gr.skip()] * 9 + [failure_message(err), gr.skip()]
+        return [gr.skip()] * 9 + [failure_markdown(err, 'skip', KEPT), gr.skip()]
 
 
 def _after_action(ctx: StudioContext, identity: Identity, message: str) -> list[Any]:
@@ -340,7 +330,7 @@ def refresh_agreement(ctx: StudioContext, max_age_s: float = 0.0) -> tuple[str, 
                 cached = _Computed(time.monotonic(), agreement_data(ctx.store))
                 _AGREEMENT[ctx.store.path] = cached
     except Exception as err:  # noqa: BLE001
-        return failure_message(err), gr.skip()
+        return failure_markdown(err, 'compute the agreement', KEPT), gr.skip()
     return agreement_markdown(cached.report), distribution_figure(cached.report)
 
 

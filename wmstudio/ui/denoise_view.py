@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
 from wmstudio.model.canvas import Canvas
 from wmstudio.model.sampler import Frame
+from wmstudio.model.trace import Commit, DecodeTrace
 
 CATEGORIES = ("masked", "anchor", "new", "earlier")
 SHADES = 5  # confidence buckets: class c0 (< 0.2) .. c4 (>= 0.8)
@@ -45,40 +45,18 @@ LEGEND = ('<div class="wm-legend"><span><i></i> masked</span><span><u>anchor</u>
           '<span>darker = more confident · ␣ = padding (dropped)</span></div>')
 
 
-@dataclass
-class Commits:
-    """When and how confidently each canvas position was committed, per sample: position -> (frame, confidence)."""
-
-    per_sample: list[dict[int, tuple[int, float]]] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, frames: Sequence[Frame]) -> Commits:
-        commits = cls()
-        for index, frame in enumerate(frames):
-            commits.add(index, frame)
-        return commits
-
-    def add(self, index: int, frame: Frame) -> None:
-        """Record frame number `index` (frames are numbered from 0 in the order they came)."""
-        while len(self.per_sample) < len(frame.unmasked):
-            self.per_sample.append({})
-        for sample, (positions, confidences) in enumerate(zip(frame.unmasked, frame.confidences, strict=True)):
-            for position, confidence in zip(positions, confidences, strict=True):
-                self.per_sample[sample][position] = (index, float(confidence))
-
-
-def canvas_html(canvas: Canvas, frames: Sequence[Frame], index: int | None, commits: Commits,
+def canvas_html(canvas: Canvas, frames: Sequence[Frame], index: int | None, traces: Sequence[DecodeTrace],
                 steps_hint: int | None = None, done: bool = False) -> str:
     """The canvas after frame `index` (None: before the first step) for every sample, side by side.
 
     The root carries `data-step` (the frame shown, -1 before any), `data-done` and `data-masked` (masks left in
     all samples) so a browser test or benchmark can tell frames apart without reading the tokens."""
-    samples = len(frames[0].tokens) if frames else max(1, len(commits.per_sample))
+    samples = len(frames[0].tokens) if frames else max(1, len(traces))
     shown = -1 if index is None or not frames else max(0, min(index, len(frames) - 1))
     columns, masked_total = [], 0
     for sample in range(samples):
         tokens = frames[shown].tokens[sample] if shown >= 0 else list(canvas.tokens)
-        committed = commits.per_sample[sample] if sample < len(commits.per_sample) else {}
+        committed = traces[sample].by_position() if sample < len(traces) else {}
         body, masked = _tokens_html(canvas, tokens, committed, shown)
         masked_total += masked
         of = f" of {len(frames)}" if done else (f" of ~{steps_hint}" if steps_hint else "")
@@ -90,7 +68,7 @@ def canvas_html(canvas: Canvas, frames: Sequence[Frame], index: int | None, comm
             f'{LEGEND}<div class="wm-samples">{"".join(columns)}</div></div>')
 
 
-def _tokens_html(canvas: Canvas, tokens: Sequence[int], committed: dict[int, tuple[int, float]],
+def _tokens_html(canvas: Canvas, tokens: Sequence[int], committed: dict[int, Commit],
                  shown: int) -> tuple[str, int]:
     parts: list[str] = []
     anchor_run: list[str] = []
@@ -103,12 +81,12 @@ def _tokens_html(canvas: Canvas, tokens: Sequence[int], committed: dict[int, tup
             parts.append(f"<u>{html.escape(''.join(anchor_run))}</u>")
             anchor_run = []
         made = committed.get(position)
-        if made is None or made[0] > shown or token == canvas.mask_id:
+        if made is None or made.step > shown or token == canvas.mask_id:
             parts.append("<i></i>")
             masked += 1
             continue
-        category = "n" if made[0] == shown else "e"
-        shade = min(SHADES - 1, max(0, int(made[1] * SHADES)))
+        category = "n" if made.step == shown else "e"
+        shade = min(SHADES - 1, max(0, int(made.confidence * SHADES)))
         if token == canvas.pad_id:
             parts.append(f'<b class="{category} c{shade} p">␣</b>')
         elif token == canvas.end_id:  # an array ends here: the items after it are cut from the response
@@ -123,25 +101,25 @@ def _tokens_html(canvas: Canvas, tokens: Sequence[int], committed: dict[int, tup
 def heatmap_figure(canvas: Canvas, frames: Sequence[Frame], sample: int = 0) -> go.Figure:
     """Decode order and confidence of one sample: a cell per (canvas position, step) where a token was committed,
     coloured by its confidence; anchors stay blank. Hover shows the token."""
-    commits = Commits.of(frames)
-    committed = commits.per_sample[sample] if sample < len(commits.per_sample) else {}
+    samples = len(frames[0].unmasked) if frames else 1
+    committed = DecodeTrace.of_frames(frames, sample).by_position()
     final = frames[-1].tokens[sample] if frames else list(canvas.tokens)
     steps = max(1, len(frames))
     z: list[list[float | None]] = [[None] * len(canvas) for _ in range(steps)]
     text: list[list[str]] = [[""] * len(canvas) for _ in range(steps)]
-    for position, (step, confidence) in committed.items():
+    for position, commit in committed.items():
         if position < len(canvas):
-            z[step][position] = round(confidence, 4)
+            z[commit.step][position] = round(commit.confidence, 4)
             piece = {canvas.pad_id: "␣ (pad)", canvas.end_id: "⊣ (the array ends)"}.get(
                 final[position], canvas.piece(final[position]))
-            text[step][position] = html.escape(piece)
+            text[commit.step][position] = html.escape(piece)
     figure = go.Figure(go.Heatmap(
         z=z, x=list(range(len(canvas))), y=list(range(1, steps + 1)), text=text, zmin=0, zmax=1,
         colorscale="Viridis", colorbar={"title": "confidence"}, hoverongaps=False,
         hovertemplate="position %{x}, step %{y}<br>token %{text}<br>confidence %{z:.2f}<extra></extra>",
     ))
     figure.update_layout(
-        title=f"Decode order and confidence{f' (sample {sample + 1})' if len(commits.per_sample) > 1 else ''}",
+        title=f"Decode order and confidence{f' (sample {sample + 1})' if samples > 1 else ''}",
         xaxis_title="canvas position", yaxis_title="step", yaxis_autorange="reversed",
         height=max(260, min(520, 120 + 16 * steps)), margin={"l": 50, "r": 20, "t": 50, "b": 45},
     )

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.anchors import Anchor, parse_anchors
 from wmstudio.world.jsonpath import format_path
-from wmstudio.problems import InvalidInput, Problem
 
 MASKED = "masked"  # what an anchor field shows when the model is free to fill it
 KIND_WORDS = {"string": "text", "integer": "whole number", "number": "number", "boolean": "true/false",

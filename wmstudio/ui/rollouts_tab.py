@@ -7,21 +7,23 @@ comes back as a message naming the field, with the user's input left in place.""
 from __future__ import annotations
 
 import json
-import logging
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
+from wmstudio.model.sampler import MAX_TEMPERATURE, SamplerSettings
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import (
     ROLLOUT_STATUSES,
     MadeBy,
     Step,
     Store,
-    branch_rollout,
     create_rollout,
-    edit_step_response,
+    curriculum_rollouts,
     filter_rollouts,
     get_rollout,
     get_world,
@@ -39,23 +41,14 @@ from wmstudio.studio.curricula import (
     export_curriculum,
     import_dataset_file,
     push_curriculum,
+    zip_folder,
 )
+from wmstudio.studio.rollouts import branch_at, edit_response, generate_next_step, step_at
+from wmstudio.ui.forms import parse_json_field
 from wmstudio.ui.identity import request_username
-from wmstudio.studio.simulation import (
-    MAX_TEMPERATURE,
-    SamplerSettings,
-    run_simulation,
-    save_simulation,
-)
-from wmstudio.world.checks import check_step
-from wmstudio.studio.datasets import (
-    PushFailed,
-)
-from wmstudio.world.history import HistoryStep
-from wmstudio.problems import InvalidInput, Problem
+from wmstudio.ui.messages import failure_markdown
+from wmstudio.world.anchors import parse_anchors
 from wmstudio.world.spec import Call
-
-log = logging.getLogger(__name__)
 
 PAGE_SIZE = 15
 TABLE_COLUMNS = ["id", "world", "title", "status", "tags", "steps", "failed", "created"]
@@ -140,16 +133,6 @@ def _compact(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def problems_message(err: Exception) -> str:
-    """A failure as the status line shows it: every problem with its path, or a short note for the unexpected."""
-    if isinstance(err, InvalidInput):
-        return "⚠️ " + "\n".join(f"`{p.path}`: {p.message}" if p.path else p.message for p in err.problems)
-    if isinstance(err, PushFailed):
-        return f"⚠️ {err}"
-    log.exception("rollouts action failed")
-    return f"⚠️ Something went wrong ({type(err).__name__}: {err}). Your input is kept; try again."
-
-
 # --- finding rollouts -----------------------------------------------------------------------------------------
 
 
@@ -186,7 +169,7 @@ def search_rollouts(store: Store, world: str | None, status: str | None, tag: st
     return pd.DataFrame(rows, columns=TABLE_COLUMNS), info, page
 
 
-# --- building rollouts ----------------------------------------------------------------------------------------
+# --- actions: form values parsed here, the work done by wmstudio.studio --------------------------------------
 
 
 def new_rollout(store: Store, world_id: Any, title: str) -> RolloutView:
@@ -197,58 +180,45 @@ def new_rollout(store: Store, world_id: Any, title: str) -> RolloutView:
     return render_rollout(store, rollout.id)
 
 
-def generate_next_step(ctx: StudioContext, rollout_id: Any, call_text: str, anchors_text: str,
-                       temperature: Any = 0.0, seed: Any = 0) -> tuple[RolloutView, str]:
-    """Generate the response to the typed call with the world model (history = the earlier steps) and append it.
-
-    Runs and saves exactly as the Simulate tab does (`run_simulation`, `save_simulation`), so a step carries the
-    same provenance whichever tab made it."""
+def generate_step(ctx: StudioContext, rollout_id: Any, call_text: str, anchors_text: str,
+                  temperature: Any = 0.0, seed: Any = 0) -> tuple[RolloutView, str]:
+    """Generate the response to the typed call (history = the earlier steps), append it and show the rollout."""
     rid = _rollout_id(rollout_id)
     if not (call_text or "").strip():
         raise InvalidInput(Problem("call", 'type the next call as JSON, e.g. `{"name": "get_order", '
                                           '"arguments": {"order_id": "ORD-1"}}` (the tools are listed above)'))
-    anchors = [line for line in (anchors_text or "").splitlines() if line.strip()]
+    call = Call.from_json(parse_json_field(call_text, "call"), "call")
+    anchors = parse_anchors([line for line in (anchors_text or "").splitlines() if line.strip()])
     settings = SamplerSettings(temperature=_number(temperature, "temperature", 0.0, MAX_TEMPERATURE),
                                seed=int(_number(seed, "seed", 0, 2**31 - 1)))
-    history = [HistoryStep(call=step.tool_call(), response=step.response) for step in rollout_steps(ctx.store, rid)]
-    simulation = None
-    for simulation in run_simulation(ctx, get_rollout(ctx.store, rid).world_id, call_text, anchors, settings,
-                                     history):
-        pass
-    step = save_simulation(ctx, simulation, 0, rid)
+    step, simulation = generate_next_step(ctx, rid, call, anchors, settings)
     verdict = "checks pass" if step.check_ok else "checks fail (see the step)"
     elapsed = simulation.generation.elapsed_ms
     return render_rollout(ctx.store, rid), f"🤖 Step {step.index} generated in {elapsed:.0f} ms; {verdict}."
 
 
-def branch_at(store: Store, rollout_id: Any, step_index: Any) -> tuple[RolloutView, str]:
+def branch(store: Store, rollout_id: Any, step_index: Any) -> tuple[RolloutView, str]:
     """A new rollout with copies of steps 0..step_index, opened in place of the current one."""
     rid = _rollout_id(rollout_id)
-    branch = branch_rollout(store, rid, _step_index(step_index))
-    return render_rollout(store, branch.id), f"🌿 Rollout {branch.id} branches rollout {rid} at step {int(step_index)}."
+    made = branch_at(store, rid, _step_index(step_index))
+    return render_rollout(store, made.id), f"🌿 Rollout {made.id} branches rollout {rid} at step {int(step_index)}."
 
 
 def load_response(store: Store, rollout_id: Any, step_index: Any) -> str:
     """The response text of one step, for the editor."""
-    return _step_at(store, _rollout_id(rollout_id), _step_index(step_index)).response
+    return step_at(store, _rollout_id(rollout_id), _step_index(step_index)).response
 
 
 def save_edit(store: Store, rollout_id: Any, step_index: Any, response_text: str,
               editor: str | None = None) -> tuple[RolloutView, str]:
-    """Replace a step's response by hand (recorded as a human edit, the original kept) and check it again."""
-    rid = _rollout_id(rollout_id)
-    step = _step_at(store, rid, _step_index(step_index))
-    if not isinstance(response_text, str) or not response_text.strip():
-        raise InvalidInput(Problem("response", "the edited response is empty: write the response text"))
-    world = get_world(store, get_rollout(store, rid).world_id).spec()
-    earlier = [s for s in rollout_steps(store, rid) if s.index < step.index]
-    history = [HistoryStep(call=s.tool_call(), response=s.response) for s in earlier]
-    report = check_step(world, step.tool_call(), response_text, history=history)
-    edited = edit_step_response(store, step.id, response_text, editor=editor, check_report=report)
-    if edited.response != response_text:
+    """Replace a step's response by hand (the original kept) and check it again."""
+    rid, index = _rollout_id(rollout_id), _step_index(step_index)
+    before = step_at(store, rid, index).response
+    _, report = edit_response(store, rid, index, response_text, editor)
+    if before == response_text:
         return render_rollout(store, rid), "Nothing changed: the response is the same."
     verdict = "checks pass" if report.ok else "checks fail (see the step)"
-    return render_rollout(store, rid), f"✏️ Step {step.index} edited; the original is kept; {verdict}."
+    return render_rollout(store, rid), f"✏️ Step {index} edited; the original is kept; {verdict}."
 
 
 def change_status(store: Store, rollout_id: Any, status: str) -> tuple[RolloutView, str]:
@@ -263,6 +233,46 @@ def change_tags(store: Store, rollout_id: Any, tags_text: str) -> tuple[RolloutV
     rid = _rollout_id(rollout_id)
     tags = set_tags(store, rid, [t for t in (tags_text or "").split(",")])
     return render_rollout(store, rid), f"🏷️ Tags of rollout {rid}: {', '.join(tags) or 'none'}."
+
+
+def save_curriculum_version(store: Store, name: str, description: str, ids_text: str) -> str:
+    """Save the next version of a curriculum with the listed rollout ids added."""
+    ids = []
+    for i, part in enumerate(p.strip() for p in re.split(r"[,\s]+", ids_text or "") if p.strip()):
+        if not part.isdigit():
+            raise InvalidInput(Problem(f"rollout_ids[{i}]", f"{part!r} is not a rollout id: list ids like 3, 7, 12"))
+        ids.append(int(part))
+    curriculum, added = add_to_curriculum(store, name, description, ids)
+    total = len(curriculum_rollouts(store, curriculum.id))
+    return f"📚 Curriculum **{curriculum.name}** v{curriculum.version}: {total} rollouts ({added} added)."
+
+
+def export_for_download(store: Store, curriculum_id: Any) -> tuple[str, str]:
+    """Export a curriculum version as a dataset folder and zip it: (zip path, message)."""
+    folder, name = export_curriculum(store, _curriculum_id(curriculum_id, "export"))
+    return str(zip_folder(folder)), (f"📦 Exported **{name}** to `{folder}` (parquet + JSONL + card); the zip is "
+                                     "ready to download.")
+
+
+def push(store: Store, curriculum_id: Any, repo_id: str, token: str | None, private: bool) -> str:
+    url = push_curriculum(store, _curriculum_id(curriculum_id, "push"), repo_id, token, private)
+    return f"🚀 Pushed to {url}"
+
+
+def import_upload(store: Store, upload: str | None) -> str:
+    """Import an uploaded dataset export as new rollouts."""
+    if not upload:
+        raise InvalidInput(Problem("file", "choose an exported dataset: the .zip, or its .parquet / .jsonl file"))
+    result = import_dataset_file(store, Path(upload))
+    ids = ", ".join(map(str, result.rollout_ids[:20])) + (" …" if len(result.rollout_ids) > 20 else "")
+    return (f"📥 Imported {len(result.rollout_ids)} rollout(s) with {result.steps} steps as new rollouts: "
+            f"{ids or 'none'}.")
+
+
+def _curriculum_id(value: Any, doing: str) -> int:
+    if value in (None, ""):
+        raise InvalidInput(Problem("curriculum", f"choose a curriculum version to {doing}"))
+    return int(value)
 
 
 def _rollout_id(value: Any) -> int:
@@ -287,32 +297,24 @@ def _number(value: Any, name: str, low: float, high: float) -> float:
     return number
 
 
-def _step_at(store: Store, rollout_id: int, index: int) -> Step:
-    steps = rollout_steps(store, rollout_id)
-    if not 0 <= index < len(steps):
-        have = f"steps 0..{len(steps) - 1}" if steps else "no steps yet"
-        raise InvalidInput(Problem("step", f"rollout {rollout_id} has {have}; step {index} does not exist"))
-    return steps[index]
-
-
 # --- layout and wiring ----------------------------------------------------------------------------------------
 
 
-def _view_result(action) -> list[Any]:
+def _view_result(action, doing: str) -> list[Any]:
     """Run an action that returns (RolloutView, message) and spread it over the rollout components; a failure
     leaves every component as it was and only says what went wrong."""
     try:
         view, message = action()
     except Exception as err:  # noqa: BLE001 - shown as a message; the page keeps the user's input
-        return [gr.skip()] * 4 + [problems_message(err)]
+        return [gr.skip()] * 4 + [failure_markdown(err, doing)]
     return [view.rollout_id, view.header, view.steps, view.tags, message]
 
 
-def _message_result(action) -> str:
+def _message_result(action, doing: str) -> str:
     try:
         return action()
     except Exception as err:  # noqa: BLE001
-        return problems_message(err)
+        return failure_markdown(err, doing)
 
 
 def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
@@ -365,7 +367,7 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             with gr.Accordion("Branch or edit a step", open=False):
                 with gr.Row(equal_height=True):
                     step_index = gr.Number(0, label="Step", precision=0, minimum=0, min_width=80)
-                    branch = gr.Button("Branch from it", size="sm")
+                    branch_button = gr.Button("Branch from it", size="sm")
                     load = gr.Button("Load its response", size="sm")
                 response = gr.Code(label="Response (edit, then save: recorded as a human edit)", language="json",
                                    lines=8)
@@ -392,7 +394,7 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             repo = gr.Textbox(label="Hub dataset repo", placeholder="owner/name", scale=2)
             token = gr.Textbox(label="Hugging Face token (or set HF_TOKEN)", type="password", scale=2)
             private = gr.Checkbox(label="Private", value=True, scale=1)
-            push = gr.Button("Push to hub", scale=1)
+            push_button = gr.Button("Push to hub", scale=1)
         with gr.Row():
             upload = gr.File(label="Import an exported dataset (.zip, .parquet or .jsonl)", type="filepath", scale=3)
             import_button = gr.Button("Import as new rollouts", scale=1)
@@ -405,7 +407,7 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         try:
             return search_rollouts(store, world, status, tag, text, check, page_number)
         except Exception as err:  # noqa: BLE001
-            return gr.skip(), problems_message(err), gr.skip()
+            return gr.skip(), failure_markdown(err, "search"), gr.skip()
 
     def on_choices():
         names, versions = world_choices(store)
@@ -416,25 +418,26 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         row = evt.row_value or []
         if not row:
             return [gr.skip()] * 5
-        return _view_result(lambda: (render_rollout(store, int(row[0])), ""))
+        return _view_result(lambda: (render_rollout(store, int(row[0])), ""), "open the rollout")
 
     def on_edit(rid, index, text, request: gr.Request):
-        return _view_result(lambda: save_edit(store, rid, index, text, request_username(request)))
+        return _view_result(lambda: save_edit(store, rid, index, text, request_username(request)), "save the edit")
 
     def on_load_response(rid, index):
         try:
             return load_response(store, rid, index), ""
         except Exception as err:  # noqa: BLE001
-            return gr.skip(), problems_message(err)
+            return gr.skip(), failure_markdown(err, "load the response")
 
     def on_export(curriculum_id):
         try:
-            return export_curriculum(store, curriculum_id)
+            return export_for_download(store, curriculum_id)
         except Exception as err:  # noqa: BLE001
-            return gr.skip(), problems_message(err)
+            return gr.skip(), failure_markdown(err, "export")
 
     def on_save_curriculum(name, description, ids):
-        result = _message_result(lambda: add_to_curriculum(store, name, description, ids))
+        result = _message_result(lambda: save_curriculum_version(store, name, description, ids),
+                                 "save the curriculum")
         return result, gr.update(choices=curriculum_choices(store))
 
     search.click(on_search, [*filters, page], [table, info, page], api_name="rollouts_search")
@@ -445,22 +448,23 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     following.click(lambda *a: on_search(*a[:-1], int(a[-1] or 1) + 1), [*filters, page], [table, info, page],
                     api_visibility="private")
     table.select(on_select, None, view, api_visibility="private")
-    open_button.click(lambda rid: _view_result(lambda: (render_rollout(store, _rollout_id(rid)), "")), rollout_id,
-                      view, api_name="rollout_open")
-    create.click(lambda wid, title: _view_result(lambda: (new_rollout(store, wid, title), "🆕 New rollout.")),
-                 [new_world, new_title], view, api_name="rollout_new")
-    run.click(lambda rid, text, pins, t, s: _view_result(lambda: generate_next_step(ctx, rid, text, pins, t, s)),
+    open_button.click(lambda rid: _view_result(lambda: (render_rollout(store, _rollout_id(rid)), ""),
+                                               "open the rollout"), rollout_id, view, api_name="rollout_open")
+    create.click(lambda wid, title: _view_result(lambda: (new_rollout(store, wid, title), "🆕 New rollout."),
+                                                 "start a rollout"), [new_world, new_title], view, api_name="rollout_new")
+    run.click(lambda rid, text, pins, t, s: _view_result(lambda: generate_step(ctx, rid, text, pins, t, s),
+                                                         "generate the step"),
               [rollout_id, call_text, anchors, temperature, seed], view, api_name="rollout_generate")
-    branch.click(lambda rid, index: _view_result(lambda: branch_at(store, rid, index)), [rollout_id, step_index], view,
-                 api_name="rollout_branch")
+    branch_button.click(lambda rid, index: _view_result(lambda: branch(store, rid, index), "branch"),
+                        [rollout_id, step_index], view, api_name="rollout_branch")
     load.click(on_load_response, [rollout_id, step_index], [response, message], api_name="rollout_load_response")
     save_response.click(on_edit, [rollout_id, step_index, response], view, api_name="rollout_edit")
     for button, status, name in ((accept, "accepted", "rollout_accept"), (reject, "rejected", "rollout_reject"),
                                  (reset, "pending", "rollout_pending")):
-        button.click(lambda rid, status=status: _view_result(lambda: change_status(store, rid, status)), rollout_id,
-                     view, api_name=name)
-    save_tags.click(lambda rid, text: _view_result(lambda: change_tags(store, rid, text)), [rollout_id, tags], view,
-                    api_name="rollout_tags")
+        button.click(lambda rid, status=status: _view_result(lambda: change_status(store, rid, status),
+                                                             "change the status"), rollout_id, view, api_name=name)
+    save_tags.click(lambda rid, text: _view_result(lambda: change_tags(store, rid, text), "save the tags"),
+                    [rollout_id, tags], view, api_name="rollout_tags")
     add_open.click(lambda ids, rid: ", ".join(x for x in [ids.strip(" ,"), str(int(rid))] if x) if rid else ids,
                    [cur_ids, rollout_id], cur_ids, api_visibility="private")
     add_page.click(lambda ids, frame: ", ".join(x for x in [ids.strip(" ,"), *map(str, frame["id"])] if x)
@@ -468,9 +472,9 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     save_curriculum.click(on_save_curriculum, [cur_name, cur_description, cur_ids], [cur_message, cur_pick],
                           api_name="curriculum_add")
     export.click(on_export, cur_pick, [archive, cur_message], api_name="curriculum_export")
-    push.click(lambda cid, r, t, p: _message_result(lambda: push_curriculum(store, cid, r, t, p)),
-               [cur_pick, repo, token, private], cur_message, api_name="curriculum_push")
-    import_button.click(lambda path: _message_result(lambda: import_dataset_file(store, path)), upload, cur_message,
-                        api_name="dataset_import")
+    push_button.click(lambda cid, r, t, p: _message_result(lambda: push(store, cid, r, t, p), "push"),
+                      [cur_pick, repo, token, private], cur_message, api_name="curriculum_push")
+    import_button.click(lambda path: _message_result(lambda: import_upload(store, path), "import"), upload,
+                        cur_message, api_name="dataset_import")
     studio.load(on_choices, None, [f_world, new_world, cur_pick], api_visibility="private")
     studio.load(on_search, [*filters, page], [table, info, page], api_visibility="private")

@@ -6,10 +6,7 @@ Handlers are plain functions of form values (tests call them directly or over HT
 
 from __future__ import annotations
 
-import html
 import json
-import logging
-import re
 from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
@@ -17,10 +14,19 @@ from typing import Any
 import gradio as gr
 from gradio.context import Context
 
-from wmstudio.model.sampler import DEFAULT_THRESHOLD, STRATEGIES
+from wmstudio.model.sampler import DEFAULT_THRESHOLD, MAX_SAMPLES, SETTING_NAMES, STRATEGIES, SamplerSettings
+from wmstudio.problems import InvalidInput
 from wmstudio.store import filter_rollouts, get_world, list_worlds
-from wmstudio.ui.check_view import REPORT_CSS, generation_html
 from wmstudio.studio.context import StudioContext
+from wmstudio.studio.simulation import (
+    Simulation,
+    run_baseline,
+    run_simulation,
+    save_simulation,
+    tool_of,
+    world_spec,
+)
+from wmstudio.ui.check_view import REPORT_CSS, generation_html
 from wmstudio.ui.denoise_view import CANVAS_CSS, canvas_html, heatmap_figure
 from wmstudio.ui.forms import (
     MASKED,
@@ -33,21 +39,9 @@ from wmstudio.ui.forms import (
     response_fields,
     show_value,
 )
-from wmstudio.studio.simulation import (
-    MAX_SAMPLES,
-    SamplerSettings,
-    Simulation,
-    run_baseline,
-    run_simulation,
-    save_simulation,
-    tool_of,
-    world_spec,
-)
-from wmstudio.problems import InvalidInput
+from wmstudio.ui.messages import failure_markdown, markdown_as_html
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
-
-log = logging.getLogger(__name__)
 
 ARG_SLOTS = 10  # argument inputs in the form; further arguments are edited in the JSON
 ANCHOR_SLOTS = 16  # pinnable response fields in the form; further ones are written as PATH=VALUE lines
@@ -57,20 +51,6 @@ EMPTY_CANVAS = '<div class="wm-canvas" data-step="-1" data-done="0" data-masked=
                "world model fill in the response.</div>"
 BASELINE_HINT = "<p>Press <b>Compare with AR baseline</b> to see the autoregressive model's answer to the same " \
                 "call, with the anchors given as steering directives, and its checks.</p>"
-
-
-# ---- messages ---------------------------------------------------------------------------------------------------
-
-def problems_text(err: InvalidInput, doing: str) -> str:
-    """Every problem with where it is, for the status line; says that the form is kept."""
-    items = "\n".join(f"- `{p.path}`: {p.message}" if p.path else f"- {p.message}" for p in err.problems)
-    return f"**Cannot {doing}** — your inputs are kept:\n\n{items}"
-
-
-def unexpected_text(err: Exception, doing: str) -> str:
-    """A plain message for a failure we did not foresee (the traceback goes to the server log only)."""
-    log.exception("Simulate tab: %s failed", doing)
-    return f"**Cannot {doing}**: {type(err).__name__}: {err}. Your inputs are kept; the server log has details."
 
 
 # ---- worlds, tools and the generated forms ----------------------------------------------------------------------
@@ -108,7 +88,7 @@ def choose_world(ctx: StudioContext, world_id: Any) -> tuple[Any, Any, str]:
         world = world_spec(ctx.store, world_id)
         rollouts = rollout_choices(ctx, world_id)
     except InvalidInput as err:
-        return gr.update(choices=[], value=None), gr.update(), problems_text(err, "open the world")
+        return gr.update(choices=[], value=None), gr.update(), failure_markdown(err, "open the world")
     names = [t.name for t in world.tools]
     note = "" if names else f"World **{world.name}** has no tools yet: add some in the World tab."
     return (gr.update(choices=names, value=names[0] if names else None),
@@ -132,7 +112,7 @@ def choose_tool(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_jso
         tool, arguments, responses = tool_forms(ctx, world_id, tool_name)
     except InvalidInput as err:
         hidden = [gr.update(visible=False)] * (ARG_SLOTS + ANCHOR_SLOTS)
-        return (gr.update(), *hidden, problems_text(err, "open the tool"))
+        return (gr.update(), *hidden, failure_markdown(err, "open the tool"))
     try:
         previous = read_arguments(arguments_json)
     except InvalidInput:
@@ -168,7 +148,7 @@ def form_to_json(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_js
         _, fields, _ = tool_forms(ctx, world_id, tool_name)
         return arguments_from_form(fields[:ARG_SLOTS], values, arguments_json), ""
     except InvalidInput as err:
-        return gr.update(), problems_text(err, "copy the field into the JSON")
+        return gr.update(), failure_markdown(err, "copy the field into the JSON")
 
 
 def json_to_form(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str) -> tuple:
@@ -177,15 +157,18 @@ def json_to_form(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_js
         _, fields, _ = tool_forms(ctx, world_id, tool_name)
         texts = form_from_arguments(fields[:ARG_SLOTS], arguments_json)
     except InvalidInput as err:
-        return (*[gr.update()] * ARG_SLOTS, problems_text(err, "read the arguments JSON"))
+        return (*[gr.update()] * ARG_SLOTS, failure_markdown(err, "read the arguments JSON"))
     return (*texts, *[gr.update()] * (ARG_SLOTS - len(texts)), "")
 
 
 # ---- running ------------------------------------------------------------------------------------------------------
 
 def read_request(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, free_anchors: str,
-                 settings: Sequence[Any], anchor_values: Sequence[str]) -> tuple[Call, list, SamplerSettings]:
-    """The call, anchors and settings the form describes; InvalidInput lists everything wrong at once."""
+                 values: Sequence[Any]) -> tuple[Call, list, SamplerSettings]:
+    """The call, anchors and settings the form describes (`values`: the sampler inputs in SETTING_NAMES order,
+    then the anchor inputs); InvalidInput lists everything wrong at once."""
+    settings = dict(zip(SETTING_NAMES, values[: len(SETTING_NAMES)], strict=True))
+    anchor_values = values[len(SETTING_NAMES):]
     problems = []
     call = anchors = sampler = None
     try:
@@ -200,7 +183,7 @@ def read_request(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_js
     except InvalidInput as err:
         problems += err.problems
     try:
-        sampler = SamplerSettings.from_form(*settings)
+        sampler = SamplerSettings.from_form(**settings)
     except InvalidInput as err:
         problems += err.problems
     if problems:
@@ -208,33 +191,28 @@ def read_request(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_js
     return call, anchors, sampler
 
 
-def simulate(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, free_anchors: str, steps: Any,
-             strategy: Any, threshold: Any, block: Any, temperature: Any, repetition_penalty: Any, samples: Any,
-             seed: Any, free: Any, free_length: Any, *anchor_values: str) -> Iterator[tuple]:
-    """Run: stream the canvas frame by frame, then the scrubber, heatmap, report and sample picker.
+def simulate(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, free_anchors: str,
+             *values: Any) -> Iterator[tuple]:
+    """Run: stream the canvas frame by frame, then the scrubber, heatmap, report and sample picker. `values` are
+    the sampler inputs (SETTING_NAMES order) and then the anchor inputs.
 
     Yields (status, canvas, scrubber, heatmap, report, simulation state, sample picker); outputs that do not
     change in a frame are skipped, so each streamed frame carries only the canvas."""
     skip = gr.skip()
-    settings = (steps, strategy, threshold, block, temperature, repetition_penalty, samples, seed, free, free_length)
     simulation = None
     try:
-        call, anchors, sampler = read_request(ctx, world_id, tool_name, arguments_json, free_anchors, settings,
-                                              anchor_values)
+        call, anchors, sampler = read_request(ctx, world_id, tool_name, arguments_json, free_anchors, values)
         for simulation in run_simulation(ctx, world_id, call, anchors, sampler):
             if simulation.done:
                 break
             index = len(simulation.frames) - 1 if simulation.frames else None
-            drawn = canvas_html(simulation.canvas, simulation.frames, index, simulation.commits, sampler.steps)
+            drawn = canvas_html(simulation.canvas, simulation.frames, index, simulation.traces, sampler.steps)
             if index is None:  # the layout, before the first step: clear the previous run's results
                 yield "Denoising…", drawn, skip, None, "", skip, skip
             else:
                 yield skip, drawn, skip, skip, skip, skip, skip
-    except InvalidInput as err:
-        yield problems_text(err, "run"), skip, skip, skip, skip, skip, skip
-        return
     except Exception as err:  # noqa: BLE001 - the edge: never show a traceback
-        yield unexpected_text(err, "run"), skip, skip, skip, skip, skip, skip
+        yield failure_markdown(err, "run"), skip, skip, skip, skip, skip, skip
         return
     yield finished_view(simulation)
 
@@ -254,7 +232,7 @@ def finished_view(simulation: Simulation) -> tuple:
     samples = [(f"Sample {k + 1}", k) for k in range(len(generation.samples))]
     return (
         status,
-        canvas_html(simulation.canvas, simulation.frames, last, simulation.commits, done=True),
+        canvas_html(simulation.canvas, simulation.frames, last, simulation.traces, done=True),
         gr.update(minimum=0, maximum=max(1, frames), value=frames, step=1, interactive=True),
         heatmap_figure(simulation.canvas, simulation.frames, 0),
         generation_html(generation, simulation.world, simulation.tool, simulation.anchors),
@@ -269,7 +247,7 @@ def replay(simulation: Simulation | None, frame_number: Any) -> Any:
         return gr.skip()
     number = int(frame_number or 0)
     index = None if number <= 0 else min(number, len(simulation.frames)) - 1
-    return canvas_html(simulation.canvas, simulation.frames, index, simulation.commits, done=True)
+    return canvas_html(simulation.canvas, simulation.frames, index, simulation.traces, done=True)
 
 
 def heatmap_for(simulation: Simulation | None, sample: Any) -> Any:
@@ -281,19 +259,14 @@ def heatmap_for(simulation: Simulation | None, sample: Any) -> Any:
 
 
 def compare_baseline(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, free_anchors: str,
-                     steps: Any, strategy: Any, threshold: Any, block: Any, temperature: Any, repetition_penalty: Any,
-                     samples: Any, seed: Any, free: Any, free_length: Any, *anchor_values: str) -> str:
+                     *values: Any) -> str:
     """The autoregressive baseline's answer(s) to the form's request, with checks, as HTML."""
-    settings = (steps, strategy, threshold, block, temperature, repetition_penalty, samples, seed, free, free_length)
     try:
-        call, anchors, sampler = read_request(ctx, world_id, tool_name, arguments_json, free_anchors, settings,
-                                              anchor_values)
+        call, anchors, sampler = read_request(ctx, world_id, tool_name, arguments_json, free_anchors, values)
         world = world_spec(ctx.store, world_id)
         generation = run_baseline(ctx, world_id, call, anchors, sampler)
-    except InvalidInput as err:
-        return _as_html(problems_text(err, "run the baseline"))
     except Exception as err:  # noqa: BLE001 - the edge: never show a traceback
-        return _as_html(unexpected_text(err, "run the baseline"))
+        return markdown_as_html(failure_markdown(err, "run the baseline"))
     note = " (anchors given as steering directives)" if anchors else ""
     return (f"<h4>Autoregressive baseline · {generation.model}{note}</h4>"
             + generation_html(generation, world, tool_of(world, call), anchors, label="Baseline"))
@@ -305,24 +278,11 @@ def save_step(ctx: StudioContext, simulation: Simulation | None, sample: Any, ro
         rollout_id = None if rollout in (None, "", NEW_ROLLOUT) else int(rollout)
         step = save_simulation(ctx, simulation, int(sample or 0), rollout_id, (title or "").strip())
         choices = rollout_choices(ctx, simulation.world_id)
-    except InvalidInput as err:
-        return problems_text(err, "save"), gr.update()
     except Exception as err:  # noqa: BLE001 - the edge: never show a traceback
-        return unexpected_text(err, "save"), gr.update()
+        return failure_markdown(err, "save"), gr.update()
     verdict = "passes every check" if step.check_ok else "fails some checks"
     return (f"Saved as step {step.index + 1} of rollout #{step.rollout_id} (it {verdict}).",
             gr.update(choices=choices, value=step.rollout_id))
-
-
-def _as_html(message: str) -> str:
-    """A status message (the little Markdown problems_text writes: bold, code, list items) as HTML."""
-    lines = []
-    for line in html.escape(message).splitlines():
-        line = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", line)
-        line = re.sub(r"`(.+?)`", r"<code>\1</code>", line)
-        lines.append(f"<li>{line[2:]}</li>" if line.startswith("- ") else f"<p>{line}</p>" if line else "")
-    return f'<div class="wm-message">{"".join(lines)}</div>'.replace("</p><li>", "</p><ul><li>").replace(
-        "</li></div>", "</li></ul></div>")
 
 
 def _pad(fields: list[FormField], slots: int) -> list[FormField | None]:
@@ -394,8 +354,11 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     save_status = gr.Markdown(elem_id="simulate-save-status")
     simulation = gr.State(None, time_to_live=3600)
 
-    request = [world, tool, arguments, free_anchors, steps, strategy, threshold, block, temperature,
-               repetition_penalty, samples, seed, free, free_length, *anchor_inputs]
+    sampler_inputs = {"steps": steps, "strategy": strategy, "threshold": threshold, "block": block,
+                      "temperature": temperature, "repetition_penalty": repetition_penalty, "samples": samples,
+                      "seed": seed, "free": free, "free_length": free_length}
+    request = [world, tool, arguments, free_anchors, *(sampler_inputs[name] for name in SETTING_NAMES),
+               *anchor_inputs]
     refresh.click(partial(refresh_worlds, ctx), world, world, api_name="simulate_worlds")
     studio.load(partial(refresh_worlds, ctx), world, world, api_visibility="private")
     if isinstance(tab, gr.Tab):  # the lead builds this tab inside a gr.Tab: re-read the worlds when it is opened

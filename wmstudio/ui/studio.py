@@ -11,11 +11,11 @@ from pathlib import Path
 import gradio as gr
 import torch
 
-from wmstudio.model.backends import DEFAULT_AR_MODEL, DEFAULT_MODEL
+from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.store import open_store
 from wmstudio.store.seeding import seed_first_run
-from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
 from wmstudio.studio.context import StudioContext
+from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
 from wmstudio.ui.rollouts_tab import build_rollouts_tab
 from wmstudio.ui.simulate_tab import build_simulate_tab
 from wmstudio.ui.world_tab import build_world_tab

@@ -13,9 +13,10 @@ from typing import Any
 
 import gradio as gr
 
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import get_world, list_worlds, save_world_version, world_versions
 from wmstudio.studio.context import StudioContext
-from wmstudio.problems import InvalidInput, Problem
+from wmstudio.ui.messages import failure_markdown
 from wmstudio.world.sims import SIMULATORS
 from wmstudio.world.spec import (
     WorldSpec,
@@ -28,6 +29,8 @@ from wmstudio.world.tools import FORMATS, import_tools_file
 
 FIELDS = ("name", "description", "simulator", "task", "initial_state", "tools", "rules", "directives")
 NO_SIMULATOR = "(none)"
+
+KEPT = "nothing was saved, your edits are kept"
 
 
 def world_to_fields(world: WorldSpec) -> tuple[str, ...]:
@@ -91,18 +94,12 @@ def _state_value(text: str, problems: list[Problem]) -> Any:
         return text  # plain-text environment state is allowed
 
 
-def problems_markdown(err: InvalidInput) -> str:
-    """The problems as a Markdown list for the status box."""
-    items = "\n".join(f"- `{p.path or 'world'}`: {p.message}" for p in err.problems)
-    return f"**{len(err.problems)} problem(s)** — nothing was saved, your edits are kept:\n\n{items}"
-
-
 def validate_fields(*fields) -> str:
     """Status text: OK with a summary, or every problem."""
     try:
         world = fields_to_world(*fields)
     except InvalidInput as err:
-        return problems_markdown(err)
+        return failure_markdown(err, "use this world yet", KEPT)
     return f"✅ Valid world **{world.name}**: {len(world.tools)} tools, {len(world.rules)} rules, {len(world.directives)} directives."
 
 
@@ -132,7 +129,7 @@ def load_version(ctx: StudioContext, world_id: int | None) -> tuple:
         row = get_world(ctx.store, int(world_id))
         world = row.spec()
     except InvalidInput as err:
-        return (gr.update(),) * len(FIELDS) + (problems_markdown(err),)
+        return (gr.update(),) * len(FIELDS) + (failure_markdown(err, "open that version", KEPT),)
     return world_to_fields(world) + (f"Loaded **{row.name}** v{row.version}.",)
 
 
@@ -143,7 +140,7 @@ def open_world_file(path: str | None) -> tuple:
     try:
         world = load_world(path)
     except InvalidInput as err:
-        return (gr.update(),) * len(FIELDS) + (problems_markdown(err),)
+        return (gr.update(),) * len(FIELDS) + (failure_markdown(err, "open the file", KEPT),)
     return world_to_fields(world) + (f"Opened **{world.name}** from `{Path(path).name}`; Save to keep it.",)
 
 
@@ -152,7 +149,7 @@ def save_version(ctx: StudioContext, *fields) -> tuple[str, Any, Any]:
     try:
         world = fields_to_world(*fields)
     except InvalidInput as err:
-        return problems_markdown(err), gr.update(), gr.update()
+        return failure_markdown(err, "save the world", KEPT), gr.update(), gr.update()
     row = save_world_version(ctx.store, world)
     choices = version_choices(ctx, world.name)
     return (f"💾 Saved **{row.name}** as v{row.version}.",
@@ -164,7 +161,7 @@ def world_file_for_download(*fields) -> str:
     try:
         world = fields_to_world(*fields)
     except InvalidInput as err:
-        raise gr.Error(problems_markdown(err)) from None
+        raise gr.Error(failure_markdown(err, "download the world file", KEPT)) from None
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", world.name).strip("-.") or "world"
     return str(save_world(world, Path(tempfile.mkdtemp(prefix="wmstudio-world-")) / f"{stem}.json"))
 
@@ -179,7 +176,7 @@ def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[st
         if not isinstance(current, list):
             raise InvalidInput(Problem("tools", "the tools editor must hold a JSON list before importing into it"))
     except InvalidInput as err:
-        return tools_text, problems_markdown(err)
+        return tools_text, failure_markdown(err, "import the tools", KEPT)
     merged = current + [tool.to_json() for tool in result.tools]
     notes = "".join(f"\n- ⚠️ {w}" for w in result.warnings[:20])
     more = f"\n- … and {len(result.warnings) - 20} more warnings" if len(result.warnings) > 20 else ""

@@ -12,8 +12,8 @@ from typing import Any
 
 from jsonschema.validators import validator_for
 
-from wmstudio.world.jsonpath import format_path, parse_path
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.jsonpath import format_path, parse_path
 
 EXAMPLE = 'status="error", refund_processed=false or items[0].price=12.5'
 

@@ -13,10 +13,10 @@ from typing import Any
 from jsonschema import exceptions as schema_exceptions
 from jsonschema.validators import validator_for
 
-from wmstudio.world.anchors import Anchor, parse_anchors
-from wmstudio.world.history import HistoryStep, parse_history
-from wmstudio.world.jsonpath import format_path, get_path
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.anchors import Anchor
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.jsonpath import format_path, get_path
 from wmstudio.world.rules import evaluate_check
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
@@ -44,18 +44,16 @@ class CheckReport:
 
 def check_step(
     world: WorldSpec,
-    call: Call | dict[str, Any],
+    call: Call,
     response_text: str,
-    anchors: Sequence[Anchor | str] = (),
-    history: Sequence[HistoryStep | dict[str, Any]] = (),
+    anchors: Sequence[Anchor] = (),
+    history: Sequence[HistoryStep] = (),
 ) -> CheckReport:
     """Check `response_text` as the response of `call` after `history` in `world`, honouring `anchors`.
 
-    InvalidInput (never a verdict) for a call to a tool the world lacks, a bad anchor or a bad history step."""
-    the_call = call if isinstance(call, Call) else Call.from_json(call, "call")
+    InvalidInput (never a verdict) for a call to a tool the world lacks."""
+    the_call, pinned, steps = call, list(anchors), list(history)
     tool = _called_tool(world, the_call)
-    pinned = parse_anchors(anchors)
-    steps = parse_history(history)
 
     json_valid, response = parse_response(response_text)
     where = f"tools[{world.tools.index(tool)}].response"

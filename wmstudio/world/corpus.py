@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wmstudio.world.directives import Directive
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.directives import Directive
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.sims import SIMULATORS, Simulator
 
@@ -41,7 +42,7 @@ Progress = Callable[[int, int], None]
 
 
 @dataclass
-class CorpusRow:
+class GeneratedRow:
     """One generated row and the split it belongs to; `data` is the JSON object written on its line."""
 
     index: int
@@ -90,7 +91,7 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
     return stats
 
 
-def iter_corpus(rows: int, seed: int) -> Iterator[CorpusRow]:
+def iter_corpus(rows: int, seed: int) -> Iterator[GeneratedRow]:
     """The corpus rows in order, each with its split; row i depends only on (seed, i), so any prefix is stable.
 
     Worlds take turns; splits come from a seeded shuffle so each holds every world; a row whose text
@@ -108,7 +109,7 @@ def iter_corpus(rows: int, seed: int) -> Iterator[CorpusRow]:
             if key not in seen:
                 break
         seen.add(key)
-        yield CorpusRow(index=index, split=split_of[index], data=data)
+        yield GeneratedRow(index=index, split=split_of[index], data=data)
 
 
 def corpus_row(simulator: Simulator, rng: random.Random) -> dict[str, Any]:
@@ -121,7 +122,7 @@ def corpus_row(simulator: Simulator, rng: random.Random) -> dict[str, Any]:
     for _ in range(rng.randint(0, MAX_HISTORY)):
         call = simulator.agent_call(state, rng, invalid=rng.random() < HISTORY_INVALID_SHARE)
         state, response = simulator.step(state, call)
-        history.append({"call": call.to_json(), "response": response})
+        history.append(HistoryStep(call=call, response=response))
     invalid = rng.random() < INVALID_SHARE
     call = simulator.agent_call(state, rng, invalid=invalid)
     grounding = rng.random() >= UNGROUNDED_SHARE
@@ -133,7 +134,8 @@ def corpus_row(simulator: Simulator, rng: random.Random) -> dict[str, Any]:
     return {
         "dataset": f"wmstudio-sim/{simulator.name}",
         "messages": chat["messages"],
-        "meta": {"world": simulator.name, "initial_state": initial, "call": call.to_json(), "history": history,
+        "meta": {"world": simulator.name, "initial_state": initial, "call": call.to_json(),
+                 "history": [step.to_json() for step in history],
                  "directives": directives, "grounding": grounding, "invalid_call": invalid},
     }
 

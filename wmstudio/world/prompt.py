@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from wmstudio.world.history import HistoryStep, compact_json, parse_history, response_text
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.history import HistoryStep, compact_json, response_text
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 
@@ -50,20 +50,21 @@ SECTION_HEADERS = (
 TARGET_PREFIX = "PREDICTION TARGET:"
 NO_HISTORY = "start of the episode (no earlier actions)"
 NO_TASK = "No task description given."
+PROMPT_MAX_CHARS = 3000  # the budget world-model prompts are rendered with, in training and in generation
 
 
 def render_prompt(
     world: WorldSpec,
-    call: Call | dict[str, Any],
-    history: Sequence[HistoryStep | dict[str, Any]] = (),
+    call: Call,
+    history: Sequence[HistoryStep] = (),
     max_chars: int | None = None,
     grounding: bool = True,
     computed_state: Any = None,
 ) -> str:
     """The plain `sections` prompt for predicting the response to `call` after `history`.
 
-    InvalidInput names a bad call (`call.name`), history step (`history[3].call`) or `max_chars`."""
-    the_call, steps = _as_call(call), parse_history(history)
+    InvalidInput names a bad `max_chars`."""
+    the_call, steps = call, list(history)
     _check_budget(max_chars)
     head = _sections_before_task(world)
     task = world.task.strip() or NO_TASK
@@ -78,8 +79,8 @@ def render_prompt(
 
 def render_chat(
     world: WorldSpec,
-    call: Call | dict[str, Any],
-    history: Sequence[HistoryStep | dict[str, Any]] = (),
+    call: Call,
+    history: Sequence[HistoryStep] = (),
     max_chars: int | None = None,
     response: Any = None,
     grounding: bool = True,
@@ -89,7 +90,7 @@ def render_chat(
 
     `response` (text, or a JSON value written as compact JSON) becomes the assistant turn when given;
     `max_chars` bounds the system + user text."""
-    the_call, steps = _as_call(call), parse_history(history)
+    the_call, steps = call, list(history)
     _check_budget(max_chars)
     context = f"{SECTION_HEADERS[1]}\n{world.task.strip() or NO_TASK}"
 
@@ -214,10 +215,6 @@ def _find_tool(world: WorldSpec, name: str) -> Tool | None:
         return world.tool(name)
     except KeyError:
         return None
-
-
-def _as_call(call: Call | dict[str, Any]) -> Call:
-    return call if isinstance(call, Call) else Call.from_json(call, "call")
 
 
 def _check_budget(max_chars: int | None) -> None:

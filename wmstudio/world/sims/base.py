@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wmstudio.world.directives import Directive, Steering, steering
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.directives import Directive, Steering, steering
 from wmstudio.world.rules import Rule
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool

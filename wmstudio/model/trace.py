@@ -1,0 +1,89 @@
+"""The decode trace of one sample: which canvas position was committed at which denoising step, how confidently.
+
+One type for the whole path: the sampler's frames build it, the studio draws it (canvas shading, heatmap), the
+store packs it, datasets export it. Positions committed together by a copy or a settled span share a step."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from wmstudio.problems import InvalidInput, Problem
+
+
+@dataclass(frozen=True)
+class Commit:
+    """Canvas `position` was committed at denoising `step` (0-based) with `confidence` in [0, 1]."""
+
+    position: int
+    step: int
+    confidence: float
+
+
+@dataclass
+class DecodeTrace:
+    """A sample's commits in the order they happened; `at(position)` finds when a position was committed."""
+
+    commits: list[Commit] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Commit]:
+        return iter(self.commits)
+
+    def __len__(self) -> int:
+        return len(self.commits)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DecodeTrace) and self.commits == other.commits
+
+    def add(self, step: int, positions: Sequence[int], confidences: Sequence[float]) -> None:
+        """Record the positions committed at `step` (non-finite confidences count as 0)."""
+        for position, confidence in zip(positions, confidences, strict=True):
+            value = float(confidence)
+            self.commits.append(Commit(int(position), int(step), value if math.isfinite(value) else 0.0))
+
+    def at(self, position: int) -> Commit | None:
+        """The commit of `position` (the last one, should a position be committed twice), or None."""
+        return self.by_position().get(position)
+
+    def by_position(self) -> dict[int, Commit]:
+        """position -> its commit, for drawing a canvas."""
+        return {commit.position: commit for commit in self.commits}
+
+    @property
+    def steps(self) -> int:
+        """How many steps the trace spans (the last step + 1; 0 for an empty trace)."""
+        return max((c.step for c in self.commits), default=-1) + 1
+
+    def to_json(self) -> list[list[float]]:
+        """`[[position, step, confidence], ...]`: how exports and the HTTP API write a trace."""
+        return [[c.position, c.step, round(c.confidence, 6)] for c in self.commits]
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "trace") -> DecodeTrace:
+        """Read `[[position, step, confidence], ...]`; InvalidInput names the first bad entry."""
+        if not isinstance(data, (list, tuple)):
+            raise InvalidInput(Problem(source, "must be a list of [position, step, confidence] entries"))
+        trace = cls()
+        for i, entry in enumerate(data):
+            if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+                raise InvalidInput(Problem(f"{source}[{i}]", "expected [position, step, confidence]"))
+            position, step, confidence = entry
+            for name, value in (("position", position), ("step", step)):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise InvalidInput(Problem(f"{source}[{i}].{name}", "must be a whole number from 0"))
+            if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
+                    or not math.isfinite(confidence):
+                raise InvalidInput(Problem(f"{source}[{i}].confidence", "must be a finite number (a probability)"))
+            trace.commits.append(Commit(position, step, float(confidence)))
+        return trace
+
+    @classmethod
+    def of_frames(cls, frames: Iterable[Any], sample: int = 0) -> DecodeTrace:
+        """The trace of `sample` in the sampler's frames (each with `unmasked` and `confidences` per sample)."""
+        trace = cls()
+        for index, frame in enumerate(frames):
+            if sample < len(frame.unmasked):
+                trace.add(index, frame.unmasked[sample], frame.confidences[sample])
+        return trace

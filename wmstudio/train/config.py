@@ -1,0 +1,53 @@
+"""The settings of a world-model training run: one dataclass, validated, each field with its help text.
+
+Kept apart from the trainer (no torch here) so `wmstudio train-wm --help` is generated from it cheaply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wmstudio.problems import InvalidInput, Problem
+
+
+def _option(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run depends on; saved into `training.json` beside the weights.
+
+    Each field's help text is what `wmstudio train-wm --help` shows: the command is generated from this class."""
+
+    REQUIRED = ("corpus", "out")
+
+    corpus: Path = _option(None, "Folder with train.jsonl (and eval.jsonl) chat rows, e.g. from `wmstudio corpus`.")
+    out: Path = _option(None, "Model folder to write, e.g. assets/models/wm-mdlm-small.")
+    arch: str = _option("mdlm", "mdlm (masked diffusion) or ar (autoregressive baseline).")
+    minutes: float = _option(30.0, "Wall-clock budget in minutes; the learning-rate schedule ends with it.")
+    steps: int | None = _option(None, "Stop after this many optimizer steps (whichever comes first).")
+    seed: int = _option(0, "Seed for initialisation, batching and noise.")
+    base: str | None = _option(None, "Fine-tune this checkpoint (folder or hub id) instead of a new model.")
+    vocab_size: int = _option(4096, "Tokenizer vocabulary of a new model (BPE trained on the corpus).")
+    layers: int = _option(4, "Transformer layers of a new model.")
+    hidden: int = _option(128, "Width of a new model.")
+    heads: int = _option(4, "Attention heads of a new model.")
+    ffn: int = _option(512, "Feed-forward width of a new model.")
+    max_positions: int = _option(3072, "Context length (prompt + canvas) in tokens.")
+    batch_tokens: int = _option(6144, "About this many tokens per optimizer step.")
+    learning_rate: float = _option(2e-3, "Peak learning rate (AdamW, cosine decay after warm-up).")
+    warmup_steps: int = _option(30, "Linear warm-up steps.")
+    weight_decay: float = _option(0.01, "AdamW weight decay.")
+    max_rows: int | None = _option(None, "Use only the first N training rows.")
+    eval_rows: int = _option(24, "Held-out rows (eval split) for the loss curve.")
+    eval_every_s: float = _option(600.0, "Seconds between held-out loss measurements.")
+    threads: int | None = _option(None, "CPU threads for torch (default: torch's choice).")
+    device: str | None = _option(None, "cpu, cuda or mps (default: cuda when present).")
+
+    def __post_init__(self) -> None:
+        missing = [name for name in ("corpus", "out") if getattr(self, name) is None]
+        if missing:
+            raise InvalidInput([Problem(name, "required: give a folder") for name in missing])
+        self.corpus, self.out = Path(self.corpus), Path(self.out)
