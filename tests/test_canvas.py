@@ -207,15 +207,6 @@ def random_schema(rng: random.Random, depth: int = 0) -> dict:
     }[kind]
 
 
-@pytest.fixture
-def one_thread():
-    """A 1-layer model gains nothing from threads; on a shared 2-core machine they only contend."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_skeleton_sampling_always_yields_schema_valid_json(tokenizer, one_thread):
     torch.manual_seed(0)
     model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)

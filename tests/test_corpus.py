@@ -35,6 +35,7 @@ def all_rows(rows: dict[str, list[dict]]) -> list[dict]:
     return [row for split in SPLITS for row in rows[split]]
 
 
+@pytest.mark.slow
 def test_every_row_passes_its_worlds_checks_and_replays_to_the_same_response(corpus):
     _, _, rows = corpus
     for row in all_rows(rows):

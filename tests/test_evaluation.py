@@ -33,6 +33,7 @@ def test_flip_anchor_pins_error_only_on_calls_that_succeeded():
     assert flip_anchor(_case({"refund_processed": False, "status": "error"})) is None
 
 
+@pytest.mark.slow
 def test_evaluation_runs_end_to_end_on_the_shipped_models(corpus):
     report = evaluate_world_model(DEFAULT_MODEL, DEFAULT_AR_MODEL, corpus, rows=2, diversity_calls=1, samples=2)
     figures = report.figures

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from pathlib import Path
 
 import gradio as gr
 import pytest
@@ -16,10 +15,8 @@ import torch
 from gradio_client import Client, handle_file
 from serving import free_port
 
-from wmstudio.model.architecture import new_model
 from wmstudio.model.generation import generate
 from wmstudio.model.sampler import SamplerSettings
-from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     filter_rollouts,
@@ -31,26 +28,15 @@ from wmstudio.store import (
     rollout_tags,
     step_trace,
 )
-from wmstudio.store.seeding import demo_worlds, seed_first_run
+from wmstudio.store.seeding import seed_first_run
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.rollouts_tab import build_rollouts_tab, generate_step
 from wmstudio.world.anchors import parse_anchors
 from wmstudio.world.history import HistoryStep
 
 
-def tiny_world_model(folder: Path) -> str:
-    """A 1-layer random world model whose tokenizer learned the demo worlds (its answers are nonsense, but
-    the canvas keeps them shaped like each tool's response schema)."""
-    tokenizer = train_tokenizer([world.dumps() for world in demo_worlds()] * 3, vocab_size=600)
-    torch.manual_seed(0)
-    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=8192)
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
 @pytest.fixture(scope="module")
-def studio(tmp_path_factory):
+def studio(tiny_model, demo_tokenizer, tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     patch = pytest.MonkeyPatch()
     patch.setenv("WMSTUDIO_HOME", str(home))
@@ -59,7 +45,8 @@ def studio(tmp_path_factory):
     torch.set_num_threads(1)
     store = open_store(home / "studio.db")
     seed_first_run(store)
-    ctx = StudioContext(store=store, model=tiny_world_model(home / "model"), ar_model=None)
+    model = tiny_model(demo_tokenizer, home / "model", max_positions=8192)
+    ctx = StudioContext(store=store, model=model, ar_model=None)
     with gr.Blocks() as app:
         build_rollouts_tab(ctx, app)
     app.queue()

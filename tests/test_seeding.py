@@ -8,6 +8,8 @@ import json
 import multiprocessing
 import shutil
 
+import pytest
+
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import (
     MadeBy,
@@ -121,6 +123,7 @@ def _seed_in_another_process(path: str, start, results) -> None:
     results.put(seed_first_run(store))
 
 
+@pytest.mark.slow
 def test_two_processes_seeding_the_same_new_file_seed_it_once(tmp_path):
     path = str(tmp_path / "studio.db")
     open_store(path)  # migrated before the race, as the studio does on start

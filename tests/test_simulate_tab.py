@@ -11,14 +11,11 @@ from pathlib import Path
 
 import gradio as gr
 import pytest
-import torch
 from gradio_client import Client
 from serving import free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
-from wmstudio.model.architecture import new_model
 from wmstudio.model.sampler import SamplerSettings
-from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     create_rollout,
@@ -68,29 +65,13 @@ def parsed(call, anchors=()):
 CANVAS_STATE = re.compile(r'data-step="(-?\d+)" data-done="(\d)" data-masked="(\d+)"')
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads; on a shared 2-core machine they only contend."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
+def models(tiny_model, demo_tokenizer, tmp_path_factory):
     """A tiny masked diffusion world model and a tiny autoregressive baseline sharing one tokenizer."""
-    worlds = [load_world(p).dumps() for p in DEMO_WORLDS]
-    tokenizer = train_tokenizer(worlds * 2, vocab_size=2000)
-    paths = {}
-    for kind in ("mdlm", "ar"):
-        torch.manual_seed(0)
-        model = new_model(tokenizer, kind=kind, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
-        folder = tmp_path_factory.mktemp(kind)
-        model.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-        paths[kind] = str(folder)
-    return paths
+    return {kind: tiny_model(demo_tokenizer, tmp_path_factory.mktemp(kind), kind=kind) for kind in ("mdlm", "ar")}
 
 
 @pytest.fixture(scope="module")

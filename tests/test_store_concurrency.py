@@ -12,6 +12,7 @@ import sys
 import textwrap
 from collections import Counter
 
+import pytest
 from sqlmodel import select
 
 from wmstudio.store import (
@@ -27,6 +28,8 @@ from wmstudio.store import (
 )
 from wmstudio.store.database import current_revision, head_revision
 from wmstudio.world.spec import parse_world
+
+pytestmark = pytest.mark.slow
 
 BATCHES, BATCH = 12, 10  # each process writes 12 batches of 10 steps; a rating goes with each of the first 40
 

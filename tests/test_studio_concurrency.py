@@ -17,6 +17,8 @@ from wmstudio.ui.forms import MASKED
 from wmstudio.ui.simulate_tab import ANCHOR_SLOTS
 from wmstudio.ui.studio import build_studio, open_context
 
+pytestmark = pytest.mark.slow
+
 CLIENTS = 10
 CANVAS_STATE = re.compile(r'data-step="(-?\d+)" data-done="(\d)" data-masked="(\d+)"')
 CALLS = [

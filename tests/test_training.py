@@ -26,6 +26,8 @@ from wmstudio.world.history import parse_history
 from wmstudio.world.sims import get_simulator
 from wmstudio.world.spec import Call
 
+pytestmark = pytest.mark.slow
+
 TINY = {"vocab_size": 600, "layers": 2, "hidden": 64, "heads": 2, "ffn": 128, "batch_tokens": 12000,
         "eval_rows": 4, "threads": 2, "learning_rate": 4e-3, "warmup_steps": 3}
 

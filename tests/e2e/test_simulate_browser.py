@@ -16,8 +16,6 @@ from playwright.sync_api import expect, sync_playwright
 from serving import CHROMIUM, CHROMIUM_ARGS, free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
-from wmstudio.model.architecture import new_model
-from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.store import open_store, rollout_steps, save_world_version, step_trace
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.simulate_tab import build_simulate_tab
@@ -43,16 +41,11 @@ WATCH_CANVAS = """() => {
 
 
 @pytest.fixture(scope="module")
-def studio(tmp_path_factory):
+def studio(tiny_model, demo_tokenizer, tmp_path_factory):
     """The Simulate tab (after a placeholder first tab, as in the studio) on a tiny model; yields (url, store)."""
     torch.set_num_threads(1)
     worlds = [load_world(p) for p in sorted(DEMO_WORLDS_DIR.glob("*.json"))]
-    tokenizer = train_tokenizer([w.dumps() for w in worlds] * 2, vocab_size=2000)
-    torch.manual_seed(0)
-    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
-    model_dir = tmp_path_factory.mktemp("mdlm")
-    model.save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
+    model_dir = tiny_model(demo_tokenizer, tmp_path_factory.mktemp("mdlm"))
     store = open_store(tmp_path_factory.mktemp("db") / "studio.db")
     save_world_version(store, next(w for w in worlds if w.name == "airline"))
     ctx = StudioContext(store=store, model=str(model_dir), ar_model=None)

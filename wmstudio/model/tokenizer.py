@@ -71,15 +71,3 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt_text: str, max_toke
     if len(body) > room:
         body = body[len(body) - room :]
     return [bos, *body, sep]
-
-
-def special_token_ids(tokenizer: PreTrainedTokenizerBase) -> dict[str, int]:
-    """Ids of the canvas's special tokens by role: mask, pad, bos, eos, sep (missing roles left out)."""
-    roles = {
-        "mask": tokenizer.mask_token_id,
-        "pad": tokenizer.pad_token_id,
-        "bos": tokenizer.bos_token_id,
-        "eos": tokenizer.eos_token_id,
-        "sep": tokenizer.sep_token_id,
-    }
-    return {role: token_id for role, token_id in roles.items() if token_id is not None}

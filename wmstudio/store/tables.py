@@ -21,9 +21,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from wmstudio.model.trace import DecodeTrace
 from wmstudio.store.provenance import MadeBy
-from wmstudio.store.trace import unpack_trace
 from wmstudio.world.spec import Call, WorldSpec, parse_world
 
 ROLLOUT_STATUSES = ("pending", "accepted", "rejected")
@@ -140,10 +138,6 @@ class StepTrace(SQLModel, table=True):
 
     step_id: int = Field(foreign_key="step.id", primary_key=True)
     trace: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-
-    def decode_trace(self) -> DecodeTrace:
-        """The unpacked trace: which position was committed at which step, with what confidence."""
-        return unpack_trace(self.trace)
 
 
 class Annotator(SQLModel, table=True):

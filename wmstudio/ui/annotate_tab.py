@@ -7,16 +7,13 @@ annotators in two browsers overlap the way `next_to_annotate` spreads the work."
 from __future__ import annotations
 
 import json
-import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
 import plotly.graph_objects as go
 
-from wmstudio.metrics.agreement import AgreementReport, agreement_report
+from wmstudio.metrics.agreement import AgreementReport
 from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     FAILURE_TAGS,
@@ -27,11 +24,12 @@ from wmstudio.store import (
     get_annotator,
     get_world,
     next_to_annotate,
-    ratings_for_dimension,
     save_rating,
     skip_step,
 )
+from wmstudio.studio.annotation import current_agreement
 from wmstudio.studio.context import StudioContext
+from wmstudio.ui.check_view import pretty_response
 from wmstudio.ui.identity import (
     NAME_STORAGE_KEY,
     Identity,
@@ -141,14 +139,6 @@ def code_block(text: str, language: str = "") -> str:
     return f"{fence}{language}\n{text}\n{fence}"
 
 
-def pretty_response(response: str) -> tuple[str, str]:
-    """The response indented when it is JSON (with "json" for highlighting), else the text as it is."""
-    try:
-        return json.dumps(json.loads(response), indent=2, ensure_ascii=False), "json"
-    except (json.JSONDecodeError, TypeError):
-        return response, ""
-
-
 def item_view(item: AnnotationItem, world: WorldSpec) -> ItemView:
     """Render one queue item blind: world task, rules and history; the call; the response. No model, no maker."""
     lines = [f"**World:** {world.name} · step {item.step_index + 1} of its rollout", "", "**Task.** " + (world.task or "—")]
@@ -167,12 +157,12 @@ def item_view(item: AnnotationItem, world: WorldSpec) -> ItemView:
         lines += ["", "_This is the first step of its rollout._"]
     state = world.initial_state
     state_text = state if isinstance(state, str) else json.dumps(state, indent=2, ensure_ascii=False)
-    response, language = pretty_response(item.response)
+    response, is_json = pretty_response(item.response)
     exchange = "\n\n".join([
         "**The call**",
         code_block(json.dumps(item.call.to_json(), indent=2, ensure_ascii=False), "json"),
         "**The response to rate**",
-        code_block(response, language),
+        code_block(response, "json" if is_json else ""),
     ])
     return ItemView(item.step_id, "\n".join(lines), code_block(state_text, "json"), exchange)
 
@@ -185,16 +175,6 @@ def _one_line(value: Any, limit: int) -> str:
 
 EMPTY_VIEW = ItemView(None, "🎉 **Nothing left to rate.** Every step has your rating or your skip; new steps "
                             "appear here as rollouts are made.", "", "")
-
-
-def agreement_data(store: Store) -> AgreementReport:
-    """Krippendorff's alpha (ordinal) per dimension over every rating in the store, with the distributions."""
-    merged: dict[tuple[int, str], dict[str, Any]] = {}
-    for dimension in RATING_DIMENSIONS:
-        for value in ratings_for_dimension(store, dimension):
-            row = merged.setdefault((value.step_id, value.annotator), {"unit": value.step_id, "annotator": value.annotator})
-            row[dimension] = value.value
-    return agreement_report(list(merged.values()), dimensions=RATING_DIMENSIONS, level="ordinal")
 
 
 def agreement_markdown(report: AgreementReport) -> str:
@@ -306,32 +286,13 @@ def _after_action(ctx: StudioContext, identity: Identity, message: str) -> list[
     return _item_outputs(view) + [message, progress_markdown(ctx.store, identity)]
 
 
-@dataclass
-class _Computed:
-    started: float
-    report: AgreementReport
-
-
-_AGREEMENT: dict[Path, _Computed] = {}
-_AGREEMENT_LOCK = threading.Lock()
-
-
 def refresh_agreement(ctx: StudioContext, max_age_s: float = 0.0) -> tuple[str, go.Figure | Any]:
-    """The agreement table and distribution chart, from a computation that started at most `max_age_s` before
-    this call (0: one that includes every rating saved before it).
-
-    Runs after each rating, apart from it (with every rating in the store it takes seconds at 50k ratings):
-    calls that pile up while one computation runs wait for it, and the first of them recomputes for all."""
-    asked = time.monotonic()
+    """The agreement table and distribution chart (see `studio.annotation.current_agreement`)."""
     try:
-        with _AGREEMENT_LOCK:
-            cached = _AGREEMENT.get(ctx.store.path)
-            if cached is None or cached.started < asked - max_age_s:
-                cached = _Computed(time.monotonic(), agreement_data(ctx.store))
-                _AGREEMENT[ctx.store.path] = cached
+        report = current_agreement(ctx.store, max_age_s)
     except Exception as err:  # noqa: BLE001
-        return failure_markdown(err, 'compute the agreement', KEPT), gr.skip()
-    return agreement_markdown(cached.report), distribution_figure(cached.report)
+        return failure_markdown(err, "compute the agreement", KEPT), gr.skip()
+    return agreement_markdown(report), distribution_figure(report)
 
 
 def _score(value: Any) -> Any:

@@ -69,7 +69,7 @@ def sample_card(title: str, response: str, world: WorldSpec, tool: Tool, report:
     verdict = '<div class="wm-verdict ok">✓ all checks pass</div>' if report.ok else \
         '<div class="wm-verdict bad">✗ some checks fail</div>'
     return (f'<div class="wm-card"><h4>{html.escape(title)}</h4>{verdict}'
-            f"<pre>{html.escape(pretty_response(response))}</pre><div class=\"wm-badges\">{badges}</div></div>")
+            f"<pre>{html.escape(pretty_response(response)[0])}</pre><div class=\"wm-badges\">{badges}</div></div>")
 
 
 def _badge(state: str, text: str) -> str:
@@ -95,9 +95,9 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
     return f'<div class="wm-metrics">{"".join(lines)}</div><div class="wm-cards">{"".join(cards)}</div>'
 
 
-def pretty_response(response: str) -> str:
-    """A JSON response indented for reading; anything else as written."""
+def pretty_response(response: str) -> tuple[str, bool]:
+    """(the response indented for reading when it is JSON, else as written; whether it is JSON)."""
     try:
-        return json.dumps(json.loads(response), indent=2, ensure_ascii=False)
-    except (json.JSONDecodeError, ValueError):
-        return response
+        return json.dumps(json.loads(response), indent=2, ensure_ascii=False), True
+    except (json.JSONDecodeError, TypeError, ValueError):
+        return response, False

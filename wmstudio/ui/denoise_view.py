@@ -14,7 +14,6 @@ from wmstudio.model.canvas import Canvas
 from wmstudio.model.sampler import Frame
 from wmstudio.model.trace import Commit, DecodeTrace
 
-CATEGORIES = ("masked", "anchor", "new", "earlier")
 SHADES = 5  # confidence buckets: class c0 (< 0.2) .. c4 (>= 0.8)
 
 CANVAS_CSS = """

@@ -13,7 +13,6 @@ from wmstudio.problems import InvalidInput, Problem
 
 SPACE_ENV = "SPACE_ID"
 NAME_STORAGE_KEY = "wmstudio-annotator-name"  # where gr.BrowserState keeps the typed name (localStorage)
-SIGN_IN_MODES = ("hf", "auth", "local")
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from wmstudio.studio.curricula import (
     zip_folder,
 )
 from wmstudio.studio.rollouts import branch_at, edit_response, generate_next_step, step_at
+from wmstudio.ui.check_view import pretty_response
 from wmstudio.ui.forms import parse_json_field
 from wmstudio.ui.identity import request_username
 from wmstudio.ui.messages import failure_markdown
@@ -104,10 +105,7 @@ def _step_markdown(step: Step) -> str:
             problems.insert(0, "the response is not JSON")
         verdict = "❌ checks fail" + "".join(f"\n  - {p}" for p in problems[:8])
     call = Call.from_json(step.call)
-    try:
-        response = json.dumps(json.loads(step.response), indent=2, ensure_ascii=False)
-    except json.JSONDecodeError:
-        response = step.response
+    response, _ = pretty_response(step.response)
     if len(response) > MAX_RESPONSE_SHOWN:
         response = response[:MAX_RESPONSE_SHOWN] + f"… ({len(response) - MAX_RESPONSE_SHOWN:,} more characters)"
     fence = "```"

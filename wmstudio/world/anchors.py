@@ -13,7 +13,8 @@ from typing import Any
 from jsonschema.validators import validator_for
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.jsonpath import format_path, parse_path
+from wmstudio.world.json_types import describe_type, json_type
+from wmstudio.world.jsonpath import NOT_FOUND, follow_pointer, format_path, parse_path
 
 EXAMPLE = 'status="error", refund_processed=false or items[0].price=12.5'
 
@@ -155,16 +156,8 @@ def _resolve_ref(ref: str, root: dict[str, Any]) -> Any:
         return root
     if not ref.startswith("#/"):
         return None
-    node: Any = root
-    for raw in ref[2:].split("/"):
-        key = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and key in node:
-            node = node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return None
-    return node
+    node = follow_pointer(root, ref[1:])
+    return None if node is NOT_FOUND else node
 
 
 def _types(schema: dict[str, Any]) -> set[str]:
@@ -224,33 +217,18 @@ def _value_mismatch(value: Any, schema: dict[str, Any], root: dict[str, Any]) ->
         return f"value {given} is not allowed: expected {json.dumps(schema['const'], ensure_ascii=False)}"
     types = _types(schema)
     if types and not _fits_type(value, types):
-        return f"value {given} is {_json_kind(value)}, expected {_type_words(types)}"
+        return f"value {given} is {describe_type(json_type(value))}, expected {_type_words(types)}"
     return f"value {given} does not fit the response schema: {errors[0].message}"
 
 
 def _fits_type(value: Any, types: set[str]) -> bool:
-    kind = _json_kind(value)
-    if kind == "an integer":
+    kind = json_type(value)
+    if kind == "integer":
         return bool(types & {"integer", "number"})
-    if kind == "a number":
+    if kind == "number":
         return "number" in types or ("integer" in types and float(value).is_integer())
-    return any(_json_kind_of_type(t) == kind for t in types)
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    return {str: "text (a string)", list: "a list", dict: "an object", type(None): "null"}.get(type(value), "?")
-
-
-def _json_kind_of_type(name: str) -> str:
-    return {"string": "text (a string)", "array": "a list", "object": "an object", "null": "null",
-            "boolean": "a boolean", "integer": "an integer", "number": "a number"}.get(name, name)
+    return kind in types
 
 
 def _type_words(types: set[str]) -> str:
-    return " or ".join(_json_kind_of_type(t) for t in sorted(types))
+    return " or ".join(describe_type(t) for t in sorted(types))

@@ -1,4 +1,5 @@
-"""Dotted JSON paths with indices (`status`, `items[0].price`): parse, read and write.
+"""Dotted JSON paths with indices (`status`, `items[0].price`): parse, read and write; and JSON Pointers
+(`#/$defs/Leg`), which schemas use in `$ref`.
 
 Anchors, check reports and the canvas all name response fields this way, so there is one parser."""
 
@@ -85,3 +86,20 @@ def set_path(document: Any, path: str | list[str | int], value: Any) -> Any:
                 node[part] = fresh
             node = node[part]
     return root
+
+
+NOT_FOUND = object()  # what follow_pointer returns when a pointer leads nowhere
+
+
+def follow_pointer(root: Any, pointer: str) -> Any:
+    """The node that a JSON Pointer (`/$defs/Leg`, `~1` for `/`, `~0` for `~`) points to in `root`, or NOT_FOUND."""
+    node = root
+    for raw in pointer.split("/")[1:] if pointer else []:
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return NOT_FOUND
+    return node

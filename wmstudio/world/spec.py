@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.json_types import describe_value
 from wmstudio.world.rules import Rule, cel_syntax_problem
 from wmstudio.world.tools import Tool, parse_tools
 
@@ -103,14 +104,14 @@ def parse_world(data: Any, source: str | None = None) -> WorldSpec:
         problems.append(Problem("name", "missing or empty: give the world a name"))
     for key in ("task", "description"):
         if key in data and not isinstance(data[key], str):
-            problems.append(Problem(key, f"must be text, got {_json_type(data[key])}"))
+            problems.append(Problem(key, f"must be text, got {describe_value(data[key])}"))
     if data.get("simulator") is not None and not isinstance(data["simulator"], str):
         problems.append(Problem("simulator", "must be the name of a built-in simulator (text)"))
 
     tools: list[Tool] = []
     raw_tools = data.get("tools", [])
     if not isinstance(raw_tools, list):
-        problems.append(Problem("tools", f"must be a list of tools, got {_json_type(raw_tools)}"))
+        problems.append(Problem("tools", f"must be a list of tools, got {describe_value(raw_tools)}"))
     elif raw_tools:
         try:
             tools = parse_tools(raw_tools, "auto", source="tools").tools
@@ -137,7 +138,7 @@ def parse_world(data: Any, source: str | None = None) -> WorldSpec:
 
 def _parse_rules(raw: Any, problems: list[Problem]) -> list[Rule]:
     if not isinstance(raw, list):
-        problems.append(Problem("rules", f"must be a list of {{text, check}} objects, got {_json_type(raw)}"))
+        problems.append(Problem("rules", f"must be a list of {{text, check}} objects, got {describe_value(raw)}"))
         return []
     rules = []
     for i, item in enumerate(raw):
@@ -163,12 +164,6 @@ def _parse_rules(raw: Any, problems: list[Problem]) -> list[Rule]:
                 continue
         rules.append(Rule(text=text, check=check or None))
     return rules
-
-
-def _json_type(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "text", bool: "a boolean", int: "a number",
-             float: "a number", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
 
 
 def read_json_file(path: str | Path, max_bytes: int = MAX_WORLD_BYTES) -> Any:

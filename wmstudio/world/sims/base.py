@@ -13,6 +13,7 @@ from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.directives import Directive, Steering, steering
+from wmstudio.world.json_types import json_type
 from wmstudio.world.rules import Rule
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
@@ -108,24 +109,8 @@ _TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a numbe
                "array": "a list", "object": "an object"}
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
-
-
 def _type_matches(value: Any, kind: str) -> bool:
-    actual = _json_kind(value)
+    actual = json_type(value)
     return actual == kind or (kind == "number" and actual == "integer")
 
 
@@ -150,7 +135,7 @@ def argument_error(parameters: JSON, arguments: Any) -> ArgumentError | None:
 def _value_problem(name: str, schema: JSON, value: Any) -> str | None:
     kind = schema.get("type")
     if kind and not _type_matches(value, kind):
-        return f"Argument '{name}' must be {_TYPE_NAMES[kind]}, got {_TYPE_NAMES.get(_json_kind(value), 'null')}."
+        return f"Argument '{name}' must be {_TYPE_NAMES[kind]}, got {_TYPE_NAMES.get(json_type(value), 'null')}."
     if "enum" in schema and value not in schema["enum"]:
         return f"Argument '{name}' must be one of {', '.join(map(str, schema['enum']))}."
     if "minimum" in schema and value < schema["minimum"]:
@@ -249,9 +234,6 @@ class Simulator:
             rules=self.rules(),
             directives=list(directives),
         )
-
-    def tool_names(self) -> list[str]:
-        return list(self._tools)
 
     def step(
         self, state: JSON, call: Call | JSON, directives: Iterable[str | Directive] = ()

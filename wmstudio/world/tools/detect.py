@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.json_types import describe_value
 from wmstudio.world.tools import bfcl
 from wmstudio.world.tools.findings import Findings, at
 from wmstudio.world.tools.schema import iter_subschemas
@@ -110,7 +111,7 @@ def _unwrap(raw: Any, fmt: str, root: str, lines: list[int] | None, findings: Fi
     if isinstance(raw, list):
         return [(item, f"line {lines[i]}" if lines else at(root, i), None) for i, item in enumerate(raw)]
     if not isinstance(raw, dict):
-        findings.problem(root, f"expected a list of tools or an object holding them, got {_kind(raw)}: "
+        findings.problem(root, f"expected a list of tools or an object holding them, got {describe_value(raw)}: "
                                "give a JSON list of tools, an MCP {\"tools\": [...]} result or a tool bundle")
         return []
     if "jsonrpc" in raw or ("result" in raw and "id" in raw) or ("error" in raw and "id" in raw):
@@ -156,6 +157,3 @@ def _uses_own_types(*schemas: Any) -> bool:
     return False
 
 
-def _kind(value: Any) -> str:
-    names = {str: "text", bool: "a boolean", int: "a number", float: "a number", type(None): "nothing (null)"}
-    return names.get(type(value), type(value).__name__)

@@ -15,6 +15,8 @@ from urllib.parse import unquote
 
 from jsonschema import Draft202012Validator
 
+from wmstudio.world.json_types import describe_value
+from wmstudio.world.jsonpath import NOT_FOUND, follow_pointer
 from wmstudio.world.tools.findings import Findings, at
 from wmstudio.world.tools.type_names import STANDARD_TYPES, map_type_name
 
@@ -56,7 +58,7 @@ def normalise_schema(schema: Any, path: str, run: SchemaPass, depth: int = 0) ->
         example = '{"type": "string", "description": "..."}'
         if isinstance(schema, str) and map_type_name(schema) is not None:
             example = json.dumps({"type": schema}) + f" rather than {json.dumps(schema)}"
-        run.findings.problem(path, f"a schema must be a JSON object, got {_kind(schema)}: write e.g. {example}")
+        run.findings.problem(path, f"a schema must be a JSON object, got {describe_value(schema)}: write e.g. {example}")
         return {}
     if depth > MAX_DEPTH:
         run.findings.problem(path, f"schema nested deeper than {MAX_DEPTH} levels: flatten it")
@@ -73,7 +75,7 @@ def normalise_schema(schema: Any, path: str, run: SchemaPass, depth: int = 0) ->
             out[key] = value  # placeholder keeps the key's place; _settle_required writes the value
         elif key in SUBSCHEMA_MAP_KEYS:
             if not isinstance(value, dict):
-                run.findings.problem(where, f"must be an object of name -> schema, got {_kind(value)}")
+                run.findings.problem(where, f"must be an object of name -> schema, got {describe_value(value)}")
                 continue
             out[key] = {name: normalise_schema(sub, at(where, name), run, depth + 1) for name, sub in value.items()}
         elif key == "items" and isinstance(value, list):
@@ -86,7 +88,7 @@ def normalise_schema(schema: Any, path: str, run: SchemaPass, depth: int = 0) ->
                 run.warn(where, "`additionalItems` without a tuple `items` has no effect: dropped")
         elif key in SUBSCHEMA_LIST_KEYS:
             if not isinstance(value, list):
-                run.findings.problem(where, f"must be a list of schemas, got {_kind(value)}")
+                run.findings.problem(where, f"must be a list of schemas, got {describe_value(value)}")
                 continue
             out[key] = [normalise_schema(s, at(where, i), run, depth + 1) for i, s in enumerate(value)]
         elif key in SUBSCHEMA_KEYS:
@@ -184,7 +186,7 @@ def _map_type(value: Any, path: str, schema_path: str, run: SchemaPass) -> dict[
             return {}
         return {"type": list(dict.fromkeys(f["type"] for f in fragments))}
     if not isinstance(value, str):
-        run.findings.problem(path, f"must be a type name such as \"string\" or a list of names, got {_kind(value)}")
+        run.findings.problem(path, f"must be a type name such as \"string\" or a list of names, got {describe_value(value)}")
         return {}
     mapped = map_type_name(value)
     if mapped is None:
@@ -212,7 +214,7 @@ def _settle_required(raw: dict[str, Any], out: dict[str, Any], path: str, run: S
         names = list(declared)
     elif "required" in raw and not isinstance(declared, bool):  # a bool belongs to the parent object
         run.findings.problem(at(path, "required"), f"must be a list of property names such as [\"city\"], "
-                                                   f"got {_kind(declared)}")
+                                                   f"got {describe_value(declared)}")
     properties = raw.get("properties") if isinstance(raw.get("properties"), dict) else {}
     lifted = [n for n, s in properties.items() if isinstance(s, dict) and s.get("required") is True and n not in names]
     if lifted:
@@ -245,19 +247,6 @@ def _ref_resolves(root: Any, ref: str) -> bool:
     fragment = unquote(ref[1:])
     if fragment and not fragment.startswith("/"):  # a plain-name fragment: an `$anchor`
         return any(node.get("$anchor") == fragment for node, _ in iter_subschemas(root, ""))
-    node = root
-    for token in fragment.split("/")[1:] if fragment else []:
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            return False
-    return True
+    return follow_pointer(root, fragment) is not NOT_FOUND
 
 
-def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "text", bool: "a boolean", int: "a number",
-             float: "a number", type(None): "null"}
-    return names.get(type(value), type(value).__name__)

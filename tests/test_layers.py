@@ -1,0 +1,77 @@
+"""The package's layer rule (DESIGN.md §2): imports only point down, world → model/metrics → store → train →
+studio → serve/ui/cli, and `world` uses nothing of ours but `problems`.
+
+Read from the source with `ast` (imports inside functions count too), so a new upward import fails here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "wmstudio"
+LAYERS = {  # lower number = lower layer; a module may import its own layer and any lower one
+    "problems": 0, "locations": 0,
+    "world": 1,
+    "model": 2, "metrics": 2,
+    "store": 3,
+    "train": 4,
+    "studio": 5,
+    "serve": 6, "ui": 6, "cli": 6,
+}
+
+
+def room_of(module: str) -> str:
+    """`wmstudio.world.tools.schema` -> `world`; `wmstudio.cli` -> `cli`."""
+    return module.split(".")[1]
+
+
+def package_imports(package: Path = PACKAGE) -> list[tuple[str, str, int]]:
+    """(importing module, imported wmstudio module, line) for every import in the package."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            found += [(module, name, node.lineno) for name in names if name.startswith("wmstudio.")]
+    return found
+
+
+def test_every_room_has_a_layer():
+    rooms = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
+             if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__")}
+    assert rooms <= set(LAYERS), f"give these a layer in LAYERS: {sorted(rooms - set(LAYERS))}"
+
+
+def upward_imports(package: Path = PACKAGE) -> list[str]:
+    return [f"{src} (line {line}) imports {dst}" for src, dst, line in package_imports(package)
+            if LAYERS[room_of(dst)] > LAYERS[room_of(src)]]
+
+
+def test_imports_only_point_down():
+    upward = upward_imports()
+    assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
+
+
+def test_world_uses_nothing_of_ours_but_problems():
+    reaching = [f"{src} (line {line}) imports {dst}" for src, dst, line in package_imports()
+                if room_of(src) == "world" and room_of(dst) not in ("world", "problems")]
+    assert not reaching, "\n".join(reaching)
+
+
+def test_ui_is_imported_only_by_the_app_and_the_serve_command():
+    importers = {src for src, dst, _ in package_imports() if room_of(dst) == "ui" and room_of(src) != "ui"}
+    assert importers <= {"wmstudio.cli"}, importers
+
+
+def test_the_rule_catches_an_upward_import_even_inside_a_function(tmp_path):
+    package = tmp_path / "wmstudio"
+    (package / "world").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "world" / "__init__.py").write_text("")
+    (package / "world" / "spec.py").write_text("def load():\n    from wmstudio.store import open_store\n")
+    assert upward_imports(package) == ["wmstudio.world.spec (line 2) imports wmstudio.store"]

@@ -1,0 +1,33 @@
+"""JSON types of Python values, and the words messages use for them.
+
+One place decides that `True` is a boolean and not an integer, and that a message says "got a number" for 42
+but "expected an integer" for a schema's `integer`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TYPE_WORDS = {"string": "text", "integer": "an integer", "number": "a number", "boolean": "a boolean",
+              "array": "a list", "object": "an object", "null": "null"}
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a parsed JSON value: string, integer, number, boolean, array, object, null."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return {str: "string", list: "array", dict: "object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def describe_value(value: Any) -> str:
+    """What a message says a given value is ("got a number"): JSON has one kind of number for the reader."""
+    kind = json_type(value)
+    return TYPE_WORDS["number"] if kind == "integer" else TYPE_WORDS.get(kind, kind)
+
+
+def describe_type(name: str) -> str:
+    """What a message says a schema type name asks for ("expected an integer")."""
+    return TYPE_WORDS.get(name, name)
