@@ -78,7 +78,7 @@ FAILED = {**OK, "ok": False, "rule_violations": [{"rule": "Refunds never exceed 
 
 
 def call(order="A1", tool="refund_order"):
-    return {"name": tool, "arguments": {"order_id": order}}
+    return Call(tool, {"order_id": order})
 
 
 @pytest.fixture(scope="session")
@@ -164,7 +164,7 @@ def test_rows_written_at_an_earlier_revision_survive_the_upgrade_and_become_sear
         connection.execute('INSERT INTO step (id, rollout_id, "index", call, response, made_by, check_report, '
                            "check_ok, copied_from_step_id, rating_count, created_at) VALUES (1, 1, 0, ?, ?, ?, ?, "
                            "1, NULL, 1, '2026-01-01 10:00:02.000000')",
-                           (json.dumps(call("Z9")), '{"status": "refunded_legacy"}', made_by, json.dumps(OK)))
+                           (json.dumps(call("Z9").to_json()), '{"status": "refunded_legacy"}', made_by, json.dumps(OK)))
         connection.execute("INSERT INTO step_trace VALUES (1, ?)", (pack_trace(DecodeTrace([Commit(0, 0, 0.25)])),))
         connection.execute("INSERT INTO annotator VALUES (1, 'ada', 'local', '2026-01-01 10:00:03.000000')")
         connection.execute("INSERT INTO rating (step_id, annotator_id, realism, outcome_correctness, "
@@ -264,7 +264,7 @@ def test_steps_keep_call_response_provenance_report_and_trace(store, world):
 
 def test_bad_step_input_is_named(store, world):
     rollout = create_rollout(store, world.id)
-    with pytest.raises(InvalidInput, match=r"call\.name"):
+    with pytest.raises(InvalidInput, match=r"call: must be a parsed call"):
         append_step(store, rollout.id, {"arguments": {}}, "{}", MODEL)
     with pytest.raises(InvalidInput, match="response: must be the response text"):
         append_step(store, rollout.id, call(), {"amount": 1}, MODEL)

@@ -27,7 +27,7 @@ from wmstudio.store import (
     save_world_version,
 )
 from wmstudio.store.database import current_revision, head_revision
-from wmstudio.world.spec import parse_world
+from wmstudio.world.spec import Call, parse_world
 
 pytestmark = pytest.mark.slow
 
@@ -41,6 +41,7 @@ WRITER = textwrap.dedent("""
     from sqlalchemy import func
     from sqlmodel import select
     from wmstudio.store import MadeBy, Step, append_step, save_rating
+    from wmstudio.world.spec import Call
 
     def written_by(store, rollout_id, who):
         with store.read() as session:
@@ -50,7 +51,7 @@ WRITER = textwrap.dedent("""
     def write(store, rollout_id, me, other, annotator_id, shared, batches, batch):
         for b in range(batches):
             for i in range(b * batch, (b + 1) * batch):
-                append_step(store, rollout_id, {"name": "write", "arguments": {"i": i}}, f"{me} {i}",
+                append_step(store, rollout_id, Call("write", {"i": i}), f"{me} {i}",
                             MadeBy.by_model(me))
                 if i < len(shared):
                     save_rating(store, annotator_id, shared[i], 1 + i % 5, 3, 4)
@@ -76,7 +77,7 @@ def test_a_second_process_writing_steps_and_ratings_at_the_same_time_loses_nothi
     store = open_store(tmp_path / "studio.db")
     world = save_world_version(store, parse_world({"name": "shared"}))
     rollout = create_rollout(store, world.id, "written by two processes")
-    shared = [append_step(store, rollout.id, {"name": "seed"}, "{}", MadeBy.by_hand()).id for _ in range(40)]
+    shared = [append_step(store, rollout.id, Call("seed"), "{}", MadeBy.by_hand()).id for _ in range(40)]
     parent = get_annotator(store, "parent")
     (tmp_path / "store_writer.py").write_text(WRITER)
     spec = importlib.util.spec_from_file_location("store_writer", tmp_path / "store_writer.py")
@@ -128,7 +129,7 @@ def test_three_processes_opening_a_new_file_at_once_migrate_it_once(tmp_path):
 
 def _forked_writer(store, rollout_id: int, count: int) -> None:
     for i in range(count):
-        append_step(store, rollout_id, {"name": "fork"}, f"forked {i}", MadeBy.by_model("fork"))
+        append_step(store, rollout_id, Call("fork"), f"forked {i}", MadeBy.by_model("fork"))
     os._exit(0)
 
 
@@ -140,7 +141,7 @@ def test_a_forked_worker_uses_its_own_connections(tmp_path):
     worker = multiprocessing.get_context("fork").Process(target=_forked_writer, args=(store, rollout.id, 50))
     worker.start()
     for i in range(50):
-        append_step(store, rollout.id, {"name": "main"}, f"main {i}", MadeBy.by_model("main"))
+        append_step(store, rollout.id, Call("main"), f"main {i}", MadeBy.by_model("main"))
     worker.join(timeout=120)
     assert worker.exitcode == 0
     made = Counter(s.provenance().model for s in rollout_steps(store, rollout.id))

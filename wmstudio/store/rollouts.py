@@ -48,7 +48,7 @@ def create_rollout(store: Store, world_id: int, title: str = "", tags: Iterable[
 def append_step(
     store: Store,
     rollout_id: int,
-    call: Call | dict[str, Any],
+    call: Call,
     response: str,
     made_by: MadeBy,
     check_report: CheckReport | dict[str, Any] | None = None,
@@ -202,7 +202,9 @@ def _count(session: Session, rollout_id: int) -> int:
 
 def _step_fields(call: Any, response: Any, made_by: Any, check_report: Any) -> dict[str, Any]:
     """Validate a step's parts once, before the write lock is taken."""
-    the_call = call if isinstance(call, Call) else Call.from_json(call, "call")
+    if not isinstance(call, Call):
+        raise InvalidInput(Problem("call", "must be a parsed call (Call.from_json reads one)"))
+    the_call = call
     try:
         json.dumps(the_call.arguments)
     except (TypeError, ValueError):
