@@ -17,6 +17,7 @@ from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from wmstudio.model.trace import Commit, DecodeTrace
 from wmstudio.store import (
     FAILURE_TAGS,
     MadeBy,
@@ -32,7 +33,7 @@ from wmstudio.store import (
     save_world_version,
 )
 from wmstudio.store.text_index import STALE_BATCH
-from wmstudio.world.spec import parse_world
+from wmstudio.world.spec import Call, parse_world
 
 TOOLS = ("get_order", "refund_order", "search_products", "list_invoices", "create_ticket", "get_weather")
 TAGS = ("adversarial", "error-path", "pagination", "long-output", "happy-path", "needs-review")
@@ -52,7 +53,7 @@ def build(store: Store, steps: int, ratings: int, annotators: int, seed: int = 0
     annotator_ids = [get_annotator(store, f"annotator-{i}").id for i in range(annotators)]
 
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    trace = pack_trace([(position, position // 4, 0.5) for position in range(64)])  # a 64-token response
+    trace = pack_trace(DecodeTrace([Commit(position, position // 4, 0.5) for position in range(64)]))  # a 64-token response
     rollout_rows, tag_rows, step_rows, trace_rows = [], [], [], []
     step_id, rollout_id, clock = 0, 0, 0
     originals: list[int] = []
@@ -192,8 +193,8 @@ def main() -> None:
     print("writes, for reference (one short transaction each):")
     rollout_id = filter_rollouts(store, page_size=1).items[0].id
     timed("append a step (with trace and check report)", lambda: append_step(
-        store, rollout_id, {"name": "get_order", "arguments": {"id": "ORD-1"}}, '{"status": "shipped"}',
-        MadeBy.by_model("wmstudio-tiny", {"steps": 12}, seed=1), {"ok": True}, [(0, 0, 0.5)] * 64), args.repeat)
+        store, rollout_id, Call("get_order", {"id": "ORD-1"}), '{"status": "shipped"}',
+        MadeBy.by_model("wmstudio-tiny", {"steps": 12}, seed=1), {"ok": True}, DecodeTrace([Commit(p, 0, 0.5) for p in range(64)])), args.repeat)
     queue = [next_to_annotate(store, fresh.id).step_id]
     def rate_next() -> None:
         save_rating(store, fresh.id, queue[-1], 4, 4, 4, ["other"])
@@ -201,7 +202,7 @@ def main() -> None:
     timed("save a rating, then fetch the next item", rate_next, args.repeat)
 
     def append_then_search() -> None:
-        append_step(store, rollout_id, {"name": "get_order", "arguments": {"id": "ORD-2"}}, '{"status": "lost"}',
+        append_step(store, rollout_id, Call("get_order", {"id": "ORD-2"}), '{"status": "lost"}',
                     MadeBy.by_hand())
         filter_rollouts(store, text="ORD-0424")
     timed("append a step, then search text (it is scanned)", append_then_search, args.repeat)
@@ -210,7 +211,7 @@ def main() -> None:
     samples = []
     for _ in range(max(3, args.repeat // 8)):
         for rollout in batch:
-            append_step(store, rollout, {"name": "get_order", "arguments": {"id": "ORD-3"}}, "{}", MadeBy.by_hand())
+            append_step(store, rollout, Call("get_order", {"id": "ORD-3"}), "{}", MadeBy.by_hand())
         began = time.perf_counter()
         refresh_search_index(store)
         samples.append((time.perf_counter() - began) * 1000)
