@@ -231,6 +231,55 @@ def test_skeleton_sampling_always_yields_schema_valid_json(tokenizer, one_thread
         assert not errors, f"trial {trial}: {text!r} breaks {json.dumps(schema)}: {errors}"
 
 
+MAP = {"type": "object", "properties": {"user_id": {"type": "string"}, "payment_methods": {
+    "type": "object", "additionalProperties": {"type": "object", "properties": {
+        "id": {"type": "string"}, "balance": {"type": "number"}}}}}}
+
+
+def test_maps_keyed_by_id_get_entry_slots_with_key_spans_that_end_where_the_entries_do(tokenizer):
+    value = {"user_id": "u1", "payment_methods": {"credit_card_1": {"id": "credit_card_1", "balance": 12.5},
+                                                  "gift_card_9": {"id": "gift_card_9", "balance": 40}}}
+    canvas, tokens = skeleton_target(tokenizer, MAP, value)
+    assert json.loads(canvas.decode(tokens)) == value  # the keys are written by spans, not anchors
+    unseen = build_canvas(tokenizer, MAP)
+    kinds = [(s.path, s.kind) for s in unseen.spans]
+    assert ("payment_methods[0]", "key") in kinds and ("payment_methods[4]", "end") in kinds
+    one = unseen.fill({"user_id": "u1", "payment_methods": {"cc": {"id": "cc", "balance": 1}}})
+    assert json.loads(unseen.decode(one)) == {"user_id": "u1", "payment_methods": {"cc": {"id": "cc", "balance": 1}}}
+
+
+def test_free_mode_writes_json_whatever_the_model(tokenizer, one_thread):
+    torch.manual_seed(0)
+    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
+    backend = PrefixCausalBackend(model, tokenizer, "random-tiny", tokenizer.mask_token_id, tokenizer.pad_token_id,
+                                  4096)
+    prompt = [tokenizer.bos_token_id, 10, 11, 12, tokenizer.sep_token_id]
+    for seed in range(20):
+        canvas = build_canvas(tokenizer, None, mode="free", free_length=24, vocab_size=backend.vocab_size)
+        *_, last = denoise(backend, prompt, canvas, SamplerSettings(temperature=1.5, seed=seed, steps=6))
+        json.loads(canvas.decode(last.tokens[0]))  # a random model still writes one JSON value
+
+
+def test_patterns_and_formats_hold_every_sampled_value(tokenizer, one_thread):
+    import re
+
+    schema = {"type": "object", "properties": {
+        "day": {"type": "string", "format": "date"}, "order": {"type": "string", "pattern": "^#W[0-9]{5}$"},
+        "free": {"type": "string", "pattern": "(?<=x)y"}}}  # a look-behind the compiler cannot read: plain text
+    torch.manual_seed(1)
+    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
+    backend = PrefixCausalBackend(model, tokenizer, "random-tiny", tokenizer.mask_token_id, tokenizer.pad_token_id,
+                                  4096)
+    prompt = [tokenizer.bos_token_id, 10, 11, tokenizer.sep_token_id]
+    for seed in range(10):
+        canvas = build_canvas(tokenizer, schema, vocab_size=backend.vocab_size)
+        *_, last = denoise(backend, prompt, canvas, SamplerSettings(temperature=1.0, seed=seed))
+        value = json.loads(canvas.decode(last.tokens[0]))
+        assert re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])", value["day"]), value
+        assert re.fullmatch(r"#W[0-9]{5}", value["order"]), value
+    assert skeleton_target(tokenizer, schema, {"day": "2025-13-01", "order": "#W12345", "free": ""}) is None
+
+
 def test_mask_and_pad_ids_can_come_from_the_model(tokenizer):
     eos = tokenizer.eos_token_id
     canvas = build_canvas(tokenizer, {"type": "integer"}, mask_id=999, pad_id=eos)

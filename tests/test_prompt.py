@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from typer.testing import CliRunner
@@ -11,7 +10,14 @@ from typer.testing import CliRunner
 from wmstudio.cli import app
 from wmstudio.problems import InvalidInput
 from wmstudio.world.history import HistoryStep, parse_history
-from wmstudio.world.prompt import SECTION_HEADERS, omitted_marker, render_chat, render_prompt, tool_schema_line
+from wmstudio.world.prompt import (
+    SECTION_HEADERS,
+    PromptBudget,
+    render,
+    render_chat,
+    render_prompt,
+    tool_schema_line,
+)
 from wmstudio.world.spec import Call, parse_world
 
 TASK = "Refund order A1 for the customer; she was charged twice."
@@ -75,38 +81,62 @@ def headers_in(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("## ")]
 
 
-def test_sections_come_in_the_published_order_and_end_with_the_prediction_target():
+def section(text: str, header: str) -> str:
+    return text.split(header + "\n", 1)[1].split("\n\n##", 1)[0]
+
+
+def test_sections_come_in_the_published_order_with_the_call_first_and_end_with_the_target():
     world = parse_world(shop_world())
     text = render_prompt(world, CALL, computed_state={"refundable_amount": 30.0})
     assert headers_in(text) == list(SECTION_HEADERS)
-    last = text.splitlines()[-1]
-    assert last.startswith("PREDICTION TARGET:") and "`refund_order`" in last
+    lines = text.splitlines()
+    assert lines[1] == 'Active tool call: {"name":"refund_order","arguments":{"order_id":"A1"}}'
+    assert lines[2] == "Validation: valid"
+    assert lines[-1].startswith("PREDICTION TARGET:") and "`refund_order`" in lines[-1]
     assert TASK in text and RULE in text and DIRECTIVE in text
-    assert 'Action: {"name":"refund_order","arguments":{"order_id":"A1"}}' in text
 
 
-def test_environment_state_and_tool_schemas_are_compact_json_in_the_worlds_key_order():
+def test_the_validation_line_names_arguments_that_break_the_parameters():
+    text = render_prompt(parse_world(shop_world()), Call("refund_order", {"order_id": 7}))
+    assert "Validation: invalid (arguments.order_id: 7 is not of type 'string')" in text
+    assert "Validation: invalid (no tool named 'fly')" in render_prompt(parse_world(shop_world()), Call("fly"))
+
+
+def test_the_state_is_call_local_compact_json_and_says_how_much_it_left_out():
     data = shop_world()
-    data["initial_state"] = {"zeta": 1, "alpha": {"b": 2, "a": 1}}
-    world = parse_world(data)
-    text = render_prompt(world, CALL)
-    state_body = text.split("## ENVIRONMENT STATE\n", 1)[1].split("\n\n", 1)[0]
-    assert state_body == '{"zeta":1,"alpha":{"b":2,"a":1}}'
-    schema_lines = text.split("## TOOL SCHEMAS\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert len(schema_lines) == len(world.tools)
-    for line, tool in zip(schema_lines, world.tools, strict=True):
-        entry = json.loads(line)
-        assert list(entry)[:3] == ["name", "description", "parameters"]
-        assert entry["name"] == tool.name and entry["parameters"] == tool.parameters
-        assert entry.get("response") == tool.response
-        assert ": " not in line and ", " not in line.replace("Refund an order in full.", "")
+    data["initial_state"] = {"today": "2025-03-01", "orders": [
+        {"id": f"A{i}", "total": 10 + i, "items": [{"sku": "S1"}, {"sku": "S2"}]} for i in range(1, 8)]}
+    text = render_prompt(parse_world(data), CALL)
+    state = json.loads(section(text, "## ENVIRONMENT STATE").splitlines()[2].removeprefix("State: "))
+    assert state == {"today": "2025-03-01", "orders": [
+        {"id": "A1", "total": 11, "items": [{"sku": "S1"}, {"sku": "S2"}]}, "… 6 more"]}
+    rendered = render(parse_world(data), CALL, history=[HistoryStep(Call("get_order", {"order_id": "A5"}), "{}")])
+    assert [o["id"] for o in rendered.shown.state["orders"][:-1]] == ["A1", "A5"]  # the turns' ids count too
 
 
 def test_text_state_is_shown_as_written():
     data = shop_world()
     data["initial_state"] = "A small shop with one delivered order, A1."
     text = render_prompt(parse_world(data), CALL)
-    assert "## ENVIRONMENT STATE\nA small shop with one delivered order, A1.\n\n" in text
+    assert "\nState: A small shop with one delivered order, A1.\n" in text
+
+
+def test_a_simulated_world_shows_the_state_after_the_turns_and_its_listing_query():
+    from wmstudio.world.sims import get_simulator
+
+    simulator = get_simulator("retail")
+    world = simulator.world()
+    order = next(o for o in world.initial_state["orders"] if o["status"] == "delivered")
+    refund = Call("refund_order", {"order_id": order["id"], "amount_cents": 100})
+    _, response = simulator.step(world.initial_state, refund)
+    rendered = render(world, Call("get_order", {"order_id": order["id"]}), [HistoryStep(refund, response)])
+    assert "State (now, after the earlier turns):" in rendered.text
+    shown = next(o for o in rendered.shown.state["orders"] if isinstance(o, dict))
+    assert shown["refunded_cents"] == order["refunded_cents"] + 100  # the refund of turn 1 is in the state now
+    listing = render(world, Call("list_orders", {"status": "delivered"}))
+    assert listing.shown.query["orders_matching"] == sum(o["status"] == "delivered"
+                                                         for o in world.initial_state["orders"])
+    assert "## COMPUTED QUERY STATE" in listing.text
 
 
 def test_without_grounding_the_rules_computed_state_and_directives_are_left_out():
@@ -119,8 +149,7 @@ def test_without_grounding_the_rules_computed_state_and_directives_are_left_out(
 
 def test_computed_query_state_appears_only_when_given_between_rules_and_directives():
     world = parse_world(shop_world())
-    plain = render_prompt(world, CALL)
-    assert "## COMPUTED QUERY STATE" not in plain
+    assert "## COMPUTED QUERY STATE" not in render_prompt(world, CALL)
     text = render_prompt(world, CALL, computed_state={"refundable_amount": 30.0})
     rules_at, computed_at, directives_at = (text.index(h) for h in SECTION_HEADERS[3:6])
     assert rules_at < computed_at < directives_at
@@ -148,9 +177,7 @@ def test_history_turns_are_numbered_and_text_responses_kept_as_written():
     text = render_prompt(parse_world(shop_world()), CALL, history)
     assert 'Turn 1 action: {"name":"get_order","arguments":{"order_id":"A1"}}\nTurn 1 response: {"total":30.0}' in text
     assert "Turn 2 response: Error 404: order B7 not found" in text
-    assert text.index("Turn 2 response") < text.index("Action: {")
-    empty = render_prompt(parse_world(shop_world()), CALL)
-    assert "State: start of the episode (no earlier actions)" in empty
+    assert "History: start of the episode (no earlier actions)" in render_prompt(parse_world(shop_world()), CALL)
 
 
 def test_a_call_to_a_tool_the_world_lacks_asks_for_the_environments_answer():
@@ -167,11 +194,10 @@ def test_chat_row_has_sections_in_system_and_state_action_in_user():
     system, user, assistant = (m["content"] for m in row["messages"])
     assert headers_in(system) == [h for h in SECTION_HEADERS if h != "## COMPUTED QUERY STATE"]
     assert TASK in system and "Turn 1" not in system and system.splitlines()[-1].startswith("PREDICTION TARGET:")
-    assert user.startswith("State:\nTurn 1 action: ")
+    assert user.startswith("State: History:\nTurn 1 action: ")
     assert user.endswith('\n\nAction: {"name":"refund_order","arguments":{"order_id":"A1"}}')
     assert assistant == '{"status":"error","refund_processed":false}'
-    without = render_chat(world, CALL, history)
-    assert [m["role"] for m in without["messages"]] == ["system", "user"]
+    assert [m["role"] for m in render_chat(world, CALL, history)["messages"]] == ["system", "user"]
     assert render_chat(world, CALL, response="not json at all")["messages"][2]["content"] == "not json at all"
 
 
@@ -180,63 +206,49 @@ def test_chat_row_without_grounding_keeps_only_state_task_and_tools():
     assert headers_in(row["messages"][0]["content"]) == ["## ENVIRONMENT STATE", "## TASK CONTEXT", "## TOOL SCHEMAS"]
 
 
-def marker_count(text: str) -> int:
-    found = re.findall(r"\[\.\.\. ([\d,]+) characters of earlier history omitted \.\.\.\]", text)
-    assert len(found) == 1, "exactly one marker line"
-    return int(found[0].replace(",", ""))
-
-
 @pytest.mark.parametrize("max_chars", [1600, 2500, 4000])
-def test_long_history_is_middle_truncated_within_budget(max_chars):
+def test_a_long_history_keeps_the_newest_whole_turns_within_budget_and_says_what_was_cut(max_chars):
     world = parse_world(shop_world())
     history = long_history(40)
-    full = render_prompt(world, CALL, history)
-    assert len(full) > max_chars
-    text = render_prompt(world, CALL, history, max_chars=max_chars)
-    assert len(text) <= max_chars
-    assert TASK in text
-    assert "turn-40-" in text and "Turn 40 action" in text, "the newest turn is kept whole"
-    assert "turn-1-" not in text, "the oldest turns go first"
-    count = marker_count(text)
-    marker = omitted_marker(count)
-    # the marker line (plus its newline) stands exactly for the characters that were cut
-    assert len(full) - count + len(marker) + 1 == len(text)
-    assert text.endswith(full[-(len(text) - text.index(marker) - len(marker) - 1):])
+    rendered = render(world, CALL, history, PromptBudget(max_chars))
+    assert len(rendered.text) <= max_chars
+    assert "Turn 40 action" in rendered.text and "turn-40-" in rendered.text, "the newest turn is kept whole"
+    assert "Turn 1 action" not in rendered.text, "the oldest turns go first"
+    kept = [number for number, _ in rendered.shown.turns]
+    assert kept == list(range(41 - len(kept), 41)) and kept
+    assert f"History ({40 - len(kept)} earlier turn(s) not shown):" in rendered.text
+    assert f"{40 - len(kept)} earlier turn(s) of 40" in rendered.cut
 
 
-def test_a_single_turn_longer_than_the_budget_keeps_its_end():
+def test_a_budget_counts_in_any_unit_and_the_state_outranks_old_turns():
     world = parse_world(shop_world())
-    history = [HistoryStep(Call("get_order"), "log line\n" * 300 + "LAST LINE")]
-    full = render_prompt(world, CALL, history)
-    text = render_prompt(world, CALL, history, max_chars=2000)
-    assert len(text) <= 2000 and "LAST LINE" in text and TASK in text
-    count = marker_count(text)
-    assert len(full) - count + len(omitted_marker(count)) + 1 == len(text)
+    words = PromptBudget(260, lambda text: len(text.split()))
+    rendered = render(world, CALL, long_history(40), words)
+    assert len(rendered.text.split()) <= 260
+    assert rendered.shown.state is not None and "State:" in rendered.text
 
 
 def test_history_that_fits_is_not_touched():
     world = parse_world(shop_world())
-    full = render_prompt(world, CALL, long_history(3))
-    assert render_prompt(world, CALL, long_history(3), max_chars=len(full)) == full
-    assert "omitted" not in full
+    full = render(world, CALL, long_history(3))
+    within = render(world, CALL, long_history(3), PromptBudget(len(full.text)))
+    assert within.text == full.text and within.cut == []
 
 
-def test_chat_row_truncation_counts_system_and_user_text():
+def test_chat_row_budget_counts_system_and_user_text():
     world = parse_world(shop_world())
     row = render_chat(world, CALL, long_history(40), max_chars=2500, response="{}")
     system, user, _ = (m["content"] for m in row["messages"])
-    assert len(system) + len(user) <= 2500
-    assert TASK in system and "Turn 40 action" in user
-    marker_count(user)
+    assert len(system) + len(user) + 2 <= 2500
+    assert "Turn 40 action" in user and "Turn 1 action" not in user
 
 
-def test_schemas_and_call_are_never_cut_even_over_budget():
+def test_the_call_and_the_called_tool_are_never_cut_even_over_budget():
     world = parse_world(shop_world())
-    text = render_prompt(world, CALL, long_history(10), max_chars=200)
-    assert len(text) > 200, "documented: the non-history parts are rendered whole"
-    assert "## TOOL SCHEMAS" in text and '"name":"get_order"' in text
-    assert 'Action: {"name":"refund_order","arguments":{"order_id":"A1"}}' in text
-    assert "Turn 1 action" not in text and marker_count(text) > 0
+    rendered = render(world, CALL, long_history(10), PromptBudget(200))
+    assert len(rendered.text) > 200, "documented: the call, its validation, the called tool and the target stay"
+    assert '"name":"refund_order"' in rendered.text and "Active tool call:" in rendered.text
+    assert "Turn 1 action" not in rendered.text and "descriptions inside the called tool's schema" in rendered.cut
 
 
 def test_bad_history_is_reported_with_its_path():
@@ -269,7 +281,8 @@ def test_cli_prompt_prints_the_sections_format_and_the_chat_row(tmp_path):
     result = runner.invoke(app, ["prompt", world, "--call", call, "--history", history, "--max-chars", "2000"])
     assert result.exit_code == 0, result.output
     expected = render_prompt(parse_world(shop_world()), CALL, long_history(30), max_chars=2000)
-    assert result.stdout.rstrip("\n") == expected
+    assert result.stdout.rstrip("\n") == expected and len(expected) <= 2000
+    assert "note: to fit 2000 characters the prompt left out" in result.stderr and "earlier turn(s)" in result.stderr
     result = runner.invoke(app, ["prompt", world, "--call", call, "--format", "chat"])
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)
@@ -295,22 +308,16 @@ def test_cli_prompt_reports_bad_input_with_exit_code_2(tmp_path):
         assert message in result.stderr and "Traceback" not in result.output
 
 
-def test_over_budget_prompts_shrink_other_tools_to_summaries_but_keep_the_called_schema():
+def test_over_budget_prompts_name_the_other_tools_but_keep_the_called_schema():
     from wmstudio.locations import DEMO_WORLDS_DIR
     from wmstudio.world.spec import load_world
 
     world = load_world(DEMO_WORLDS_DIR / "retail.json")
     called = world.tools[2]
     call = Call(called.name)
-    full = render_prompt(world, call)
-    budgeted = render_prompt(world, call, max_chars=4000)
-    assert len(budgeted) < len(full)
-    assert tool_schema_line(called) in budgeted  # the called tool keeps parameters and response
-    for other in world.tools:
-        if other is not called:
-            assert tool_schema_line(other) not in budgeted
-            assert f'{{"name":"{other.name}","description":' in budgeted
-    assert "## ENVIRONMENT STATE" in budgeted and '"Action' not in budgeted
-    chat = render_chat(world, call, max_chars=4000)
-    assert tool_schema_line(called) in chat["messages"][0]["content"]
-    assert render_prompt(world, call, max_chars=len(full)) == full  # within budget: nothing shrinks
+    full = render(world, call)
+    assert tool_schema_line(called) in full.text and "- get_order: Look up one order" in full.text
+    budgeted = render(world, call, PromptBudget(len(full.text) - 200))
+    assert tool_schema_line(called) in budgeted.text  # the called tool keeps parameters and response
+    assert "Other tools: get_order, list_orders, cancel_order" in budgeted.text
+    assert "the other tools' descriptions" in budgeted.cut

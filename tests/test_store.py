@@ -6,6 +6,7 @@ import json
 import pickle
 import shutil
 import sqlite3
+import struct
 from contextlib import closing
 
 import pytest
@@ -569,10 +570,12 @@ def test_training_runs_record_status_times_and_metrics(store, world):
 # --- the packed decode trace --------------------------------------------------------------------------------------
 
 
-def test_a_trace_packs_into_eight_bytes_an_entry_and_back():
-    trace = DecodeTrace([Commit(position, position // 4, 0.25) for position in range(64)])
+def test_a_trace_packs_into_nine_bytes_an_entry_and_back():
+    trace = DecodeTrace([Commit(position, position // 4, 0.25, copied=position < 8) for position in range(64)])
     blob = pack_trace(trace)
-    assert len(blob) == 1 + 8 * 64 and unpack_trace(blob) == trace
+    assert len(blob) == 1 + 9 * 64 and unpack_trace(blob) == trace
+    version_1 = bytes([1]) + struct.pack("<HHf", 3, 1, 0.5)  # written before copies were recorded
+    assert unpack_trace(version_1) == DecodeTrace([Commit(3, 1, 0.5)])
     assert unpack_trace(None) == DecodeTrace() and unpack_trace(pack_trace(DecodeTrace())) == DecodeTrace()
     with pytest.raises(InvalidInput, match=r"trace\[0\]\.step"):
         pack_trace(DecodeTrace([Commit(0, 70_000, 0.5)]))

@@ -130,11 +130,12 @@ def prompt(
     world: Path = typer.Argument(..., help="World file."),
     call: Path = typer.Option(..., "--call", help="Call JSON file."),
     history: Optional[Path] = typer.Option(None, "--history", help="Earlier steps, a JSON list of {call, response}."),
-    max_chars: Optional[int] = typer.Option(None, "--max-chars", min=200, help="Middle-truncate the history to fit."),
+    max_chars: Optional[int] = typer.Option(None, "--max-chars", min=200,
+                                            help="Fit the prompt in N characters (what was left out goes to stderr)."),
     fmt: str = typer.Option("sections", "--format", help="sections (plain prompt) or chat (one messages row)."),
 ) -> None:
     """Render the world-model prompt for a call, in the section format or as a chat row."""
-    from wmstudio.world.prompt import render_chat, render_prompt
+    from wmstudio.world.prompt import PromptBudget, render
     from wmstudio.world.spec import Call
 
     if fmt not in ("sections", "chat"):
@@ -143,12 +144,16 @@ def prompt(
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
         steps = _read_history(history)
-        if fmt == "sections":
-            typer.echo(render_prompt(spec, the_call, steps, max_chars=max_chars))
-        else:
-            emit(render_chat(spec, the_call, steps, max_chars=max_chars))
+        budget = PromptBudget(max_chars) if max_chars is not None else None
+        rendered = render(spec, the_call, steps, budget, chat=fmt == "chat")
     except InvalidInput as err:
         fail(str(err))
+    if rendered.cut:
+        typer.echo(f"note: to fit {max_chars} characters the prompt left out: {'; '.join(rendered.cut)}", err=True)
+    if fmt == "sections":
+        typer.echo(rendered.text)
+    else:
+        emit(rendered.chat())
 
 
 @app.command()
@@ -382,21 +387,26 @@ def eval_wm(
     corpus: Path = typer.Option(..., "--corpus", help="Corpus folder; its test split is held out."),
     model: str = typer.Option(DEFAULT_MODEL, "--model", help="The masked diffusion model."),
     ar: Optional[str] = typer.Option(DEFAULT_AR_MODEL, "--ar", help="AR baseline ('' for none)."),
-    rows: int = typer.Option(60, "--rows", min=1, help="Held-out rows to generate for."),
+    rows: int = typer.Option(200, "--rows", min=1, help="Held-out rows to generate for."),
     diversity_calls: int = typer.Option(8, "--diversity-calls", min=0, help="Calls sampled K times for diversity."),
-    samples: int = typer.Option(8, "--samples", min=2, help="K: samples per call at temperature 1."),
+    samples: int = typer.Option(8, "--samples", min=2, max=8, help="K: samples per call at temperature 1."),
     split: str = typer.Option("test", "--split"),
     seed: int = typer.Option(0, "--seed"),
     write: bool = typer.Option(False, "--write", help="Save quality.json in the model folder, update its card."),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
 ) -> None:
-    """Measure a world model on held-out rows: validity, rule consistency, pinned-anchor flips, diversity."""
+    """Measure a world model on held-out rows: field accuracy by kind beside constant-answer baselines, checks,
+    pinned-anchor flips, free mode, whether it reads its prompt, and diversity."""
     from wmstudio.model.backends import resolve_model_path
     from wmstudio.train.evaluation import evaluate_world_model, write_quality
 
+    def progress(done: int, total: int) -> None:
+        if not as_json:
+            typer.echo(f"\r{done}/{total} rows", err=True, nl=done == total)
+
     try:
         report = evaluate_world_model(model, ar or None, corpus, rows=rows, diversity_calls=diversity_calls,
-                                      samples=samples, split=split, seed=seed)
+                                      samples=samples, split=split, seed=seed, progress=progress)
     except InvalidInput as err:
         fail(str(err))
     if write:
@@ -404,6 +414,8 @@ def eval_wm(
             write_quality(report, Path(resolve_model_path(folder)))
     if not as_json:
         typer.echo(report.render(), err=True)
+        for error in report.errors[:10]:
+            typer.echo(f"warning: {error}", err=True)
     emit(report.to_json())
 
 

@@ -60,6 +60,7 @@ def model_marker(tokenizer: PreTrainedTokenizerBase, kind: str) -> dict:
         "span_pad_token_id": tokenizer.pad_token_id,
         "sep_token_id": tokenizer.sep_token_id,
         "attention": "prefix-causal",
+        "span_order": "left_to_right",  # trained on each value's content and first pad: write values in order
     }
 
 

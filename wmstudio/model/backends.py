@@ -19,6 +19,8 @@ from transformers.cache_utils import Cache, DynamicCache
 
 from wmstudio.locations import DEFAULT_MODEL, REPO_ROOT
 from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefix_causal_mask
+from wmstudio.model.copy_head import load_copy_head
+from wmstudio.model.tokenizer import DEFAULT_PROMPT_TOKENS
 from wmstudio.problems import InvalidInput
 
 LLADA_MASK_ID = 126336
@@ -74,11 +76,19 @@ class CanvasCache(Cache):
 
 
 class Backend:
-    """The interface the sampler uses: ids in, logits `(K, C, V)` for the canvas positions out."""
+    """The interface the sampler uses: ids in, logits `(K, C, V)` for the canvas positions out.
+
+    `copy_head` (a CopyHead or None) fills spans with values the prompt shows; `span_order` "left_to_right"
+    says the model was trained to write each value from its first slot on (its loss covers a value's content
+    and first pad only), so the sampler commits a span's slots in order; `prompt_tokens` is the budget its
+    prompts were rendered within."""
 
     name: str = ""
     kind: str = MDLM
     exact_cache: bool = False
+    copy_head: Any = None
+    span_order: str = "any"
+    prompt_tokens: int = DEFAULT_PROMPT_TOKENS
 
     def __init__(self, model: Any, tokenizer: Any, name: str, mask_id: int, span_pad_id: int | None,
                  max_length: int, approximate_cache: bool = False):
@@ -116,16 +126,26 @@ class Backend:
     @torch.inference_mode()
     def logits(self, canvas_ids: torch.Tensor, cache: PromptCache) -> torch.Tensor:
         """Logits `(K, C, V)` for a batch of canvases after the encoded prompt."""
+        return self.canvas_outputs(canvas_ids, cache)[0]
+
+    @torch.inference_mode()
+    def canvas_outputs(self, canvas_ids: torch.Tensor, cache: PromptCache) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(logits `(K, C, V)`, last hidden states `(K, C, H)` or None) for canvases after the encoded prompt;
+        the hidden states feed the copy head."""
         canvas_ids = self._ids(canvas_ids)
         if cache.layers is None:
-            return self.full_logits(cache.prompt_ids, canvas_ids)
+            return self.full_logits(cache.prompt_ids, canvas_ids), None
         batch, length = canvas_ids.shape
         buffer = cache.buffer
         if buffer is None or buffer.batch != batch or buffer.canvas_len != length:
             buffer = cache.buffer = CanvasCache(cache.layers, batch, length)
         positions = torch.arange(cache.length, cache.length + length, device=self.device).view(1, -1)
         mask = canvas_mask(batch, length, cache.length + length, device=self.device)
-        return self._forward(canvas_ids, cache=buffer, position_ids=positions, attention_mask=mask).logits
+        if self.copy_head is None:
+            return self._forward(canvas_ids, cache=buffer, position_ids=positions, attention_mask=mask).logits, None
+        hidden = self.model.base_model(input_ids=canvas_ids, cache=buffer, position_ids=positions,
+                                       attention_mask=mask).last_hidden_state
+        return self.model.get_output_embeddings()(hidden), hidden
 
     @torch.inference_mode()
     def full_logits(self, prompt_ids: torch.Tensor, canvas_ids: torch.Tensor) -> torch.Tensor:
@@ -177,6 +197,8 @@ class ArBaseline:
     It cannot see anchors that come later in the response, so callers put them in the prompt as directives."""
 
     kind = AR
+
+    prompt_tokens: int = DEFAULT_PROMPT_TOKENS
 
     def __init__(self, model: Any, tokenizer: Any, name: str, max_length: int):
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
@@ -287,12 +309,19 @@ def _load(model_id_or_path: str | Path | None, trust_remote_code: bool, device: 
         tokenizer = AutoTokenizer.from_pretrained(source)
         max_length = config.get("max_position_embeddings", 1024)
         if kind == AR:
-            return ArBaseline(model, tokenizer, source, max_length)
+            baseline = ArBaseline(model, tokenizer, source, max_length)
+            baseline.prompt_tokens = int(config["wmstudio"].get("prompt_tokens", DEFAULT_PROMPT_TOKENS))
+            return baseline
         marker = config["wmstudio"]
         if approximate_cache:
             raise InvalidInput("--approximate-cache is for fully bidirectional models; ours caches exactly already")
-        return PrefixCausalBackend(model, tokenizer, source, marker.get("mask_token_id", tokenizer.mask_token_id),
-                                   marker.get("span_pad_token_id", tokenizer.pad_token_id), max_length)
+        backend = PrefixCausalBackend(model, tokenizer, source, marker.get("mask_token_id", tokenizer.mask_token_id),
+                                      marker.get("span_pad_token_id", tokenizer.pad_token_id), max_length)
+        backend.span_order = marker.get("span_order", "any")
+        backend.prompt_tokens = int(marker.get("prompt_tokens", DEFAULT_PROMPT_TOKENS))
+        if Path(source).is_dir():
+            backend.copy_head = load_copy_head(Path(source), where)
+        return backend
     if remote or "llada" in model_type or "dream" in model_type:
         if not trust_remote_code:
             raise InvalidInput(

@@ -12,7 +12,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Sequence
 
 from wmstudio.model.constraints import Vocabulary, completable, vocabulary_for
-from wmstudio.model.layout import END, FREE_TAIL, ItemsEnd, Layout, Span, SpanBudgets, ascii_json, dump, lay_out_free
+from wmstudio.model.layout import (
+    END,
+    FREE_TAIL,
+    KEY,
+    ItemsEnd,
+    Layout,
+    Span,
+    SpanBudgets,
+    ascii_json,
+    dump,
+    lay_out_free,
+)
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.anchors import Anchor, anchor_problems
@@ -78,7 +89,10 @@ class Canvas:
             elif where != PRESENT:
                 ids = [self.pad_id] * span.length
             else:
-                ids = _value_tokens(self.tokenizer, span, value)
+                if span.kind == KEY:
+                    ids = encode_text(self.tokenizer, dump(_entry_key(value, span.path))[1:-1])
+                else:
+                    ids = _value_tokens(self.tokenizer, span, value)
                 if ids is not None and len(ids) > span.length and cut_strings and span.kind == "string":
                     ids = ids[: span.length]
                 if ids is None or len(ids) > span.length:
@@ -216,14 +230,14 @@ PRESENT, MISSING = "present", "missing"
 
 
 def _item_state(value: Any, path: str) -> str:
-    """Whether `path` lies in array items `value` has (PRESENT) or in or at an item past an array's end
+    """Whether `path` lies in array items (or map entries) `value` has (PRESENT) or in or at one past its end
     (MISSING). A missing object key reads as PRESENT, so the caller's lookup reports the misfit."""
     node = value
     for part in parse_path(path) if path else []:
-        if isinstance(part, int) and isinstance(node, list):
+        if isinstance(part, int) and isinstance(node, (list, dict)):
             if part >= len(node):
                 return MISSING
-            node = node[part]
+            node = node[part] if isinstance(node, list) else list(node.values())[part]
         elif isinstance(part, str) and isinstance(node, dict) and part in node:
             node = node[part]
         else:
@@ -232,9 +246,16 @@ def _item_state(value: Any, path: str) -> str:
 
 
 def _at(value: Any, path: str) -> Any:
+    """The value at `path`; an index into an object takes its entry in that place (a map's entry slot)."""
     if not path:
         return value
     node = value
     for part in parse_path(path):
-        node = node[part]
+        node = list(node.values())[part] if isinstance(part, int) and isinstance(node, dict) else node[part]
     return node
+
+
+def _entry_key(value: Any, path: str) -> str:
+    """The key of the map entry a key span's path names (`methods[1]`: the second key of `methods`)."""
+    parts = parse_path(path)
+    return list(_at(value, format_path(parts[:-1])).keys())[parts[-1]]

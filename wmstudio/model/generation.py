@@ -13,15 +13,28 @@ from typing import Any, Callable, Iterator, Sequence
 
 from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.canvas import FREE, SKELETON, Canvas, SpanBudgets, build_canvas, check_fits
+from wmstudio.model.copy_head import copy_plan
+from wmstudio.model.repair import (
+    REPAIR_CANDIDATES,
+    REPAIR_ROUNDS,
+    REPAIR_TEMPERATURE,
+    RepairRound,
+    fields_to_remask,
+    held_anchors,
+    problem_count,
+)
 from wmstudio.model.sampler import Frame, SamplerSettings, denoise
-from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text
+from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text, prompt_budget
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport, check_step
+from wmstudio.world.copy_sources import CopySource, copy_sources
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt import PROMPT_MAX_CHARS, render_chat, render_prompt
+from wmstudio.world.prompt import RenderedPrompt, render
 from wmstudio.world.spec import Call, WorldSpec
+
+MIN_PROMPT_TOKENS = 32  # a prompt shorter than this cannot even hold the call
 
 
 @dataclass
@@ -32,9 +45,13 @@ class Sample:
     checks: CheckReport
     steps: int
     tokens: list[int] = field(default_factory=list)
+    repairs: list[RepairRound] = field(default_factory=list)  # rule-guided repair rounds, when asked for
 
     def to_json(self) -> dict[str, Any]:
-        return {"response": self.response, "checks": self.checks.to_json(), "steps": self.steps}
+        data = {"response": self.response, "checks": self.checks.to_json(), "steps": self.steps}
+        if self.repairs:
+            data["repairs"] = [{"remasked": r.remasked, "candidates_passing": sum(r.passed)} for r in self.repairs]
+        return data
 
 
 @dataclass
@@ -50,12 +67,14 @@ class Generation:
     canvas: Canvas | None = None
     frames: list[Frame] = field(default_factory=list)
     elapsed_ms: float = 0.0
+    prompt_cut: list[str] = field(default_factory=list)  # what the prompt left out to fit the model's budget
 
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "mode": self.mode,
             "prompt_tokens": self.prompt_tokens,
+            "prompt_cut": list(self.prompt_cut),
             "canvas_tokens": len(self.canvas) if self.canvas is not None else None,
             "settings": self.settings.to_json(),
             "anchors": [a.to_json() for a in self.anchors],
@@ -68,17 +87,38 @@ class Generation:
         return DecodeTrace.of_frames(self.frames, sample)
 
 
-def prompt_ids_for(backend: Backend | ArBaseline, world: WorldSpec, call: Call,
-                   history: Sequence[HistoryStep] = ()) -> list[int]:
-    """The prompt ids the model expects: our `[bos] prompt [sep]` framing, else the tokenizer's chat template."""
+@dataclass
+class Prompt:
+    """A prompt as the model reads it: its ids, the rendering (what it shows, what was cut) and the values the
+    copy head may point into."""
+
+    ids: list[int]
+    rendered: RenderedPrompt
+    sources: list[CopySource]
+
+
+def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
+                   canvas_tokens: int = 0) -> Prompt:
+    """The prompt beside a canvas of `canvas_tokens`, rendered within the budget the model was trained with (in
+    its own tokens, so any world fits its context): our `[bos] prompt [sep]` framing, else the tokenizer's chat
+    template."""
     tokenizer = backend.tokenizer
+    budget = prompt_budget(tokenizer, backend.max_length, canvas_tokens, backend.prompt_tokens)
+    if budget.limit < MIN_PROMPT_TOKENS:
+        raise InvalidInput(
+            f"the response canvas takes {canvas_tokens} of the model's {backend.max_length} tokens, leaving "
+            f"{budget.limit} for the prompt: use a smaller response schema, fewer array items or smaller span "
+            "budgets, or a model with a longer context")
+    chat = getattr(tokenizer, "sep_token", None) != SEP_TOKEN and bool(getattr(tokenizer, "chat_template", None))
+    rendered = render(world, call, history, budget, chat=chat)
     if getattr(tokenizer, "sep_token", None) == SEP_TOKEN:
-        return encode_prompt(tokenizer, render_prompt(world, call, history, max_chars=PROMPT_MAX_CHARS), 10**9)
-    if getattr(tokenizer, "chat_template", None):
-        messages = render_chat(world, call, history, max_chars=PROMPT_MAX_CHARS)["messages"]
-        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
-    return encode_text(tokenizer, render_prompt(world, call, history, max_chars=PROMPT_MAX_CHARS))
+        ids = encode_prompt(tokenizer, rendered.text, budget.limit + 2)
+    elif chat:
+        ids = tokenizer.apply_chat_template(rendered.chat()["messages"], add_generation_prompt=True, tokenize=True)
+        ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    else:
+        ids = encode_text(tokenizer, rendered.text)
+    return Prompt(ids, rendered, copy_sources(rendered.shown))
 
 
 def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequence[Anchor], free: bool = False,
@@ -109,11 +149,13 @@ def generate_stream(
         yield _generate_ar(backend, world, the_call, pinned, history, settings, started)
         return
     canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length)
-    prompt_ids = prompt_ids_for(backend, world, the_call, history)
+    prompt = prepare_prompt(backend, world, the_call, history, len(canvas))
+    prompt_ids = prompt.ids
     check_fits(len(prompt_ids), len(canvas), backend.max_length)
+    plan = copy_plan(canvas, prompt.sources) if backend.copy_head is not None else None
     yield canvas
     frames: list[Frame] = []
-    for frame in denoise(backend, prompt_ids, canvas, settings):
+    for frame in denoise(backend, prompt_ids, canvas, settings, copy=plan):
         frames.append(frame)
         yield frame
     final = frames[-1].tokens if frames else [list(canvas.tokens)] * settings.samples
@@ -122,8 +164,12 @@ def generate_stream(
         text = canvas.decode(tokens)
         report = check_step(world, the_call, text, anchors=pinned, history=history)
         results.append(Sample(text, report, sum(1 for f in frames if f.unmasked[k]), tokens))
+    if settings.repair and canvas.mode == SKELETON:
+        for k, sample in enumerate(results):
+            if not sample.checks.ok:
+                results[k] = _repair(backend, world, the_call, pinned, history, settings, prompt_ids, prompt, sample)
     yield Generation(backend.name, canvas.mode, results, settings, pinned, len(prompt_ids), canvas, frames,
-                     (time.perf_counter() - started) * 1000)
+                     (time.perf_counter() - started) * 1000, prompt.rendered.cut)
 
 
 def generate(backend: Backend | ArBaseline, world: WorldSpec, call: Call, anchors: Sequence[Anchor] = (),
@@ -148,12 +194,13 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
                  history: Sequence[HistoryStep], settings: SamplerSettings, started: float) -> Generation:
     """Anchors become directives; the token budget is the skeleton's length (+16) or `free_length`."""
     steered = anchors_as_directives(world, anchors)
-    prompt_ids = prompt_ids_for(backend, steered, call, history)
     tool = _tool(world, call)
     budget = settings.free_length
     if tool.response is not None and not settings.free:
         has_mask = backend.tokenizer.mask_token_id is not None
         budget = len(build_canvas(backend.tokenizer, tool.response, anchors)) + 16 if has_mask else 256
+    prompt = prepare_prompt(backend, steered, call, history, budget)
+    prompt_ids = prompt.ids
     check_fits(len(prompt_ids), budget, backend.max_length)
     outputs = backend.generate(prompt_ids, max_new_tokens=budget, temperature=settings.temperature,
                                repetition_penalty=settings.repetition_penalty, samples=settings.samples,
@@ -164,7 +211,52 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
         report = check_step(world, call, text, anchors=anchors, history=history)
         results.append(Sample(text, report, len(ids), ids))
     return Generation(backend.name, "autoregressive", results, settings, anchors, len(prompt_ids), None, [],
-                      (time.perf_counter() - started) * 1000)
+                      (time.perf_counter() - started) * 1000, prompt.rendered.cut)
+
+
+def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor], history: Sequence[HistoryStep],
+            settings: SamplerSettings, prompt_ids: list[int], prompt: Prompt, sample: Sample) -> Sample:
+    """Rule-guided repair of one failed sample (model/repair.py): up to REPAIR_ROUNDS rounds of K candidates with
+    the fields the failed checks read remasked and the rest held; the best sample found, with its rounds."""
+    best, rounds = sample, []
+    for round_number in range(REPAIR_ROUNDS):
+        value = _parsed(best.response)
+        remask = fields_to_remask(world, best.checks, value) if isinstance(value, dict) else []
+        if not remask:
+            break
+        try:
+            canvas = prepare_canvas(backend, world, call, held_anchors(value, remask, pinned))
+        except InvalidInput:
+            break
+        candidates = replace(settings, samples=REPAIR_CANDIDATES, repair=False, seed=settings.seed + round_number + 1,
+                             temperature=max(settings.temperature, REPAIR_TEMPERATURE))
+        plan = copy_plan(canvas, prompt.sources) if backend.copy_head is not None else None
+        frames = list(denoise(backend, prompt_ids, canvas, candidates, copy=plan))
+        round_ = RepairRound(remask)
+        rounds.append(round_)
+        tried = []
+        for tokens in frames[-1].tokens if frames else []:
+            text = canvas.decode(tokens)
+            report = check_step(world, call, text, anchors=pinned, history=history)
+            tried.append(Sample(text, report, len(frames), tokens))
+            round_.candidates.append(text)
+            round_.passed.append(report.ok)
+        if not tried:
+            break
+        round_.kept = min(range(len(tried)), key=lambda i: problem_count(tried[i].checks))
+        chosen = tried[round_.kept]
+        if problem_count(chosen.checks) <= problem_count(best.checks):
+            best = replace(chosen, steps=best.steps + len(frames))
+        if best.checks.ok:
+            break
+    return replace(best, repairs=rounds)
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
 
 
 def _tool(world: WorldSpec, call: Call):

@@ -6,6 +6,7 @@ states are small hashables, so constraints.py can compile a grammar into a per-t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Hashable
 
 
@@ -203,3 +204,69 @@ class JsonText:
 
 
 _NUMBER = NumberText()
+
+
+# JSON Schema `format`s a span can be held to, as regular expressions over the string's content
+FORMAT_PATTERNS = {
+    "date": r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])",
+    "time": r"([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})?",
+    "date-time": r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?"
+                 r"(Z|[+-]\d{2}:\d{2})",
+    "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
+    "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+}
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A JSON string's content that matches a regular expression (a schema's `pattern`, or a `format` as one).
+
+    The expression is compiled to a finite automaton (interegular); a pattern JSON Schema leaves unanchored
+    may have any text around its match. Quotes, backslashes and control characters stay out, as in
+    TextContent, so the content is its own unescaped value."""
+
+    regex: str
+
+    def start(self) -> Hashable:
+        return _automaton(self.regex).initial
+
+    def step(self, state: Hashable, ch: str) -> Hashable | None:
+        if ch in '"\\' or ord(ch) < 0x20:
+            return None
+        fsm = _automaton(self.regex)
+        symbol = fsm.alphabet[ch] if ch != "\x80" else fsm.alphabet[_ANYTHING_ELSE]
+        return fsm.map.get(state, {}).get(symbol)
+
+    def accepts(self, state: Hashable) -> bool:
+        return state in _automaton(self.regex).finals
+
+
+def pattern_grammar(schema: dict) -> Pattern | None:
+    """The Pattern a string schema asks for (its `pattern`, else a known `format`), or None; patterns the
+    compiler cannot read (look-arounds, back-references) are left to the checks."""
+    regex = schema.get("pattern") if isinstance(schema.get("pattern"), str) else None
+    if regex is not None:
+        anchored = regex.startswith("^") and regex.endswith("$") and not regex.endswith("\\$")
+        regex = regex[1:-1] if anchored else f".*({regex}).*"
+    elif isinstance(schema.get("format"), str):
+        regex = FORMAT_PATTERNS.get(schema["format"])
+    if regex is None:
+        return None
+    try:
+        _automaton(regex)
+    except Exception:  # noqa: BLE001 - interegular raises several kinds for what it cannot compile
+        return None
+    return Pattern(regex)
+
+
+@lru_cache(maxsize=256)
+def _automaton(regex: str):
+    import interegular
+
+    return interegular.parse_pattern(regex).to_fsm()
+
+
+try:
+    from interegular.fsm import anything_else as _ANYTHING_ELSE
+except ImportError:  # pragma: no cover - interegular is a dependency
+    _ANYTHING_ELSE = None

@@ -5,6 +5,9 @@ Skeleton rules (documented choices):
   each value is a span with a length budget by type (SpanBudgets) and a grammar (grammars.py);
 - objects list every schema property in schema order (plus anchored extra keys); `const` and `null`
   values are anchors; `anyOf`/`oneOf` take the first non-null branch; local `$ref`s are followed;
+- objects keyed by id (no `properties`, an `additionalProperties` schema) get `array_items` entry slots, each a
+  key span and the entry's value skeleton, closed by end spans like array items (a path names an entry by its
+  place: `methods[0]`);
 - arrays of objects (or arrays an anchor indexes into) get `array_items` item skeletons, kept within
   minItems..maxItems and extended to every anchored index; each item past the required ones (minItems,
   anchored indices) is preceded by a one-slot `end` span: the end token there says the item is not
@@ -12,7 +15,8 @@ Skeleton rules (documented choices):
   pad keeps the item, so object arrays have variable length too;
   arrays of scalars are one span holding a typed `[...]` list; open objects and values are one span of
   bounded JSON.
-Free mode is one span cut by text anchors; pinned fields go at its end, followed by FREE_TAIL slots."""
+Free mode is one span holding one JSON value (grammar-constrained); with text anchors it is cut by them, and pinned
+fields go at its end, followed by FREE_TAIL slots (then the text between anchors is free)."""
 
 from __future__ import annotations
 
@@ -22,7 +26,15 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from wmstudio.model.constraints import END, Vocabulary
-from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, QuotedText, TextContent
+from wmstudio.model.grammars import (
+    ArrayText,
+    JsonText,
+    NumberText,
+    Options,
+    QuotedText,
+    TextContent,
+    pattern_grammar,
+)
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.problems import InvalidInput
 from wmstudio.world.anchors import Anchor
@@ -37,6 +49,7 @@ KEY_KINDS = (
     (re.compile(r"path|source|destination|url|uri|file|folder|dir"), "location"),
     (re.compile(r"(^|_)ids?$"), "identifier"),
 )
+KEY = "key"  # the kind of a span holding a map entry's key (its path is the entry's, as for an array item)
 FORMAT_BUDGETS = {"date": 10, "date-time": 20, "time": 8, "email": 14, "uri": 20, "url": 20, "uuid": 28}
 FREE_TAIL = 8  # slots after anchor text placed at the end of a free canvas (to close the JSON)
 
@@ -144,7 +157,8 @@ class Layout:
             self.span(path, "number", self._number_budget(schema, self.budgets.number), NumberText(False, signed))
         elif "string" in kinds:
             self.text('"')
-            self.span(path, "string", self._string_budget(schema, path), TextContent(), quoted=True)
+            self.span(path, "string", self._string_budget(schema, path), pattern_grammar(schema) or TextContent(),
+                      quoted=True)
             self.text('"')
         else:
             self.span(path, "json", self.budgets.json, JsonText(1))
@@ -156,10 +170,14 @@ class Layout:
             key = _child_key(pinned, path)
             if isinstance(key, str) and key not in keys:
                 keys.append(key)
+        if shape is not None and not isinstance(shape, dict):
+            raise InvalidInput("value is not an object")
+        entries = _resolve(schema.get("additionalProperties"), root) if not properties else {}
+        if not properties and entries and not any(_is_under(p, path) for p in pins) and self.optional_items:
+            self._map(entries, root, path, pins, shape, depth)
+            return
         if isinstance(shape, dict):
             keys = [k for k in keys if k in shape] + [k for k in shape if k not in keys]
-        elif shape is not None:
-            raise InvalidInput("value is not an object")
         if not keys and not properties:
             self.span(path, "json", self.budgets.json, JsonText(1, "{"))
             return
@@ -169,6 +187,21 @@ class Layout:
             child = properties.get(key, _additional(schema))
             sub = shape.get(key) if isinstance(shape, dict) else None
             self.value(child, root, path + [key], pins, sub, depth + 1)
+        self.text("}")
+
+    def _map(self, entries: dict, root: dict, path: list, pins: dict, shape: Any, depth: int) -> None:
+        """An object keyed by ids (`additionalProperties`): entry slots like an array's items, each a key span and
+        the entry's value laid out from its schema, closed by an end span so the map has any size up to them."""
+        count = max(len(shape), self.budgets.array_items) if isinstance(shape, dict) else self.budgets.array_items
+        values = list(shape.values()) if isinstance(shape, dict) else []
+        self.text("{")
+        for i in range(count):
+            self.span(path + [i], END, 1)
+            self.text(',"' if i else '"')
+            self.span(path + [i], KEY, self.budgets.identifier, TextContent(), quoted=True)
+            self.text('":')
+            self.value(entries, root, path + [i], pins, values[i] if i < len(values) else None, depth + 1)
+        self.pieces.append(ItemsEnd(format_path(path)))
         self.text("}")
 
     def _array(self, schema: dict, root: dict, path: list, pins: dict, shape: Any, depth: int) -> None:
@@ -230,8 +263,15 @@ class Layout:
         return budget
 
 
+FREE_JSON_DEPTH = 4  # nesting a free canvas's JSON grammar allows
+
+
 def lay_out_free(builder: Layout, length: int, text_anchors: Sequence[tuple[int, str]], pins: list[Anchor]) -> None:
-    """Free span of `length` slots cut at each text anchor's offset; path anchors go at the end."""
+    """Free span of `length` slots cut at each text anchor's offset; path anchors go at the end. With neither, the
+    span holds one JSON value (bounded depth), so free-mode output always parses."""
+    if not text_anchors and not pins:
+        builder.span([], "free", length, JsonText(FREE_JSON_DEPTH))
+        return
     pieces = sorted(((min(max(int(o), 0), length), str(t)) for o, t in text_anchors), key=lambda p: p[0])
     if pins:
         pinned = ",".join(f"{dump(parse_path(a.path)[-1])}:{dump(a.value)}" for a in pins)

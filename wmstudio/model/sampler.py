@@ -19,6 +19,7 @@ import torch
 
 from wmstudio.model.canvas import MAX_CANVAS_TOKENS, Canvas
 from wmstudio.model.constraints import CanvasConstraints
+from wmstudio.model.copy_head import CopyFiller, CopyPlan
 from wmstudio.problems import InvalidInput, Problem
 
 if TYPE_CHECKING:  # the sampler drives any backend; importing them would pull transformers into the CLI's start
@@ -54,6 +55,8 @@ class SamplerSettings:
     seed: int = _setting(0, "Random seed: same seed, same response.")
     free: bool = _setting(False, "One free span instead of the response-schema skeleton.")
     free_length: int = _setting(64, "Slots of the free span (free mode).")
+    repair: bool = _setting(False, "Repair a response that fails a check: remask the fields the failed rules read "
+                                   "and denoise them again, the rest held (a few rounds of 4 candidates).")
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -83,8 +86,9 @@ class SamplerSettings:
         number("repetition_penalty", 1.0, MAX_REPETITION_PENALTY)
         whole("samples", 1, MAX_SAMPLES)
         whole("seed", 0, 2**63 - 1)
-        if not isinstance(self.free, bool):
-            problems.append(Problem("free", f"must be true or false, got {self.free!r}"))
+        for name in ("free", "repair"):
+            if not isinstance(getattr(self, name), bool):
+                problems.append(Problem(name, f"must be true or false, got {getattr(self, name)!r}"))
         whole("free_length", 1, MAX_CANVAS_TOKENS)
         if problems:
             raise InvalidInput(problems)
@@ -149,20 +153,24 @@ def _number(value: Any) -> Any:
 
 @dataclass
 class Frame:
-    """One denoising step: every sample's canvas after it, the positions committed in it and their confidences."""
+    """One denoising step: every sample's canvas after it, the positions committed in it and their confidences,
+    and which of them the copy head filled (a value copied whole from the prompt)."""
 
     step: int
     tokens: list[list[int]]
     unmasked: list[list[int]]
     confidences: list[list[float]]
     done: bool = False
+    copied: list[list[int]] = field(default_factory=list)
 
 
 def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
-            settings: SamplerSettings = SamplerSettings(), use_cache: bool = True) -> Iterator[Frame]:
+            settings: SamplerSettings = SamplerSettings(), use_cache: bool = True,
+            copy: CopyPlan | None = None) -> Iterator[Frame]:
     """Denoise `settings.samples` copies of `canvas` after `prompt_ids`, yielding a Frame per step until no mask
     is left (SamplerSettings documents each setting). `use_cache` False recomputes the prompt every step (the
-    reference path)."""
+    reference path). With a `copy` plan and a backend with a copy head, spans are filled whole with values the
+    prompt shows; with a backend trained to write values in order, a value span's slots are committed in order."""
     steps, strategy, threshold, block = settings.steps, settings.strategy, settings.threshold, settings.block
     temperature, repetition_penalty = settings.temperature, settings.repetition_penalty
     samples, seed = settings.samples, settings.seed
@@ -172,6 +180,9 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
     masked = torch.tensor([s >= 0 for s in canvas.span_of], device=device).repeat(samples, 1)
     x[masked] = backend.mask_id
     constraints = CanvasConstraints(canvas, samples, backend.vocab_size, device)
+    filler = CopyFiller(copy, backend.copy_head, device) if copy is not None and backend.copy_head is not None \
+        and use_cache else None
+    in_order = _in_order(canvas, device) if getattr(backend, "span_order", "any") == "left_to_right" else None
     span_slots = masked.clone()  # positions whose tokens count for the repetition penalty
     length = x.shape[1]
     block = block or length
@@ -192,12 +203,33 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
         lo = torch.tensor([starts[c] for c in current.tolist()], device=device).view(-1, 1)
         hi = torch.tensor([_block(starts, c, length).stop for c in current.tolist()], device=device).view(-1, 1)
         eligible = masked & (position >= lo) & (position < hi)
+        if in_order is not None:  # a value's slot waits for the slot before it (its first slot never waits)
+            waiting = torch.zeros_like(masked)
+            waiting[:, 1:] = masked[:, :-1]
+            eligible &= ~(in_order & waiting)
 
-        logits = backend.logits(x, prompt) if use_cache else backend.full_logits(torch.tensor([list(prompt_ids)]), x)
+        if use_cache:
+            logits, hidden = backend.canvas_outputs(x, prompt)
+        else:
+            logits, hidden = backend.full_logits(torch.tensor([list(prompt_ids)]), x), None
         logits = penalise_repeats(logits.float(), x, span_slots & ~masked, repetition_penalty)
         logits = logits.masked_fill(~constraints.allowed, -math.inf)
         guess = sample_tokens(logits, temperature, generator)
         confidence = score(logits, guess, strategy, generator).masked_fill(~eligible, -math.inf)
+
+        forced = torch.zeros_like(masked)
+        if filler is not None and hidden is not None:
+            fills, holds = filler.propose(hidden, masked & (position >= lo) & (position < hi))
+            for hold in holds:  # the head wants a candidate here, not yet surely: no token sampling meanwhile
+                eligible[hold.sample, filler.ranges[hold.slot]] = False
+            stuck = [k for k in range(samples) if not bool(eligible[k].any())]
+            fills += [hold for hold in holds if hold.sample in stuck]  # nothing else can move: take the best
+            for fill in fills:
+                span = filler.ranges[fill.slot]
+                guess[fill.sample, span] = torch.tensor(fill.tokens, device=device)
+                confidence[fill.sample, span] = fill.confidence
+                forced[fill.sample, span] = True
+            confidence = confidence.masked_fill(~(eligible | forced), -math.inf)
 
         quota = []
         for k in range(samples):
@@ -205,7 +237,7 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
             if block_steps[k] == 0:
                 budget[k] = per_block if per_block is not None else math.ceil(left / DEFAULT_TOKENS_PER_STEP)
             quota.append(math.ceil(left / max(1, budget[k] - int(block_steps[k]))) if left else 0)
-        chosen = choose(confidence, eligible, quota, None if strategy == "random" else threshold)
+        chosen = choose(confidence, eligible, quota, None if strategy == "random" else threshold) | forced
         chosen = constraints.commit(chosen, guess, confidence)
         x = torch.where(chosen, guess, x)
         masked &= ~chosen
@@ -216,8 +248,19 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
             unmasked=[chosen[k].nonzero().flatten().tolist() for k in range(samples)],
             confidences=[confidence[k][chosen[k]].tolist() for k in range(samples)],
             done=not bool(masked.any()),
+            copied=[(chosen[k] & forced[k]).nonzero().flatten().tolist() for k in range(samples)],
         )
         step += 1
+
+
+def _in_order(canvas: Canvas, device: torch.device | str) -> torch.Tensor:
+    """(1, C) True at the value-span slots that wait for the slot before them in a left-to-right model: every slot
+    of a span but its first (free spans keep any order)."""
+    ordered = torch.zeros((1, len(canvas.tokens)), dtype=torch.bool, device=device)
+    for span in canvas.spans:
+        if span.kind != "free":
+            ordered[0, span.start + 1:span.end] = True
+    return ordered
 
 
 def _block(starts: list[int], index: int, length: int) -> slice:

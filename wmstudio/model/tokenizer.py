@@ -11,6 +11,8 @@ from typing import Iterable
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
+from wmstudio.world.prompt import PromptBudget
+
 MASK_TOKEN = "<|mask|>"  # a masked canvas slot, still to be denoised
 PAD_TOKEN = "<|pad|>"  # span filler removed after sampling (variable-length values); also batch padding
 BOS_TOKEN = "<|bos|>"  # first token of every prompt
@@ -71,3 +73,15 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt_text: str, max_toke
     if len(body) > room:
         body = body[len(body) - room :]
     return [bos, *body, sep]
+
+
+DEFAULT_PROMPT_TOKENS = 768  # what a small world model reads of a prompt (call-local: the call, state, turns)
+
+
+def prompt_budget(tokenizer: PreTrainedTokenizerBase, max_positions: int, canvas_tokens: int,
+                  prompt_tokens: int = DEFAULT_PROMPT_TOKENS) -> PromptBudget:
+    """The budget a prompt is rendered within beside a canvas of `canvas_tokens`: `prompt_tokens`, less when the
+    context cannot hold both, counted in `tokenizer`'s tokens with room for `[bos]` and `[sep]`. The one
+    definition training and generation share."""
+    tokens = min(prompt_tokens, max_positions - canvas_tokens) - 2
+    return PromptBudget(max(1, tokens), lambda text: len(encode_text(tokenizer, text)))

@@ -15,11 +15,13 @@ from wmstudio.problems import InvalidInput, Problem
 
 @dataclass(frozen=True)
 class Commit:
-    """Canvas `position` was committed at denoising `step` (0-based) with `confidence` in [0, 1]."""
+    """Canvas `position` was committed at denoising `step` (0-based) with `confidence` in [0, 1]; `copied` when
+    the copy head filled it (its whole value copied from the prompt)."""
 
     position: int
     step: int
     confidence: float
+    copied: bool = False
 
 
 @dataclass
@@ -37,11 +39,15 @@ class DecodeTrace:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DecodeTrace) and self.commits == other.commits
 
-    def add(self, step: int, positions: Sequence[int], confidences: Sequence[float]) -> None:
-        """Record the positions committed at `step` (non-finite confidences count as 0)."""
+    def add(self, step: int, positions: Sequence[int], confidences: Sequence[float],
+            copied: Sequence[int] = ()) -> None:
+        """Record the positions committed at `step` (non-finite confidences count as 0); those in `copied` were
+        filled by the copy head."""
+        copied = set(copied)
         for position, confidence in zip(positions, confidences, strict=True):
             value = float(confidence)
-            self.commits.append(Commit(int(position), int(step), value if math.isfinite(value) else 0.0))
+            self.commits.append(Commit(int(position), int(step), value if math.isfinite(value) else 0.0,
+                                       int(position) in copied))
 
     def at(self, position: int) -> Commit | None:
         """The commit of `position` (the last one, should a position be committed twice), or None."""
@@ -57,26 +63,27 @@ class DecodeTrace:
         return max((c.step for c in self.commits), default=-1) + 1
 
     def to_json(self) -> list[list[float]]:
-        """`[[position, step, confidence], ...]`: how exports and the HTTP API write a trace."""
-        return [[c.position, c.step, round(c.confidence, 6)] for c in self.commits]
+        """`[[position, step, confidence, copied], ...]`: how exports and the HTTP API write a trace."""
+        return [[c.position, c.step, round(c.confidence, 6), int(c.copied)] for c in self.commits]
 
     @classmethod
     def from_json(cls, data: Any, source: str = "trace") -> DecodeTrace:
-        """Read `[[position, step, confidence], ...]`; InvalidInput names the first bad entry."""
+        """Read `[[position, step, confidence(, copied)], ...]`; InvalidInput names the first bad entry."""
         if not isinstance(data, (list, tuple)):
             raise InvalidInput(Problem(source, "must be a list of [position, step, confidence] entries"))
         trace = cls()
         for i, entry in enumerate(data):
-            if not isinstance(entry, (list, tuple)) or len(entry) != 3:
-                raise InvalidInput(Problem(f"{source}[{i}]", "expected [position, step, confidence]"))
-            position, step, confidence = entry
+            if not isinstance(entry, (list, tuple)) or len(entry) not in (3, 4):
+                raise InvalidInput(Problem(f"{source}[{i}]", "expected [position, step, confidence, copied]"))
+            position, step, confidence = entry[:3]
+            copied = bool(entry[3]) if len(entry) == 4 else False
             for name, value in (("position", position), ("step", step)):
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise InvalidInput(Problem(f"{source}[{i}].{name}", "must be a whole number from 0"))
             if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
                     or not math.isfinite(confidence):
                 raise InvalidInput(Problem(f"{source}[{i}].confidence", "must be a finite number (a probability)"))
-            trace.commits.append(Commit(position, step, float(confidence)))
+            trace.commits.append(Commit(position, step, float(confidence), copied))
         return trace
 
     @classmethod
@@ -85,5 +92,6 @@ class DecodeTrace:
         trace = cls()
         for index, frame in enumerate(frames):
             if sample < len(frame.unmasked):
-                trace.add(index, frame.unmasked[sample], frame.confidences[sample])
+                copied = frame.copied[sample] if sample < len(getattr(frame, "copied", [])) else ()
+                trace.add(index, frame.unmasked[sample], frame.confidences[sample], copied)
         return trace

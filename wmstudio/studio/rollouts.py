@@ -5,6 +5,7 @@ Plain functions over the store (and the loaded model for generation) with typed 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from wmstudio.model.sampler import SamplerSettings
@@ -80,3 +81,22 @@ def exported_rollout(store: Store, rollout_id: int) -> ExportRollout:
 def branch_at(store: Store, rollout_id: int, index: int) -> Rollout:
     """A new rollout with copies of steps 0..index of `rollout_id`."""
     return branch_rollout(store, rollout_id, index)
+
+
+def saved_responses(store: Store, world_name: str, tool_name: str, limit: int = 100) -> list:
+    """The JSON responses saved for calls to `tool_name` in any version of world `world_name`, newest rollouts
+    first (what a response schema can be inferred from); text that is not JSON is left out."""
+    from wmstudio.store import filter_rollouts
+
+    found: list = []
+    page = filter_rollouts(store, world=world_name, page_size=100)
+    for rollout in page.items:
+        for step in rollout_steps(store, rollout.id):
+            if step.tool_call().name == tool_name:
+                try:
+                    found.append(json.loads(step.response))
+                except json.JSONDecodeError:
+                    continue
+                if len(found) >= limit:
+                    return found
+    return found

@@ -11,8 +11,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema.validators import validator_for
-
 from wmstudio.model.backends import ArBaseline
 from wmstudio.model.canvas import Canvas
 from wmstudio.model.generation import Generation, generate, generate_stream
@@ -22,8 +20,8 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import MadeBy, Step, Store, append_step, create_rollout, get_rollout, get_world
 from wmstudio.studio.context import StudioContext
 from wmstudio.world.anchors import Anchor
+from wmstudio.world.checks import argument_problems
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.jsonpath import format_path
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 
@@ -127,19 +125,6 @@ def tool_of(world: WorldSpec, call: Call) -> Tool:
         known = ", ".join(t.name for t in world.tools) or "none"
         raise InvalidInput(Problem("call.name", f"no tool {call.name!r} in world {world.name!r}: "
                                                 f"choose one of {known}")) from None
-
-
-def argument_problems(tool: Tool, call: Call) -> list[str]:
-    """Where the call's arguments break the tool's parameter schema (`arguments.amount_cents: ...`).
-
-    Not an error: agents do send bad calls, and how the world answers them is worth simulating."""
-    try:
-        validator = validator_for(tool.parameters)(tool.parameters)
-        errors = sorted(validator.iter_errors(call.arguments), key=lambda e: list(map(str, e.absolute_path)))
-    except Exception:  # noqa: BLE001 - a schema jsonschema cannot apply was reported when the world was saved
-        return []
-    return [f"arguments{'.' + format_path(list(e.absolute_path)) if e.absolute_path else ''}: {e.message}"
-            for e in errors]
 
 
 _WORLDS: weakref.WeakKeyDictionary[Store, dict[int, WorldSpec]] = weakref.WeakKeyDictionary()

@@ -1,7 +1,12 @@
-"""Quality of a trained world model on held-out rows of the simulated worlds, measured with `generate`.
+"""How good a world model is, measured honestly on held-out rows of the simulated worlds (`wmstudio eval-wm`).
 
-Skeleton mode (JSON-, schema-, rule-validity), an outcome-flipping anchor pinned at the end (MDLM beside
-the AR baseline), free mode, and diversity over K samples at temperature 1 (Self-BLEU, Distinct-2)."""
+The headline is field accuracy against the simulator's truth, by where each value comes from (field_kinds.py);
+rule consistency is reported only beside it, and every figure beside what two constant answers score on the same
+rows (every field empty with status "error", and with status "ok"), since a constant can pass a rule. Rows:
+`raw` (the model on its own: greedy, the schema's grammar, its copy head), `steered` (plus rule-guided repair),
+`ar` (the autoregressive baseline), `flip` (status="error" pinned on calls the simulator answers ok), `free` (no
+skeleton), `prompt_use` (does the model read its prompt: content NLL with its own prompt and with another row's
+for the same tool), and diversity over K samples at temperature 1."""
 
 from __future__ import annotations
 
@@ -16,20 +21,17 @@ from typing import Any
 from wmstudio.metrics.diversity import distinct_n, self_bleu
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.train.examples import FREE_LENGTHS, read_corpus_split, world_from_meta
+from wmstudio.train.examples import FREE_LENGTHS, read_corpus_split, request_from_meta
+from wmstudio.train.field_kinds import FieldScores, enum_options, field_leaves, parse, prompt_values
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport
-from wmstudio.world.history import HistoryStep, parse_history
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.prompt import current_state
+from wmstudio.world.sims.base import neutral_value
 from wmstudio.world.spec import Call, WorldSpec
 
-TARGETS = {
-    "skeleton_json_valid": 1.0,
-    "skeleton_schema_valid": 0.98,
-    "skeleton_rule_consistent": 0.95,
-    "flip_rule_consistent_mdlm": 0.90,
-    "free_json_valid": 0.90,
-}
 ERROR_STATUS = "error"
+RATE_NAMES = ("json_valid", "schema_valid", "rule_consistent", "same_status", "rule_and_status")
 
 
 @dataclass
@@ -42,66 +44,101 @@ class EvalCase:
     truth: str
     where: str
 
+    @property
+    def schema(self) -> dict | None:
+        try:
+            return self.world.tool(self.call.name).response
+        except KeyError:
+            return None
+
 
 @dataclass
 class Rates:
-    """Counts of check outcomes over a set of responses, read as rates."""
+    """Check outcomes and field accuracy over a set of responses."""
 
     total: int = 0
-    json_valid: int = 0
-    schema_valid: int = 0
-    rule_consistent: int = 0
-    anchors_kept: int = 0
-    exact: int = 0
-    same_status: int = 0  # the response's `status` is the simulator's (did the model get the outcome right?)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RATE_NAMES, 0))
+    fields: FieldScores = field(default_factory=FieldScores)
 
-    def add(self, report: CheckReport, response: str, truth: str | None = None) -> None:
+    def add(self, report: CheckReport, response: str, case: EvalCase) -> None:
+        truth, value = parse(case.truth), parse(response)
         self.total += 1
-        self.json_valid += report.json_valid
-        self.schema_valid += report.json_valid and not report.schema_errors
-        self.rule_consistent += report.json_valid and not report.rule_violations
-        self.anchors_kept += report.json_valid and not report.anchor_violations
-        if truth is not None:
-            self.exact += _same_json(response, truth)
-            status = _status(response)
-            self.same_status += status is not None and status == _status(truth)
-
-    def rate(self, name: str) -> float:
-        return round(getattr(self, name) / self.total, 4) if self.total else 0.0
+        rule_ok = report.json_valid and not report.rule_violations
+        same = isinstance(value, dict) and isinstance(truth, dict) and value.get("status") == truth.get("status")
+        for name, hit in (("json_valid", report.json_valid), ("schema_valid", report.json_valid and not
+                                                                 report.schema_errors),
+                          ("rule_consistent", rule_ok), ("same_status", same), ("rule_and_status", rule_ok and same)):
+            self.counts[name] += int(bool(hit))
+        now = current_state(case.world, case.history) if case.history else None
+        shown = prompt_values(case.world.initial_state, now, [s.to_json() for s in case.history])
+        self.fields.add(truth, value, prompt_values(case.call.arguments), shown, enum_options(case.schema))
 
     def to_json(self) -> dict[str, Any]:
-        names = ("json_valid", "schema_valid", "rule_consistent", "anchors_kept", "exact", "same_status")
-        return {"cases": self.total, **{name: self.rate(name) for name in names}}
+        figures: dict[str, Any] = {name: round(self.counts[name] / self.total, 4) if self.total else None
+                                   for name in RATE_NAMES}
+        figures["nonempty_recall"] = self.fields.recall()
+        figures["field_accuracy"] = self.fields.accuracy()
+        figures["cases"] = self.total
+        return figures
 
 
 @dataclass
 class EvalReport:
-    """All figures of one evaluation, the table printed and put in the model card, and timing."""
+    """All figures of one evaluation (the `--json` shape), a table to print, the settings, and timing."""
 
     figures: dict[str, Any] = field(default_factory=dict)
-    table: list[dict[str, str]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"figures": self.figures, "table": self.table, "settings": self.settings,
-                "seconds": round(self.seconds, 1), "summary": self.summary()}
+        return self.figures
 
     def summary(self) -> str:
         s = self.settings
-        return (f"Measured by `wmstudio eval-wm` on {s.get('rows')} held-out rows of the `{s.get('split')}` split "
-                f"(corpus `{s.get('corpus')}`), greedy decoding with the default sampler settings unless noted; "
-                f"diversity over {s.get('samples')} samples at temperature 1 for {s.get('diversity_calls')} calls.")
+        return (f"Measured by `wmstudio eval-wm` on {s.get('rows')} held-out rows of the `{s.get('split')}` split of "
+                f"`{s.get('corpus')}` ({self.seconds / 60:.1f} min); greedy decoding with the default sampler "
+                f"settings; diversity over {s.get('samples')} samples at temperature 1 for "
+                f"{s.get('diversity_calls')} calls. Trivial baselines are constant responses on the same rows.")
+
+    def table(self) -> list[dict[str, str]]:
+        """Rows `measure | raw | steered | AR | always error | always ok` for the card and the terminal."""
+        f = self.figures
+        columns = [f.get("raw"), f.get("steered"), f.get("ar"), f["trivial"]["neutral_error"],
+                   f["trivial"]["neutral_ok"]]
+        rows = []
+        for name in (*RATE_NAMES, "nonempty_recall"):
+            rows.append([name, *[_pct(c.get(name)) if c else "" for c in columns]])
+        for kind in FieldScores().right:
+            rows.append([f"field: {kind}", *[_pct(c["field_accuracy"][kind]) if c else "" for c in columns]])
+        flip = f["flip"]
+        rows.append([f"flip (status=error pinned, n={flip['raw']['cases'] if flip['raw'] else 0}): rule_consistent",
+                     *[_pct(flip[k]["rule_consistent"]) if flip.get(k) else "" for k in ("raw", "steered", "ar")],
+                     "", ""])
+        free = f["free"]
+        rows.append(["free mode: json_valid / schema_valid / same_keys",
+                     f"{_pct(free['json_valid'])} / {_pct(free['schema_valid'])} / {_pct(free['same_keys'])}",
+                     "", "", "", ""])
+        use = f["prompt_use"]
+        if use.get("own_nll") is not None:
+            rows.append(["prompt_use: content NLL own / swapped prompt",
+                         f"{use['own_nll']:.3f} / {use['swapped_nll']:.3f}", "", "", "", ""])
+        for name, values in (f.get("diversity") or {}).items():
+            rows.append([f"{name} Self-BLEU / Distinct-2 (values only)",
+                         f"{values['self_bleu']:.3f} / {values['distinct_2']:.3f} "
+                         f"({values['values_self_bleu']:.3f} / {values['values_distinct_2']:.3f})", "", "", "", ""])
+        heads = ("measure", "raw", "steered", "AR", "always error", "always ok")
+        return [dict(zip(heads, row)) for row in rows]
 
     def render(self) -> str:
-        """The table as aligned plain text for a terminal."""
-        width = max(len(row["measure"]) for row in self.table) if self.table else 10
-        lines = [f"{'measure':<{width}}  {'value':>8}  target"]
-        lines += [f"{row['measure']:<{width}}  {row['value']:>8}  {row.get('target', '')}" for row in self.table]
+        table = self.table()
+        widths = {key: max(len(key), *(len(row[key]) for row in table)) for key in table[0]}
+        lines = ["  ".join(key.ljust(widths[key]) for key in widths)]
+        lines += ["  ".join(row[key].ljust(widths[key]) for key in widths) for row in table]
         return "\n".join(lines)
 
 
-def load_cases(corpus: Path, split: str = "test", rows: int = 60, seed: int = 0) -> list[EvalCase]:
+def load_cases(corpus: Path, split: str = "test", rows: int = 200, seed: int = 0) -> list[EvalCase]:
     """Held-out rows that carry `meta` (simulated worlds), a seeded sample of `rows` of them."""
     corpus_rows = [row for row in read_corpus_split(corpus, split) if row.meta]
     if not corpus_rows:
@@ -109,60 +146,48 @@ def load_cases(corpus: Path, split: str = "test", rows: int = 60, seed: int = 0)
     random.Random(seed).shuffle(corpus_rows)
     cases = []
     for row in corpus_rows[:rows]:
-        meta = row.meta
-        cases.append(EvalCase(world=world_from_meta(meta, row.where), call=Call.from_json(meta["call"]),
-                              history=parse_history(meta.get("history"), f"{row.where}.meta.history"),
-                              truth=row.response_text, where=row.where))
+        request = request_from_meta(row.meta, row.where)
+        cases.append(EvalCase(request.world, request.call, request.history, row.response_text, row.where))
     return cases
 
 
 def flip_anchor(case: EvalCase) -> Anchor | None:
-    """`status="error"` when the true response succeeded and the tool's schema ends with an error-able status."""
-    try:
-        schema = case.world.tool(case.call.name).response or {}
-    except KeyError:
+    """`status="error"` when the simulator answered ok and the tool's schema has an error status."""
+    schema = case.schema or {}
+    status = (schema.get("properties") or {}).get("status") or {}
+    truth = parse(case.truth)
+    if ERROR_STATUS not in (status.get("enum") or []) or not isinstance(truth, dict):
         return None
-    properties = list((schema.get("properties") or {}).items())
-    if not properties or properties[-1][0] != "status" or ERROR_STATUS not in (properties[-1][1].get("enum") or []):
-        return None
-    try:
-        truth = json.loads(case.truth)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(truth, dict) or truth.get("status") == ERROR_STATUS:
-        return None
-    return Anchor("status", ERROR_STATUS)
+    return Anchor("status", ERROR_STATUS) if truth.get("status") == "ok" else None
+
+
+def trivial_response(case: EvalCase, status: str) -> str:
+    """A constant answer: every field of the tool's response empty (0, "", false, []), with `status`."""
+    value = neutral_value(case.schema or {}) if case.schema else {}
+    if isinstance(value, dict):
+        value["status"] = status
+    return json.dumps(value, separators=(",", ":"))
 
 
 def free_length_for(case: EvalCase, tokenizer) -> int:
-    """A free canvas as long as the tool's skeleton (schema-derived, known before sampling), in a standard size."""
+    """A free canvas as long as the tool's skeleton (known before sampling), in a standard size."""
     from wmstudio.model.canvas import build_canvas
 
     try:
-        schema = case.world.tool(case.call.name).response
-        need = len(build_canvas(tokenizer, schema)) if schema else FREE_LENGTHS[1]
-    except (KeyError, InvalidInput):
+        need = len(build_canvas(tokenizer, case.schema)) if case.schema else FREE_LENGTHS[1]
+    except InvalidInput:
         need = FREE_LENGTHS[1]
     return next((size for size in FREE_LENGTHS if size >= need), FREE_LENGTHS[-1])
 
 
-def evaluate_world_model(
-    mdlm: str | Path,
-    ar: str | Path | None,
-    corpus: Path,
-    rows: int = 60,
-    diversity_calls: int = 8,
-    samples: int = 8,
-    split: str = "test",
-    seed: int = 0,
-    progress: Callable[[int, int], None] | None = None,
-) -> EvalReport:
-    """Evaluate the MDLM at `mdlm` (and the AR baseline at `ar`) on `rows` held-out rows of `corpus`.
-
-    Each case is generated with `wmstudio.model.generation.generate` and judged by `check_step`, so the
-    figures are what a user of the studio gets with the default settings."""
+def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, rows: int = 200,
+                         diversity_calls: int = 8, samples: int = 8, split: str = "test", seed: int = 0,
+                         progress: Callable[[int, int], None] | None = None) -> EvalReport:
+    """Evaluate the MDLM at `mdlm` (and the AR baseline at `ar`) on `rows` held-out rows of `corpus`, with
+    `generate` and `check_step` exactly as the studio runs them."""
     from wmstudio.model.backends import load_backend
     from wmstudio.model.generation import generate
+    from wmstudio.train.prompt_use import prompt_use
 
     started = time.perf_counter()
     cases = load_cases(corpus, split, rows, seed)
@@ -170,123 +195,118 @@ def evaluate_world_model(
     baseline = load_backend(str(ar)) if ar else None
     if getattr(model, "kind", None) == "ar":
         raise InvalidInput(Problem("mdlm", f"{mdlm} is an autoregressive model: give the masked diffusion one"))
-    skeleton, free, ar_plain = Rates(), Rates(), Rates()
-    flip_mdlm, flip_ar = Rates(), Rates()
-    diversity: dict[str, list[tuple[float, float]]] = {"mdlm": [], "ar": []}
-    errors: list[str] = []
+    rates = {name: Rates() for name in ("raw", "steered", "ar", "neutral_error", "neutral_ok", "flip_raw",
+                                         "flip_steered", "flip_ar")}
+    free = {"cases": 0, "json_valid": 0, "schema_valid": 0, "same_keys": 0}
+    report = EvalReport()
+    steered = SamplerSettings(repair=True)
     total = len(cases) + min(diversity_calls, len(cases))
-    for i, case in enumerate(cases):
+
+    def run(name: str, backend, case: EvalCase, anchors=(), settings=SamplerSettings()) -> None:
         try:
-            result = generate(model, case.world, case.call, (), case.history).samples[0]
-            skeleton.add(result.checks, result.response, case.truth)
-            free_settings = SamplerSettings(free=True, free_length=free_length_for(case, model.tokenizer))
-            result = generate(model, case.world, case.call, (), case.history, free_settings).samples[0]
-            free.add(result.checks, result.response, case.truth)
-            if baseline is not None:
-                result = generate(baseline, case.world, case.call, (), case.history).samples[0]
-                ar_plain.add(result.checks, result.response, case.truth)
-            anchor = flip_anchor(case)
-            if anchor is not None:
-                result = generate(model, case.world, case.call, [anchor], case.history).samples[0]
-                flip_mdlm.add(result.checks, result.response)
-                if baseline is not None:
-                    result = generate(baseline, case.world, case.call, [anchor], case.history).samples[0]
-                    flip_ar.add(result.checks, result.response)
+            sample = generate(backend, case.world, case.call, anchors, case.history, settings).samples[0]
         except InvalidInput as err:
-            errors.append(f"{case.where}: {err}")
+            report.errors.append(f"{case.where} ({name}): {err}")
+            return
+        rates[name].add(sample.checks, sample.response, case)
+
+    from wmstudio.world.checks import check_step
+
+    for i, case in enumerate(cases):
+        for status in ("error", "ok"):
+            text = trivial_response(case, status)
+            rates[f"neutral_{status}"].add(check_step(case.world, case.call, text, history=case.history), text, case)
+        run("raw", model, case)
+        run("steered", model, case, settings=steered)
+        if baseline is not None:
+            run("ar", baseline, case)
+        anchor = flip_anchor(case)
+        if anchor is not None:
+            run("flip_raw", model, case, [anchor])
+            run("flip_steered", model, case, [anchor], steered)
+            if baseline is not None:
+                run("flip_ar", baseline, case, [anchor])
+        _score_free(model, case, free, report)
         if progress:
             progress(i + 1, total)
-    for j, case in enumerate(cases[:diversity_calls]):
-        for name, backend in (("mdlm", model), ("ar", baseline)):
-            if backend is None:
-                continue
-            try:
-                generation = generate(backend, case.world, case.call, (), case.history,
-                                      SamplerSettings(temperature=1.0, samples=samples, seed=seed + j))
-            except InvalidInput as err:
-                errors.append(f"{case.where} ({name}, diversity): {err}")
-                continue
-            texts = [s.response for s in generation.samples]
-            diversity[name].append((self_bleu(texts), distinct_n(texts, 2)))
-        if progress:
-            progress(len(cases) + j + 1, total)
-
-    report = EvalReport(settings={"mdlm": str(mdlm), "ar": str(ar) if ar else None, "corpus": str(corpus),
-                                  "split": split, "rows": len(cases), "seed": seed, "samples": samples,
-                                  "diversity_calls": min(diversity_calls, len(cases))})
+    diversity = {}
+    for name, backend in (("mdlm", model), ("ar", baseline)):
+        if backend is not None and diversity_calls:
+            diversity[name] = _diversity(backend, cases[:diversity_calls], samples, seed, report)
+    if progress:
+        progress(total, total)
+    report.settings = {"mdlm": str(mdlm), "ar": str(ar) if ar else None, "corpus": str(corpus), "split": split,
+                       "rows": len(cases), "seed": seed, "samples": samples,
+                       "diversity_calls": min(diversity_calls, len(cases))}
     report.figures = {
-        "skeleton": skeleton.to_json(),
-        "free": free.to_json(),
-        "ar": ar_plain.to_json() if baseline is not None else None,
-        "flip_mdlm": flip_mdlm.to_json(),
-        "flip_ar": flip_ar.to_json() if baseline is not None else None,
-        "diversity": {name: _mean_pairs(values) for name, values in diversity.items() if values},
-        "errors": errors,
+        "rows": len(cases),
+        "model": str(mdlm),
+        "raw": rates["raw"].to_json(),
+        "steered": rates["steered"].to_json(),
+        "ar": rates["ar"].to_json() if baseline is not None else None,
+        "flip": {"raw": rates["flip_raw"].to_json(), "steered": rates["flip_steered"].to_json(),
+                 "ar": rates["flip_ar"].to_json() if baseline is not None else None},
+        "free": {key: (round(value / free["cases"], 4) if free["cases"] else None) if key != "cases" else value
+                 for key, value in free.items()},
+        "trivial": {"neutral_error": rates["neutral_error"].to_json(), "neutral_ok": rates["neutral_ok"].to_json()},
+        "prompt_use": prompt_use(model, cases),
+        "diversity": diversity,
     }
-    report.table = _table(report.figures)
     report.seconds = time.perf_counter() - started
     return report
 
 
+def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport) -> None:
+    """Free mode: no skeleton, so JSON validity, the tool's schema and the simulator's top-level keys are earned."""
+    from wmstudio.model.generation import generate
+
+    settings = SamplerSettings(free=True, free_length=free_length_for(case, model.tokenizer))
+    try:
+        sample = generate(model, case.world, case.call, (), case.history, settings).samples[0]
+    except InvalidInput as err:
+        report.errors.append(f"{case.where} (free): {err}")
+        return
+    value, truth = parse(sample.response), parse(case.truth)
+    free["cases"] += 1
+    free["json_valid"] += int(sample.checks.json_valid)
+    free["schema_valid"] += int(sample.checks.json_valid and not sample.checks.schema_errors)
+    free["same_keys"] += int(isinstance(value, dict) and isinstance(truth, dict) and set(value) == set(truth))
+
+
+def _diversity(backend, cases: list[EvalCase], samples: int, seed: int, report: EvalReport) -> dict[str, float]:
+    """Self-BLEU and Distinct-2 over K samples per call, of whole responses and of their values only."""
+    from wmstudio.model.generation import generate
+
+    whole, values = [], []
+    for j, case in enumerate(cases):
+        settings = SamplerSettings(temperature=1.0, samples=samples, seed=seed + j)
+        try:
+            texts = [s.response for s in generate(backend, case.world, case.call, (), case.history, settings).samples]
+        except InvalidInput as err:
+            report.errors.append(f"{case.where} (diversity): {err}")
+            continue
+        only = [" ".join(str(leaf) for _, leaf in field_leaves(parse(t))) if parse(t) is not None else t for t in texts]
+        whole.append((self_bleu(texts), distinct_n(texts, 2)))
+        values.append((self_bleu(only), distinct_n(only, 2)))
+    if not whole:
+        return {}
+    mean = lambda pairs, i: round(sum(p[i] for p in pairs) / len(pairs), 4)  # noqa: E731
+    return {"self_bleu": mean(whole, 0), "distinct_2": mean(whole, 1), "values_self_bleu": mean(values, 0),
+            "values_distinct_2": mean(values, 1), "calls": len(whole)}
+
+
 def write_quality(report: EvalReport, model_dir: Path) -> Path:
     """Save `quality.json` beside the weights and rewrite the model card with the figures."""
-    from wmstudio.train.training import write_model_card
+    from wmstudio.train.model_card import write_model_card
 
     path = Path(model_dir) / "quality.json"
-    path.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    data = {"figures": report.figures, "table": report.table(), "summary": report.summary(),
+            "settings": report.settings, "errors": report.errors[:20], "seconds": round(report.seconds, 1)}
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if (Path(model_dir) / "training.json").exists():
         write_model_card(Path(model_dir))
     return path
 
 
-def _table(f: dict[str, Any]) -> list[dict[str, str]]:
-    def pct(value: float) -> str:
-        return f"{100 * value:.1f}%"
-
-    rows = [
-        ("MDLM skeleton: JSON-valid", pct(f["skeleton"]["json_valid"]), ">= 100%"),
-        ("MDLM skeleton: schema-valid", pct(f["skeleton"]["schema_valid"]), ">= 98%"),
-        ("MDLM skeleton: rule-consistent", pct(f["skeleton"]["rule_consistent"]), ">= 95%"),
-        ("MDLM skeleton: exact match with the simulator", pct(f["skeleton"]["exact"]), ""),
-        ("MDLM skeleton: same status as the simulator", pct(f["skeleton"]["same_status"]), ""),
-        (f"MDLM, status=\"error\" pinned at the end: rule-consistent (n={f['flip_mdlm']['cases']})",
-         pct(f["flip_mdlm"]["rule_consistent"]), ">= 90%"),
-        ("MDLM, status=\"error\" pinned: anchor kept", pct(f["flip_mdlm"]["anchors_kept"]), ""),
-        ("MDLM free mode: JSON-valid", pct(f["free"]["json_valid"]), ">= 90%"),
-        ("MDLM free mode: schema-valid", pct(f["free"]["schema_valid"]), ""),
-    ]
-    if f.get("ar"):
-        rows += [
-            ("AR baseline: JSON-valid", pct(f["ar"]["json_valid"]), ""),
-            ("AR baseline: schema-valid", pct(f["ar"]["schema_valid"]), ""),
-            ("AR baseline: rule-consistent", pct(f["ar"]["rule_consistent"]), ""),
-            ("AR baseline: exact match with the simulator", pct(f["ar"]["exact"]), ""),
-            ("AR baseline: same status as the simulator", pct(f["ar"]["same_status"]), ""),
-            ("AR, status=\"error\" as a directive: rule-consistent", pct(f["flip_ar"]["rule_consistent"]), "(beside MDLM)"),
-            ("AR, status=\"error\" as a directive: anchor kept", pct(f["flip_ar"]["anchors_kept"]), ""),
-        ]
-    for name, values in f.get("diversity", {}).items():
-        rows += [(f"{name.upper()} Self-BLEU (lower = more diverse)", f"{values['self_bleu']:.3f}", ""),
-                 (f"{name.upper()} Distinct-2 (higher = more diverse)", f"{values['distinct_2']:.3f}", "")]
-    return [{"measure": m, "value": v, "target": t} for m, v, t in rows]
-
-
-def _mean_pairs(values: list[tuple[float, float]]) -> dict[str, float]:
-    return {"self_bleu": round(sum(v[0] for v in values) / len(values), 4),
-            "distinct_2": round(sum(v[1] for v in values) / len(values), 4), "calls": len(values)}
-
-
-def _status(text: str) -> Any:
-    """The top-level `status` of a JSON object response, else None."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return value.get("status") if isinstance(value, dict) else None
-
-
-def _same_json(response: str, truth: str) -> bool:
-    try:
-        return json.loads(response) == json.loads(truth)
-    except json.JSONDecodeError:
-        return False
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"

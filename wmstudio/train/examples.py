@@ -1,12 +1,14 @@
 """Training data for the world models: corpus rows -> token sequences laid out as the sampler sees them.
 
-A row becomes one prompt (rendered and encoded exactly as at generation time) plus the response laid
-out as canvases: skeleton-style (the canvas `build_canvas` makes, values filled in) and free-style
-(the whole text, padded), and as plain response tokens for the AR baseline."""
+A row becomes one prompt (rendered with `wmstudio.world.prompt.render` within the model's token budget, exactly
+as generation renders it) plus the response laid out as canvases: skeleton-style (the canvas `build_canvas`
+makes, values filled in, with the copy head's candidates and targets) and free-style (the whole text, padded),
+and as plain response tokens for the AR baseline. Batches are made in `batches.py`."""
 
 from __future__ import annotations
 
 import json
+import pickle
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +23,6 @@ FREE_LENGTHS = (64, 96, 128, 192, 256)  # free canvas sizes a user picks; a resp
 MIN_PROMPT_TOKENS = 64
 SKELETON_COPIES = 3  # noisy copies of the skeleton per row: they share one prompt pass, so they come cheap
 SPLITS = ("train", "eval", "test")
-MIN_MASK_RATIO = 1e-3  # t ~ U(0,1] is drawn as eps + (1 - eps) u so 1/t stays bounded (as LLaDA does)
 
 
 @dataclass
@@ -35,12 +36,31 @@ class CorpusRow:
 
 
 @dataclass
+class CopyTargets:
+    """What the copy head learns from one skeleton canvas: per fillable span its candidates' features and which
+    candidates hold the true value (`hits[:, 0]`: none does, generate)."""
+
+    starts: list[int]  # canvas position of each span's first slot
+    lengths: list[int]
+    span_keys: torch.Tensor  # (S, K)
+    kinds: torch.Tensor  # (S, 4)
+    features: torch.Tensor  # (S, C, F), float16 to keep a corpus in memory
+    cand_keys: torch.Tensor  # (S, C, K)
+    mask: torch.Tensor  # (S, C)
+    hits: torch.Tensor  # (S, 1 + C) bool
+
+
+@dataclass
 class CanvasTarget:
-    """A response laid out as a canvas: the true tokens and which positions the objective may mask."""
+    """A response laid out as a canvas: the true tokens, which positions the objective may mask and which of them
+    it scores (None: all), the value spans (skeleton) and the copy head's targets."""
 
     tokens: list[int]
     maskable: list[bool]
     style: str  # "skeleton" or "free"
+    scored: list[bool] | None = None
+    spans: list[tuple[int, int]] = field(default_factory=list)  # (start, length) of each value span
+    copy: CopyTargets | None = None
 
 
 @dataclass
@@ -60,6 +80,8 @@ class ExampleSet:
     skipped: list[str] = field(default_factory=list)
     skeleton_canvases: int = 0
     free_canvases: int = 0
+    copy_spans: int = 0  # spans the copy head trains on
+    copy_hits: int = 0  # of them, spans whose value a candidate holds
 
 
 def read_corpus_split(corpus: Path, split: str, max_rows: int | None = None, required: bool = True) -> list[CorpusRow]:
@@ -134,17 +156,31 @@ def world_from_meta(meta: dict[str, Any], where: str = "meta"):
     return simulator.world(meta.get("initial_state"), [str(d) for d in meta.get("directives") or []])
 
 
-def prompt_from_meta(meta: dict[str, Any], where: str = "meta") -> str:
-    """The sections prompt for a wmstudio row, rendered exactly as generation renders it."""
+@dataclass
+class RowRequest:
+    """What a wmstudio row asks the world model: its world, the call, the earlier turns, whether grounded."""
+
+    world: Any
+    call: Any
+    history: list
+    grounding: bool
+
+
+def request_from_meta(meta: dict[str, Any], where: str = "meta") -> RowRequest:
+    """The world (rebuilt from its simulator), call and history a row's `meta` describes."""
     from wmstudio.world.history import parse_history
-    from wmstudio.world.prompt import PROMPT_MAX_CHARS, render_prompt
     from wmstudio.world.spec import Call
 
-    world = world_from_meta(meta, where)
-    call = Call.from_json(meta.get("call"), f"{where}.call")
-    history = parse_history(meta.get("history"), f"{where}.history")
-    return render_prompt(world, call, history, max_chars=PROMPT_MAX_CHARS,
-                         grounding=bool(meta.get("grounding", True)))
+    return RowRequest(world_from_meta(meta, where), Call.from_json(meta.get("call"), f"{where}.call"),
+                      parse_history(meta.get("history"), f"{where}.history"), bool(meta.get("grounding", True)))
+
+
+def prompt_from_meta(meta: dict[str, Any], where: str = "meta") -> str:
+    """The whole sections prompt of a wmstudio row (no budget): what tokenizers are trained on."""
+    from wmstudio.world.prompt import render
+
+    request = request_from_meta(meta, where)
+    return render(request.world, request.call, request.history, grounding=request.grounding).text
 
 
 def response_schema_for(row: CorpusRow) -> dict[str, Any] | None:
@@ -157,24 +193,6 @@ def response_schema_for(row: CorpusRow) -> dict[str, Any] | None:
         return world.tool(call.get("name", "")).response
     except KeyError:
         return None
-
-
-@dataclass
-class Batch:
-    """Packed sequences with a 4-D attention mask; the loss is read only at `loss_rows, loss_cols`."""
-
-    input_ids: torch.Tensor  # (B, T), masked tokens already replaced by the mask id (MDLM)
-    position_ids: torch.Tensor  # (B, T), each canvas restarts right after its prompt
-    attention_mask: torch.Tensor  # (B, 1, T, T) boolean, True = may attend
-    loss_rows: torch.Tensor  # (N,) batch row of each scored position
-    loss_cols: torch.Tensor  # (N,) column of each scored position
-    targets: torch.Tensor  # (N,) the true token at each scored position
-    weights: torch.Tensor  # (N,) per-position weight; the loss is sum(weight * cross-entropy)
-
-    @property
-    def tokens(self) -> int:
-        """Positions the model runs over, padding included (what throughput counts)."""
-        return self.input_ids.numel()
 
 
 def free_canvas(tokenizer, response_ids: list[int], rnd: random.Random) -> CanvasTarget:
@@ -190,11 +208,12 @@ def free_canvas(tokenizer, response_ids: list[int], rnd: random.Random) -> Canva
     return CanvasTarget(tokens=tokens, maskable=[True] * len(tokens), style="free")
 
 
-def skeleton_canvas(tokenizer, schema: dict[str, Any], response_text: str) -> CanvasTarget | None:
+def skeleton_canvas(tokenizer, schema: dict[str, Any], response_text: str):
     """The response laid out by the engine's `build_canvas` (skeleton mode, shaped like the value).
 
     Values fill their spans, right-padded; a string longer than its span keeps the tokens that fit
-    (a sampled value can be no longer either). None when the response is not JSON or misfits the schema."""
+    (a sampled value can be no longer either). Returns (target, canvas, parsed value), or None when the
+    response is not JSON or misfits the schema."""
     from wmstudio.model.canvas import build_canvas
 
     try:
@@ -205,234 +224,110 @@ def skeleton_canvas(tokenizer, schema: dict[str, Any], response_text: str) -> Ca
     tokens = canvas.fill(value) or canvas.fill(value, cut_strings=True)
     if tokens is None:
         return None
-    return CanvasTarget(tokens=tokens, maskable=[s >= 0 for s in canvas.span_of], style="skeleton")
+    scored = [False] * len(tokens)
+    for span in canvas.spans:
+        for position in range(span.start, span.end):
+            scored[position] = True
+            if tokens[position] == canvas.pad_id or (span.kind == "end" and tokens[position] == canvas.end_id):
+                break  # the first pad (or the end token) closes the span; the sampler settles the rest
+    return CanvasTarget(tokens=tokens, maskable=[s >= 0 for s in canvas.span_of], style="skeleton", scored=scored,
+                        spans=[(span.start, span.length) for span in canvas.spans]), canvas, value
 
 
-def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: int, seed: int = 0) -> ExampleSet:
-    """Tokenise rows for `arch`. MDLM: a skeleton canvas (when the tool has a response schema and the
-    response fits it) and a free canvas per row; AR: the response tokens and eos. The prompt is
-    `encode_prompt(..., max_positions - canvas length)`, the cut generation makes for that canvas."""
-    from wmstudio.model.tokenizer import encode_prompt, encode_text
+def copy_targets(canvas, value: Any, sources) -> CopyTargets | None:
+    """The copy head's inputs and targets for a skeleton canvas holding `value` (None: no span can copy)."""
+    from wmstudio.model.copy_head import copy_plan
 
-    rnd = random.Random(seed)
+    plan = copy_plan(canvas, sources)
+    if plan is None:
+        return None
+    hits = torch.zeros((len(plan.slots), 1 + plan.width), dtype=torch.bool)
+    for s, found in enumerate(plan.targets(value)):
+        if found:
+            hits[s, [1 + c for c in found]] = True
+        else:
+            hits[s, 0] = True
+    return CopyTargets(starts=[slot.span.start for slot in plan.slots], lengths=[slot.span.length for slot in plan.slots],
+                       span_keys=plan.span_keys, kinds=plan.kinds, features=plan.features.half(),
+                       cand_keys=plan.cand_keys, mask=plan.mask, hits=hits)
+
+
+def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: int, prompt_tokens: int = 768,
+                   seed: int = 0, copy: bool = True, workers: int = 1) -> ExampleSet:
+    """Tokenise rows for `arch`. MDLM: a skeleton canvas (when the tool has a response schema and the response
+    fits it, with copy targets when `copy`) and a free canvas per row; AR: the response tokens and eos.
+
+    The prompt of a wmstudio row is rendered within `prompt_budget` of the longest canvas, as generation does;
+    a public chat row's prompt is its text, cut at the start to fit. `workers` > 1 builds chunks of rows in
+    that many processes (rendering and copy plans take ~35 ms a row); every row draws its own randomness from
+    `seed` and its place, so the result does not depend on the split."""
+    if workers > 1 and len(rows) > CHUNK_ROWS:
+        return _build_in_processes(rows, tokenizer, arch, max_positions, prompt_tokens, seed, copy, workers)
+    from wmstudio.model.tokenizer import encode_prompt, encode_text, prompt_budget
+    from wmstudio.world.copy_sources import copy_sources
+    from wmstudio.world.prompt import render
+
     result = ExampleSet(examples=[])
     for row in rows:
+        rnd = random.Random(f"{seed}/{row.where}")
         response_ids = encode_text(tokenizer, row.response_text)
         example = TrainingExample(prompt_ids=[])
+        request = request_from_meta(row.meta, row.where) if row.meta else None
+        skeleton = None
         if arch == "ar":
             example.response_ids = response_ids + [tokenizer.eos_token_id]
             canvas_len = len(example.response_ids)
         else:
             schema = response_schema_for(row)
-            skeleton = skeleton_canvas(tokenizer, schema, row.response_text) if schema else None
-            if skeleton is not None:
+            laid = skeleton_canvas(tokenizer, schema, row.response_text) if schema else None
+            if laid is not None:
+                skeleton, canvas, value = laid
                 example.canvases += [skeleton] * SKELETON_COPIES  # each copy gets its own mask ratio and mask
                 result.skeleton_canvases += 1
             example.canvases.append(free_canvas(tokenizer, response_ids, rnd))
             result.free_canvases += 1
             canvas_len = max(len(c.tokens) for c in example.canvases)
-        if max_positions - canvas_len < MIN_PROMPT_TOKENS:
+        budget = prompt_budget(tokenizer, max_positions, canvas_len, prompt_tokens)
+        if budget.limit < MIN_PROMPT_TOKENS:
             result.skipped.append(f"{row.where}: a response of {len(response_ids)} tokens leaves no room for the prompt")
             continue
-        example.prompt_ids = encode_prompt(tokenizer, row.prompt_text, max_positions - canvas_len)
+        if request is None:
+            example.prompt_ids = encode_prompt(tokenizer, row.prompt_text, budget.limit + 2)
+        else:
+            rendered = render(request.world, request.call, request.history, budget, grounding=request.grounding)
+            example.prompt_ids = encode_prompt(tokenizer, rendered.text, budget.limit + 2)
+            if skeleton is not None and copy:
+                skeleton.copy = copy_targets(canvas, value, copy_sources(rendered.shown))
+                if skeleton.copy is not None:
+                    result.copy_spans += len(skeleton.copy.starts)
+                    result.copy_hits += int((~skeleton.copy.hits[:, 0]).sum())
         result.examples.append(example)
     return result
 
 
-# ----------------------------------------------------------------------------------------------------
-# Batches: prompt once, then one or more canvases that each see the whole prompt and only themselves.
+CHUNK_ROWS = 400
 
 
-def _attention_mask(layouts: list[tuple[int, list[int]]], length: int) -> torch.Tensor:
-    """Boolean (B,1,T,T) mask (True = may attend) for rows laid out as prompt + canvases, or prompt + response.
+def _build_in_processes(rows: list[CorpusRow], tokenizer, arch: str, max_positions: int, prompt_tokens: int,
+                        seed: int, copy: bool, workers: int) -> ExampleSet:
+    """build_examples over chunks of rows in `workers` fresh processes, merged in row order."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
-    Prompt rows are causal; each canvas attends to the whole prompt and to itself only (prefix-causal,
-    so several noisy canvases share one prompt pass); padding rows attend to themselves to stay finite.
-    Boolean, not additive: PyTorch's CPU attention runs about 2.5x faster with a boolean mask."""
-    allowed = torch.zeros(len(layouts), length, length, dtype=torch.bool)
-    causal = torch.ones(length, length, dtype=torch.bool).tril()
-    for row, (prompt_len, canvas_lengths) in enumerate(layouts):
-        allowed[row, :prompt_len, :prompt_len] = causal[:prompt_len, :prompt_len]
-        start = prompt_len
-        for canvas_len in canvas_lengths:
-            end = start + canvas_len
-            allowed[row, start:end, :prompt_len] = True
-            allowed[row, start:end, start:end] = True
-            start = end
-        pad = torch.arange(start, length)
-        allowed[row, pad, pad] = True
-    return allowed.unsqueeze(1)
+    chunks = [rows[i:i + CHUNK_ROWS] for i in range(0, len(rows), CHUNK_ROWS)]
+    merged = ExampleSet(examples=[])
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for blob in pool.map(_build_chunk, chunks, *[[value] * len(chunks) for value in
+                                                       (tokenizer, arch, max_positions, prompt_tokens, seed, copy)]):
+            part = pickle.loads(blob)
+            merged.examples += part.examples
+            merged.skipped += part.skipped
+            for name in ("skeleton_canvases", "free_canvases", "copy_spans", "copy_hits"):
+                setattr(merged, name, getattr(merged, name) + getattr(part, name))
+    return merged
 
 
-@dataclass
-class SplitBatch:
-    """MDLM examples as two passes: right-padded prompts (causal), then every canvas as its own row over
-    its prompt's cached keys/values. Same objective as a packed Batch, without attention over the
-    canvases' unused prompt x canvas and canvas x canvas blocks."""
-
-    prompts: torch.Tensor  # (B, P) right-padded prompt ids
-    prompt_lengths: torch.Tensor  # (B,)
-    canvases: torch.Tensor  # (R, C) right-padded noisy canvases, masked tokens already the mask id
-    owners: torch.Tensor  # (R,) the example (prompt row) of each canvas
-    canvas_lengths: torch.Tensor  # (R,)
-    loss_rows: torch.Tensor  # (N,) canvas row of each scored position
-    loss_cols: torch.Tensor  # (N,) column in that canvas
-    targets: torch.Tensor  # (N,)
-    weights: torch.Tensor  # (N,)
-
-    @property
-    def tokens(self) -> int:
-        """Positions the model runs over in both passes, padding included (what throughput counts)."""
-        return self.prompts.numel() + self.canvases.numel()
-
-
-def noise_canvas(canvas: CanvasTarget, mask_id: int, rng: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """(noisy tokens, masked positions, weight of each scored one): mask ratio t ~ U(0,1] drawn per canvas, each
-    maskable slot masked with probability t, weight 1 / (t * maskable count). Both batch layouts draw through
-    here in the same order, so one seed gives one noise."""
-    tokens = torch.tensor(canvas.tokens)
-    maskable = torch.tensor(canvas.maskable, dtype=torch.bool)
-    t = MIN_MASK_RATIO + (1 - MIN_MASK_RATIO) * torch.rand((), generator=rng).item()
-    masked = maskable & (torch.rand(len(tokens), generator=rng) < t)
-    weight = 1.0 / (t * max(int(maskable.sum()), 1))
-    return torch.where(masked, torch.full_like(tokens, mask_id), tokens), masked, weight
-
-
-def mdlm_split_batch(examples: list[TrainingExample], mask_id: int, pad_id: int, rng: torch.Generator) -> SplitBatch:
-    """Noise every canvas (as `mdlm_batch` does, same draws) and lay the batch out for the two-pass loss."""
-    prompt_len = max(len(ex.prompt_ids) for ex in examples)
-    pairs = [(row, canvas) for row, ex in enumerate(examples) for canvas in ex.canvases]
-    canvas_len = max(len(canvas.tokens) for _, canvas in pairs)
-    prompts = torch.full((len(examples), prompt_len), pad_id, dtype=torch.long)
-    for row, ex in enumerate(examples):
-        prompts[row, : len(ex.prompt_ids)] = torch.tensor(ex.prompt_ids)
-    canvases = torch.full((len(pairs), canvas_len), pad_id, dtype=torch.long)
-    rows, cols, targets, weights = [], [], [], []
-    for r, (_, canvas) in enumerate(pairs):
-        noisy, masked, weight = noise_canvas(canvas, mask_id, rng)
-        canvases[r, : len(noisy)] = noisy
-        where = masked.nonzero().flatten()
-        rows.append(torch.full_like(where, r))
-        cols.append(where)
-        targets.append(torch.tensor(canvas.tokens)[where])
-        weights.append(torch.full((len(where),), weight))
-    return SplitBatch(
-        prompts=prompts,
-        prompt_lengths=torch.tensor([len(ex.prompt_ids) for ex in examples]),
-        canvases=canvases,
-        owners=torch.tensor([row for row, _ in pairs]),
-        canvas_lengths=torch.tensor([len(canvas.tokens) for _, canvas in pairs]),
-        loss_rows=torch.cat(rows),
-        loss_cols=torch.cat(cols),
-        targets=torch.cat(targets),
-        weights=torch.cat(weights) / len(pairs),
-    )
-
-
-def mdlm_batch(
-    examples: list[TrainingExample], mask_id: int, pad_id: int, rng: torch.Generator
-) -> Batch:
-    """Noise every canvas of every example and pack them: mask ratio t ~ U(0,1] per canvas.
-
-    Only maskable positions (values in a skeleton, the whole text in a free canvas) are masked, and
-    only masked ones are scored, each with weight 1 / (t * maskable count): the MDLM/LLaDA estimator."""
-    length = max(len(ex.prompt_ids) + sum(len(c.tokens) for c in ex.canvases) for ex in examples)
-    input_ids = torch.full((len(examples), length), pad_id, dtype=torch.long)
-    position_ids = torch.zeros((len(examples), length), dtype=torch.long)
-    rows, cols, targets, weights, layouts = [], [], [], [], []
-    for row, ex in enumerate(examples):
-        prompt_len = len(ex.prompt_ids)
-        input_ids[row, :prompt_len] = torch.tensor(ex.prompt_ids)
-        position_ids[row, :prompt_len] = torch.arange(prompt_len)
-        start = prompt_len
-        for canvas in ex.canvases:
-            tokens = torch.tensor(canvas.tokens)
-            noisy, masked, weight = noise_canvas(canvas, mask_id, rng)
-            end = start + len(tokens)
-            input_ids[row, start:end] = noisy
-            position_ids[row, start:end] = torch.arange(prompt_len, prompt_len + len(tokens))
-            where = masked.nonzero().flatten()
-            rows.append(torch.full_like(where, row))
-            cols.append(where + start)
-            targets.append(tokens[where])
-            weights.append(torch.full((len(where),), weight))
-            start = end
-        position_ids[row, start:] = torch.arange(start, length) - start + prompt_len
-        layouts.append((prompt_len, [len(c.tokens) for c in ex.canvases]))
-    n_canvases = sum(len(ex.canvases) for ex in examples)
-    return Batch(
-        input_ids=input_ids,
-        position_ids=position_ids,
-        attention_mask=_attention_mask(layouts, length),
-        loss_rows=torch.cat(rows),
-        loss_cols=torch.cat(cols),
-        targets=torch.cat(targets),
-        weights=torch.cat(weights) / n_canvases,
-    )
-
-
-def ar_batch(examples: list[TrainingExample], pad_id: int) -> Batch:
-    """Pack prompt + response for next-token prediction; only response tokens (and eos) are scored.
-
-    Position i is scored against token i+1, so the scored columns are the ones just before each
-    response token; the weight is 1 / response length per example, averaged over the batch."""
-    length = max(len(ex.prompt_ids) + len(ex.response_ids) for ex in examples)
-    input_ids = torch.full((len(examples), length), pad_id, dtype=torch.long)
-    rows, cols, targets, weights, layouts = [], [], [], [], []
-    for row, ex in enumerate(examples):
-        sequence = ex.prompt_ids + ex.response_ids
-        input_ids[row, : len(sequence)] = torch.tensor(sequence)
-        first = len(ex.prompt_ids)
-        where = torch.arange(first - 1, len(sequence) - 1)
-        rows.append(torch.full_like(where, row))
-        cols.append(where)
-        targets.append(torch.tensor(ex.response_ids))
-        weights.append(torch.full((len(where),), 1.0 / len(where)))
-        layouts.append((len(sequence), []))
-    return Batch(
-        input_ids=input_ids,
-        position_ids=torch.arange(length).expand(len(examples), length).clone(),
-        attention_mask=_attention_mask(layouts, length),
-        loss_rows=torch.cat(rows),
-        loss_cols=torch.cat(cols),
-        targets=torch.cat(targets),
-        weights=torch.cat(weights) / len(examples),
-    )
-
-
-def make_batch(examples, arch: str, tokenizer_ids: dict[str, int], rng: torch.Generator,
-               split: bool = False) -> Batch | SplitBatch:
-    """The batch for `arch`: noised canvases (mdlm; `split` for the two-pass layout) or prompt + response (ar)."""
-    if arch == "mdlm":
-        build = mdlm_split_batch if split else mdlm_batch
-        return build(examples, tokenizer_ids["mask"], tokenizer_ids["pad"], rng)
-    return ar_batch(examples, tokenizer_ids["pad"])
-
-
-def plan_batches(examples: list[TrainingExample], arch: str, batch_tokens: int, seed: int) -> list[list[int]]:
-    """Group example indices of similar packed length into batches of about `batch_tokens` tokens.
-
-    Sorting by length inside shuffled chunks keeps padding low while every epoch still mixes worlds."""
-    rnd = random.Random(seed)
-    order = list(range(len(examples)))
-    rnd.shuffle(order)
-    size = (lambda ex: len(ex.prompt_ids) + sum(len(c.tokens) for c in ex.canvases)) if arch == "mdlm" else (
-        lambda ex: len(ex.prompt_ids) + len(ex.response_ids)
-    )
-    batches: list[list[int]] = []
-    for i in range(0, len(order), 256):
-        current: list[int] = []
-        longest = 0
-        for k in sorted(order[i : i + 256], key=lambda k: size(examples[k])):
-            n = size(examples[k])
-            if current and max(longest, n) * (len(current) + 1) > batch_tokens:
-                batches.append(current)
-                current, longest = [], 0
-            current.append(k)
-            longest = max(longest, n)
-        if current:
-            batches.append(current)
-    rnd.shuffle(batches)
-    return batches
-
-
+def _build_chunk(*args: Any) -> bytes:
+    """A worker's build_examples, pickled to plain bytes (torch would pass its tensors as file descriptors, and a
+    corpus's worth of them runs out of descriptors)."""
+    return pickle.dumps(build_examples(*args))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -19,18 +20,12 @@ from transformers.cache_utils import DynamicCache
 
 from wmstudio.model.architecture import MDLM, model_kind
 from wmstudio.model.backends import CanvasCache
+from wmstudio.model.copy_head import CopyHead
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.train.batches import Batch, SplitBatch, make_batch, plan_batches
 from wmstudio.train.config import TrainConfig
-from wmstudio.train.examples import (
-    SKELETON_COPIES,
-    Batch,
-    CorpusRow,
-    SplitBatch,
-    build_examples,
-    make_batch,
-    plan_batches,
-    read_corpus_split,
-)
+from wmstudio.train.examples import CorpusRow, build_examples, read_corpus_split
+from wmstudio.train.model_card import corpus_stats, write_model_card
 
 ARCHITECTURES = ("mdlm", "ar")
 TOKENIZER_PROMPTS = 1500  # prompts sampled for tokenizer training (all responses are used)
@@ -56,13 +51,23 @@ class TrainResult:
         return data
 
 
-def batch_loss(model, batch: Batch | SplitBatch) -> torch.Tensor:
-    """Weighted cross-entropy at the scored positions; the output head runs on those positions only.
+@dataclass
+class StepLoss:
+    """One batch's objective: the total to minimise, its denoising and copy parts, and how many of the
+    copy head's spans it got right (argmax on the right candidate, or on generate when none holds the value)."""
 
-    Skipping the vocabulary projection for prompt and unmasked positions is exact and saves most of
-    the head's cost, which on a small model is a large share of the whole step."""
+    total: torch.Tensor
+    denoise: float
+    copy: float | None = None
+    copy_spans: int = 0
+    copy_right: int = 0
+
+
+def batch_loss(model, batch: Batch | SplitBatch, head: CopyHead | None = None, copy_weight: float = 1.0) -> StepLoss:
+    """Weighted cross-entropy at the scored positions (the output head runs on those only: exact, and most of a
+    small model's step), plus the copy head's loss on the batch's wholly masked spans."""
     if isinstance(batch, SplitBatch):
-        return split_batch_loss(model, batch)
+        return split_batch_loss(model, batch, head, copy_weight)
     device = next(model.parameters()).device
     outputs = model.base_model(
         input_ids=batch.input_ids.to(device),
@@ -70,13 +75,11 @@ def batch_loss(model, batch: Batch | SplitBatch) -> torch.Tensor:
         attention_mask=batch.attention_mask.to(device),
         use_cache=False,
     )
-    hidden = outputs.last_hidden_state[batch.loss_rows.to(device), batch.loss_cols.to(device)]
-    logits = model.get_output_embeddings()(hidden).float()
-    losses = F.cross_entropy(logits, batch.targets.to(device), reduction="none")
-    return (losses * batch.weights.to(device)).sum()
+    loss = _denoise_loss(model, outputs.last_hidden_state, batch, device)
+    return StepLoss(loss, loss.item())
 
 
-def split_batch_loss(model, batch: SplitBatch) -> torch.Tensor:
+def split_batch_loss(model, batch: SplitBatch, head: CopyHead | None = None, copy_weight: float = 1.0) -> StepLoss:
     """The MDLM loss in two passes: the prompts once (causal), then every canvas over its prompt's keys/values.
 
     Exactly the packed loss (a prefix-causal prompt never sees a canvas), but attention costs prompt^2/2 +
@@ -97,8 +100,29 @@ def split_batch_loss(model, batch: SplitBatch) -> torch.Tensor:
     positions = own_prompt.view(-1, 1) + torch.arange(length, device=device).view(1, -1)
     outputs = base(input_ids=batch.canvases.to(device), cache=CanvasCache(layers, rows, length),
                    position_ids=positions, attention_mask=mask, use_cache=True)
-    hidden = outputs.last_hidden_state[batch.loss_rows.to(device), batch.loss_cols.to(device)]
-    logits = model.get_output_embeddings()(hidden).float()
+    hidden = outputs.last_hidden_state
+    denoise = _denoise_loss(model, hidden, batch, device)
+    if head is None or batch.copy is None:
+        return StepLoss(denoise, denoise.item())
+    copy = batch.copy
+    logits = head(hidden[copy.rows.to(device), copy.cols.to(device)], copy.span_keys.to(device),
+                  copy.kinds.to(device), copy.features.to(device), copy.cand_keys.to(device), copy.mask.to(device))
+    copy_loss, right = copy_objective(logits.float(), copy.hits.to(device))
+    return StepLoss(denoise + copy_weight * copy_loss, denoise.item(), copy_loss.item(), len(copy.rows), right)
+
+
+def copy_objective(logits: torch.Tensor, hits: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """(mean of -log p(any right choice), how many spans the argmax gets right): the pointer-generator's
+    marginal likelihood, where every candidate holding the true value counts as right."""
+    log_probs = torch.log_softmax(logits, dim=-1)
+    right = torch.logsumexp(log_probs.masked_fill(~hits, -math.inf), dim=-1)
+    chosen = hits.gather(1, logits.argmax(dim=-1, keepdim=True)).squeeze(1)
+    return -right.mean(), int(chosen.sum())
+
+
+def _denoise_loss(model, hidden: torch.Tensor, batch: Batch | SplitBatch, device) -> torch.Tensor:
+    scored = hidden[batch.loss_rows.to(device), batch.loss_cols.to(device)]
+    logits = model.get_output_embeddings()(scored).float()
     losses = F.cross_entropy(logits, batch.targets.to(device), reduction="none")
     return (losses * batch.weights.to(device)).sum()
 
@@ -165,17 +189,29 @@ def _special_ids(tokenizer) -> dict[str, int]:
 
 
 @torch.no_grad()
-def evaluate_loss(model, examples, arch, ids, batch_tokens, seed: int) -> float:
-    """Mean objective on held-out examples with fixed noise (same seed, same masks), for the loss curve."""
+def evaluate_loss(model, head: CopyHead | None, examples, arch, ids, batch_tokens, seed: int) -> dict[str, float]:
+    """Held-out objective with fixed noise (same seed, same masks), for the loss curve: the denoising loss and,
+    with a copy head, its loss and the share of wholly masked spans it fills right."""
     model.eval()
+    if head is not None:
+        head.eval()
     rng = torch.Generator().manual_seed(seed)
-    total, count = 0.0, 0
+    total, count, copy_total, spans, right = 0.0, 0, 0.0, 0, 0
     for indices in plan_batches(examples, arch, batch_tokens, seed):
         batch = make_batch([examples[i] for i in indices], arch, ids, rng, split=uses_split_batches(model, arch))
-        total += batch_loss(model, batch).item() * len(indices)
+        loss = batch_loss(model, batch, head)
+        total += loss.denoise * len(indices)
         count += len(indices)
+        if loss.copy is not None:
+            copy_total += loss.copy * loss.copy_spans
+            spans, right = spans + loss.copy_spans, right + loss.copy_right
     model.train()
-    return total / max(count, 1)
+    if head is not None:
+        head.train()
+    figures = {"eval_loss": round(total / max(count, 1), 4)}
+    if spans:
+        figures.update(eval_copy_loss=round(copy_total / spans, 4), eval_copy_accuracy=round(right / spans, 4))
+    return figures
 
 
 def _directory_bytes(folder: Path) -> int:
@@ -206,24 +242,30 @@ def train_world_model(
     model, tokenizer = prepare_model_and_tokenizer(config, train_rows)
     device = next(model.parameters()).device
     ids = _special_ids(tokenizer)
-    train = build_examples(train_rows, tokenizer, config.arch, config.max_positions, seed=config.seed)
-    held_out = build_examples(eval_rows, tokenizer, config.arch, config.max_positions, seed=config.seed + 1)
+    copy = config.copy_head and config.arch == MDLM and uses_split_batches(model, config.arch)
+    workers = max(1, min(config.threads or (os.cpu_count() or 1), os.cpu_count() or 1))
+    train = build_examples(train_rows, tokenizer, config.arch, config.max_positions, config.prompt_tokens,
+                           seed=config.seed, copy=copy, workers=workers)
+    held_out = build_examples(eval_rows, tokenizer, config.arch, config.max_positions, config.prompt_tokens,
+                              seed=config.seed + 1, copy=copy)
     if not train.examples:
         raise InvalidInput(Problem(str(config.corpus), "no usable training rows: " + "; ".join(train.skipped[:3])))
     say(f"{len(train.examples)} training examples ({len(train.skipped)} rows skipped), {len(held_out.examples)} "
-        f"held out; data ready in {time.perf_counter() - started:.0f}s")
-
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay,
+        f"held out; {train.copy_spans:,} copy spans ({train.copy_hits:,} with a candidate holding the value); "
+        f"data ready in {time.perf_counter() - started:.0f}s")
+    head = CopyHead(model.config.hidden_size).to(device) if copy else None
+    parameters = list(model.parameters()) + (list(head.parameters()) if head is not None else [])
+    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay,
                                   betas=(0.9, 0.98))
     budget = config.minutes * 60 if config.minutes > 0 else math.inf
     rng = torch.Generator().manual_seed(config.seed)
     curve: list[dict] = []
-    step, tokens_seen, epoch, smooth = 0, 0, 0, None
+    step, tokens_seen, epoch, smooth, copy_smooth = 0, 0, 0, None, None
     loop_start = time.perf_counter()
     last_eval = loop_start
     if held_out.examples:
-        first = evaluate_loss(model, held_out.examples, config.arch, ids, config.batch_tokens, config.seed)
-        curve.append({"step": 0, "seconds": 0.0, "eval_loss": round(first, 4)})
+        curve.append({"step": 0, "seconds": 0.0, **evaluate_loss(model, head, held_out.examples, config.arch, ids,
+                                                                   config.batch_tokens, config.seed)})
     model.train()
     split = uses_split_batches(model, config.arch)
     done = False
@@ -237,42 +279,49 @@ def train_world_model(
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, step, fraction)
             batch = make_batch([train.examples[i] for i in indices], config.arch, ids, rng, split=split)
-            loss = batch_loss(model, batch)
+            loss = batch_loss(model, batch, head, config.copy_weight)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            loss.total.backward()
+            torch.nn.utils.clip_grad_norm_(parameters, 1.0)
             optimizer.step()
             step += 1
             tokens_seen += batch.tokens
-            smooth = loss.item() if smooth is None else 0.95 * smooth + 0.05 * loss.item()
+            smooth = loss.denoise if smooth is None else 0.95 * smooth + 0.05 * loss.denoise
+            if loss.copy is not None:
+                copy_smooth = loss.copy if copy_smooth is None else 0.95 * copy_smooth + 0.05 * loss.copy
             if progress:
                 progress(min(999, int(1000 * fraction)), 1000)
             if step % 25 == 0:
                 seconds = time.perf_counter() - loop_start
                 point = {"step": step, "seconds": round(seconds, 1), "train_loss": round(smooth, 4)}
+                if copy_smooth is not None:
+                    point["train_copy_loss"] = round(copy_smooth, 4)
                 if held_out.examples and time.perf_counter() - last_eval >= config.eval_every_s:
-                    point["eval_loss"] = round(evaluate_loss(
-                        model, held_out.examples, config.arch, ids, config.batch_tokens, config.seed), 4)
+                    point.update(evaluate_loss(model, head, held_out.examples, config.arch, ids, config.batch_tokens,
+                                               config.seed))
                     last_eval = time.perf_counter()
                 curve.append(point)
-                say(f"step {step} epoch {epoch} loss {smooth:.3f} lr {optimizer.param_groups[0]['lr']:.2e} "
-                    f"{tokens_seen / seconds:,.0f} tok/s {seconds:.0f}s"
-                    + (f" eval {point['eval_loss']:.3f}" if "eval_loss" in point else ""))
+                say(f"step {step} epoch {epoch} loss {smooth:.3f}"
+                    + (f" copy {copy_smooth:.3f}" if copy_smooth is not None else "")
+                    + f" lr {optimizer.param_groups[0]['lr']:.2e} {tokens_seen / seconds:,.0f} tok/s {seconds:.0f}s"
+                    + "".join(f" {k} {v}" for k, v in point.items() if k.startswith("eval")))
         epoch += 1
     seconds = time.perf_counter() - loop_start
     final = {"step": step, "seconds": round(seconds, 1)}
     if smooth is not None:
         final["train_loss"] = round(smooth, 4)
     if held_out.examples:
-        final["eval_loss"] = round(
-            evaluate_loss(model, held_out.examples, config.arch, ids, config.batch_tokens, config.seed), 4)
+        final.update(evaluate_loss(model, head, held_out.examples, config.arch, ids, config.batch_tokens, config.seed))
     curve.append(final)
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     model.eval()
+    model.config.wmstudio = {**model.config.wmstudio, "prompt_tokens": config.prompt_tokens}
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
+    if head is not None:
+        head.save(out)
     result = TrainResult(
         out=out,
         arch=config.arch,
@@ -280,7 +329,7 @@ def train_world_model(
         seconds=round(time.perf_counter() - started, 1),
         tokens_seen=tokens_seen,
         examples=len(train.examples),
-        parameters=sum(p.numel() for p in model.parameters()),
+        parameters=sum(p.numel() for p in parameters),
         checkpoint_bytes=_directory_bytes(out),
         loss_curve=curve,
     )
@@ -290,116 +339,3 @@ def train_world_model(
     write_model_card(out)
     say(f"saved {out} ({result.parameters:,} parameters, {result.checkpoint_bytes:,} bytes) after {step} steps")
     return result
-
-
-def corpus_stats(corpus: Path) -> dict:
-    """The corpus's own stats file when `wmstudio corpus` wrote one, else row counts per split."""
-    corpus = Path(corpus)
-    for name in ("stats.json", "corpus.json"):
-        if (corpus / name).exists():
-            try:
-                return json.loads((corpus / name).read_text(encoding="utf-8"))
-            except json.JSONDecodeError:
-                break
-    counts = {}
-    for split in ("train", "eval", "test"):
-        path = corpus / f"{split}.jsonl"
-        if path.exists():
-            with path.open(encoding="utf-8") as handle:
-                counts[split] = sum(1 for line in handle if line.strip())
-    return {"rows": counts}
-
-
-def write_model_card(folder: Path) -> Path:
-    """(Re)write `README.md` from `training.json` and, once evaluated, `quality.json` in the model folder.
-
-    The card states the data, the objective, the size, the training time, the loss curve and the
-    measured quality, so a shipped model always says what it is and how good it is."""
-    folder = Path(folder)
-    training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
-    quality_path = folder / "quality.json"
-    quality = json.loads(quality_path.read_text(encoding="utf-8")) if quality_path.exists() else None
-    config = training["config"]
-    arch = training["arch"]
-    curve = training.get("loss_curve", [])
-    evals = [p for p in curve if "eval_loss" in p]
-    trains = [p for p in curve if "train_loss" in p]
-    objective = (
-        "masked diffusion (MDLM): per canvas a mask ratio t ~ U(0,1] over the response positions that may be "
-        "masked, cross-entropy on the masked positions weighted by 1/t and normalised by the canvas length; "
-        "prefix-causal attention (prompt causal, canvas sees prompt and canvas); per row "
-        f"{SKELETON_COPIES} independently noised skeleton-style canvases (keys and punctuation as anchors, values "
-        "right-padded to their span budgets, arrays of objects in item slots closed by an end token where the "
-        "true array ends) and one free-style canvas (the whole text, right-padded to any standard size that "
-        "holds it); the prompt is encoded once and every canvas attends to its keys/values (two-pass loss, "
-        "exactly the packed objective)"
-        if arch == "mdlm"
-        else "autoregressive next-token cross-entropy on the response tokens (and eos) given the prompt"
-    )
-    name = folder.name
-    lines = [
-        "---",
-        "library_name: transformers",
-        "license: apache-2.0",
-        "tags: [wmstudio, world-model, " + ("masked-diffusion" if arch == "mdlm" else "autoregressive") + "]",
-        "---",
-        "",
-        f"# {name}",
-        "",
-        ("The embedded default world model of wmstudio: a small transformers-native Llama used as a prefix-causal "
-         "masked denoiser that fills a tool response canvas around pinned anchors."
-         if arch == "mdlm" else
-         "The autoregressive baseline of wmstudio: the same size, the same rows, left-to-right decoding."),
-        f"It loads with `AutoModelForCausalLM.from_pretrained(\"{folder.as_posix()}\")` (no custom code); "
-        "`config.json` carries a `wmstudio` marker with its kind and special token ids.",
-        "",
-        "## Data",
-        f"- corpus: `{config['corpus']}` ({_corpus_summary(training.get('corpus', {}))}), simulated worlds of "
-        "`wmstudio corpus`; training split only, the eval split for the loss curve, the test split for quality",
-        f"- {training['examples']:,} training examples; prompts rendered with `render_prompt` and encoded with "
-        "`encode_prompt` exactly as at generation time",
-        f"- tokenizer: byte-level BPE trained on the corpus, vocabulary {config['vocab_size']:,} (+ specials)",
-        "",
-        "## Objective",
-        objective + ".",
-        "",
-        "## Size",
-        f"- {training['parameters']:,} parameters; {config['layers']} layers, width {config['hidden']}, "
-        f"{config['heads']} heads, FFN {config['ffn']}, context {config['max_positions']}, tied embeddings",
-        f"- weights: {training['checkpoint_bytes']:,} bytes (fp32 safetensors)",
-        "",
-        "## Training",
-        f"- {training['steps']:,} optimizer steps, {training['tokens_seen']:,} tokens, {training['seconds'] / 60:.1f} "
-        f"minutes in all on `{training.get('device', 'cpu')}` (seed {config['seed']}, AdamW, peak lr "
-        f"{config['learning_rate']}, cosine decay, ~{config['batch_tokens']:,} tokens per batch)",
-    ]
-    if trains:
-        lines.append(f"- train loss (smoothed): {trains[0]['train_loss']:.3f} at step {trains[0]['step']} -> "
-                     f"{min(p['train_loss'] for p in trains):.3f} best -> {trains[-1]['train_loss']:.3f} at the end")
-    if evals:
-        lines.append(f"- held-out loss: {evals[0]['eval_loss']:.3f} before training -> {evals[-1]['eval_loss']:.3f} "
-                     f"after ({len(evals)} evaluations; full curve in `training.json`)")
-    lines += ["", "## Measured quality", ""]
-    lines += _quality_lines(quality) if quality else ["Not evaluated yet: run `wmstudio eval-wm`."]
-    (folder / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return folder / "README.md"
-
-
-def _corpus_summary(stats: dict) -> str:
-    rows, seed, splits = stats.get("rows"), stats.get("seed"), stats.get("splits")
-    if isinstance(rows, int) and seed is not None:
-        made = f"made with `wmstudio corpus --rows {rows} --seed {seed}`"
-        return made + (f": {', '.join(f'{k} {v:,}' for k, v in splits.items())} rows" if isinstance(splits, dict) else "")
-    if isinstance(rows, dict):
-        return ", ".join(f"{split} {count:,}" for split, count in rows.items()) + " rows"
-    return "stats unknown"
-
-
-def _quality_lines(quality: dict) -> list[str]:
-    """The evaluation's table as markdown lines (written by `wmstudio.train.evaluation`)."""
-    lines = [quality.get("summary", "")] if quality.get("summary") else []
-    table = quality.get("table") or []
-    if table:
-        lines += ["", "| measure | value | target |", "|---|---|---|"]
-        lines += [f"| {row['measure']} | {row['value']} | {row.get('target', '')} |" for row in table]
-    return lines

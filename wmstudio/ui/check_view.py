@@ -34,6 +34,7 @@ REPORT_CSS = """
 .wm-verdict.bad { color: #991b1b; }
 .wm-metrics { margin: 8px 0; font-size: 0.9em; }
 .wm-metrics b { margin-right: 14px; }
+.wm-repair, .wm-cut { font-size: 0.85em; color: var(--body-text-color-subdued); margin-top: 4px; }
 """
 
 
@@ -87,6 +88,14 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
     passed = sum(s.checks.ok for s in generation.samples)
     lines = [f"<b>{passed}/{len(generation.samples)} pass every check</b>",
              f"<b>{generation.elapsed_ms:.0f} ms</b>"]
+    for k, sample in enumerate(generation.samples):
+        for number, repair in enumerate(sample.repairs, start=1):
+            lines.append(f'<div class="wm-repair">🔧 {label} {k + 1}, repair round {number}: remasked '
+                         f'{html.escape(", ".join(repair.remasked))}; {sum(repair.passed)} of '
+                         f"{len(repair.candidates)} candidates pass every check</div>")
+    if generation.prompt_cut:
+        lines.append(f'<div class="wm-cut">The prompt left out, to fit the model\'s budget: '
+                     f"{html.escape('; '.join(generation.prompt_cut))}</div>")
     if len(generation.samples) > 1:
         texts = [s.response for s in generation.samples]
         lines += [f"<b>Self-BLEU {self_bleu(texts):.3f}</b>", f"<b>Distinct-1 {distinct_n(texts, 1):.3f}</b>",

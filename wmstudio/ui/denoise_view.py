@@ -38,9 +38,11 @@ CANVAS_CSS = """
 .wm-tokens b.e.c0 { background: rgba(34, 197, 94, 0.1); } .wm-tokens b.e.c1 { background: rgba(34, 197, 94, 0.2); }
 .wm-tokens b.e.c2 { background: rgba(34, 197, 94, 0.3); } .wm-tokens b.e.c3 { background: rgba(34, 197, 94, 0.42); }
 .wm-tokens b.e.c4, .wm-legend b.e { background: rgba(34, 197, 94, 0.55); }
+.wm-tokens b.k, .wm-legend b.k { box-shadow: inset 0 -3px 0 #7c3aed; }
 """
 LEGEND = ('<div class="wm-legend"><span><i></i> masked</span><span><u>anchor</u></span>'
           '<span><b class="n">new this step</b></span><span><b class="e">earlier</b></span>'
+          '<span><b class="e k">copied from the prompt</b></span>'
           '<span>darker = more confident · ␣ = padding (dropped)</span></div>')
 
 
@@ -84,7 +86,7 @@ def _tokens_html(canvas: Canvas, tokens: Sequence[int], committed: dict[int, Com
             parts.append("<i></i>")
             masked += 1
             continue
-        category = "n" if made.step == shown else "e"
+        category = ("n" if made.step == shown else "e") + (" k" if made.copied else "")
         shade = min(SHADES - 1, max(0, int(made.confidence * SHADES)))
         if token == canvas.pad_id:
             parts.append(f'<b class="{category} c{shade} p">␣</b>')

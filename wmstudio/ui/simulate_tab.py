@@ -226,9 +226,11 @@ def finished_view(simulation: Simulation) -> tuple:
     if warnings:
         warnings = "\n\nThe call breaks its parameter schema (simulated as written):" + warnings
     passed = sum(s.checks.ok for s in generation.samples)
+    copied = sum(len(f.copied[0]) for f in simulation.frames if f.copied)
+    copies = f" {copied} token(s) of sample 1 copied whole from the prompt (underlined purple)." if copied else ""
     status = (f"Done: {frames} step(s), {len(simulation.canvas)}-token canvas ({generation.mode}), "
               f"{len(generation.samples)} sample(s), {passed} pass every check, {generation.elapsed_ms:.0f} ms."
-              f"{warnings}")
+              f"{copies}{warnings}")
     samples = [(f"Sample {k + 1}", k) for k in range(len(generation.samples))]
     return (
         status,
@@ -332,6 +334,8 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         with gr.Row():
             free = gr.Checkbox(False, label="Free mode (ignore the response schema)")
             free_length = gr.Number(64, label="Free length (tokens)", precision=0, minimum=1)
+            repair = gr.Checkbox(False, label="Repair with the rules (remask what a failed check reads)",
+                                 elem_id="simulate-repair")
     with gr.Row():
         run = gr.Button("Run", variant="primary", elem_id="simulate-run")
         stop = gr.Button("Stop")
@@ -356,7 +360,7 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
 
     sampler_inputs = {"steps": steps, "strategy": strategy, "threshold": threshold, "block": block,
                       "temperature": temperature, "repetition_penalty": repetition_penalty, "samples": samples,
-                      "seed": seed, "free": free, "free_length": free_length}
+                      "seed": seed, "free": free, "free_length": free_length, "repair": repair}
     request = [world, tool, arguments, free_anchors, *(sampler_inputs[name] for name in SETTING_NAMES),
                *anchor_inputs]
     refresh.click(partial(refresh_worlds, ctx), world, world, api_name="simulate_worlds")

@@ -16,7 +16,9 @@ import gradio as gr
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import get_world, list_worlds, save_world_version, world_versions
 from wmstudio.studio.context import StudioContext
+from wmstudio.studio.rollouts import saved_responses
 from wmstudio.ui.messages import failure_markdown
+from wmstudio.world.schema_inference import infer_schema
 from wmstudio.world.sims import SIMULATORS
 from wmstudio.world.spec import (
     WorldSpec,
@@ -184,6 +186,43 @@ def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[st
     return json.dumps(merged, indent=2, ensure_ascii=False), status
 
 
+def infer_response_schema(tools_text: str, tool_name: str, examples: list) -> tuple[str, str]:
+    """Put a response schema inferred from `examples` on tool `tool_name` in the tools editor (to edit, then save)."""
+    tools = parse_json_text(tools_text, "tools") if (tools_text or "").strip() else []
+    if not isinstance(tools, list):
+        raise InvalidInput(Problem("tools", "the tools editor must hold a JSON list of tools"))
+    names = []
+    for entry in tools:
+        function = entry.get("function", entry) if isinstance(entry, dict) else {}
+        names.append(function.get("name"))
+        if function.get("name") == (tool_name or "").strip():
+            function["response"] = infer_schema(examples)
+            return (json.dumps(tools, indent=2, ensure_ascii=False),
+                    f"🧩 Inferred a response schema for `{tool_name}` from {len(examples)} example(s): check it in "
+                    "the tools editor, edit what the examples could not show (enums, optional fields), then save.")
+    known = ", ".join(str(n) for n in names if n) or "none"
+    raise InvalidInput(Problem("tool", f"no tool {tool_name!r} in the tools editor: pick one of {known}"))
+
+
+def infer_from_example(tools_text: str, tool_name: str, example_text: str) -> tuple[Any, str]:
+    try:
+        example = parse_json_text(example_text or "", "example response")
+        return infer_response_schema(tools_text, tool_name, example if isinstance(example, list) else [example])
+    except InvalidInput as err:
+        return gr.update(), failure_markdown(err, "infer the schema", KEPT)
+
+
+def infer_from_saved(ctx: StudioContext, tools_text: str, tool_name: str, world_name: str) -> tuple[Any, str]:
+    try:
+        examples = saved_responses(ctx.store, (world_name or "").strip(), (tool_name or "").strip())
+        if not examples:
+            raise InvalidInput(Problem("tool", f"no saved JSON responses of {tool_name!r} in world "
+                                               f"{world_name!r}: paste an example response instead"))
+        return infer_response_schema(tools_text, tool_name, examples)
+    except InvalidInput as err:
+        return gr.update(), failure_markdown(err, "infer the schema", KEPT)
+
+
 def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     """Lay out the World tab inside the current Blocks context and wire its events."""
     with gr.Row():
@@ -207,6 +246,14 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         upload = gr.File(label="Tool file (JSON, JSON Lines, YAML)", type="filepath")
         fmt = gr.Dropdown(list(FORMATS), value="auto", label="Format")
         import_button = gr.Button("Import tools")
+    with gr.Accordion("Infer a tool's response schema (gives it a skeleton canvas)", open=False):
+        with gr.Row():
+            infer_tool = gr.Textbox(label="Tool name", scale=1, elem_id="world-infer-tool")
+            example = gr.Code(label="An example response (JSON; a list of examples works too)", language="json",
+                              lines=4, elem_id="world-infer-example")
+        with gr.Row():
+            infer_example = gr.Button("Infer from the example", elem_id="world-infer-button")
+            infer_saved = gr.Button("Infer from this world's saved responses")
     with gr.Row():
         validate_button = gr.Button("Validate")
         save_button = gr.Button("Save new version", variant="primary", elem_id="world-save")
@@ -224,6 +271,9 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     save_button.click(lambda *f: save_version(ctx, *f), fields, [status, picker, version], api_name="save_world")
     download.click(world_file_for_download, fields, download, api_name="download_world")
     import_button.click(import_tools_into, [upload, fmt, tools], [tools, status], api_name="import_tools")
+    infer_example.click(infer_from_example, [tools, infer_tool, example], [tools, status], api_name="infer_schema")
+    infer_saved.click(lambda t, n, w: infer_from_saved(ctx, t, n, w), [tools, infer_tool, name], [tools, status],
+                      api_name="infer_schema_saved")
 
     def open_first() -> tuple:
         names = world_names(ctx)

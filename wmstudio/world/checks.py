@@ -158,3 +158,16 @@ def _error_order(error: Any) -> tuple[str, str]:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def argument_problems(tool: Tool, call: Call) -> list[str]:
+    """Where the call's arguments break the tool's parameter schema (`arguments.amount_cents: ...`).
+
+    Not an error: agents do send bad calls, and how the world answers them is worth simulating."""
+    try:
+        validator = validator_for(tool.parameters)(tool.parameters)
+        errors = sorted(validator.iter_errors(call.arguments), key=lambda e: list(map(str, e.absolute_path)))
+    except Exception:  # noqa: BLE001 - a schema jsonschema cannot apply was reported when the world was saved
+        return []
+    return [f"arguments{'.' + format_path(list(e.absolute_path)) if e.absolute_path else ''}: {e.message}"
+            for e in errors]

@@ -1,40 +1,40 @@
 """The world-model prompt: a world, the earlier turns and the agent's call rendered as text (DESIGN.md §4).
 
-One renderer for training rows, the samplers and the UI, so a model always sees the format it was trained on.
+One renderer for training rows, generation, the chat export and the UI, so a model always sees what it was
+trained on. The sections follow the public format; what goes in them is chosen for a small model that must read
+it (call-local), within a budget counted in the model's own tokens:
 
-Format (no public copy of the Patronus corpus was found, so this follows the description in DESIGN.md §4):
-
-    ## ENVIRONMENT STATE        initial state e0: compact JSON, or the text as given
-    ## TASK CONTEXT             the task; in the `sections` format also `State:` (earlier turns) and `Action:`
-    ## TOOL SCHEMAS             one compact JSON object per line: name, description, parameters[, response]
+    ## ENVIRONMENT STATE        the active tool call, whether its arguments fit the tool's parameters, and the
+                                state, call-local: records sharing a value with the call or the turns shown, the
+                                rest counted (`"… 212 more"`); for a world with a simulator, the state *now*, after
+                                the earlier turns (replayed from e0: retrieval, never the outcome of this call)
+    ## TASK CONTEXT             the task, then the earlier turns (newest kept first; a line counts those cut)
+    ## TOOL SCHEMAS             the called tool in full (name, description, parameters, response); the others by
+                                name, with their descriptions when there is room
     ## DOMAIN RULES             "- <rule text>" per rule (the CEL checks are for the checker, not the model)
-    ## COMPUTED QUERY STATE     only when a deterministic part of the answer is known (`computed_state`)
+    ## COMPUTED QUERY STATE     only when a caller gives one
     ## STEERING DIRECTIVES      "- <directive>" per directive
-    PREDICTION TARGET: ...      one line naming the tool whose JSON response is to be predicted
+    PREDICTION TARGET: ...      the tool whose JSON response is to be predicted
 
-Sections are separated by one blank line; an empty list reads `None.`. With `grounding=False` the grounding
-notes (DOMAIN RULES, COMPUTED QUERY STATE, STEERING DIRECTIVES) are left out, as in ~20% of the paper's rows.
-The turn text is `State:` followed by one block per earlier turn (`Turn 1 action: {...}` / `Turn 1 response: ...`),
-or `State: start of the episode (no earlier actions)`, then a blank line and `Action: <call as compact JSON>`.
-In a chat row (`{"messages": [system, user, assistant]}`) the system turn holds the sections (TASK CONTEXT with
-the task only) and the target line, the user turn the turn text, the assistant turn the tool's response.
+`grounding=False` leaves out DOMAIN RULES, COMPUTED QUERY STATE and STEERING DIRECTIVES (~20% of the paper's rows).
+In a chat row the system turn holds the sections (TASK CONTEXT with the task only) and the user turn
+`State: <earlier turns>\\n\\nAction: <call>`, the paper's user turn.
 
-`max_chars` bounds the prompt (system + user text for a chat row). When the prompt without history is already
-over it, the tools other than the called one shrink to `{"name", "description"}` lines first (the called tool
-keeps its full schema). Then the earliest turns are dropped whole and
-replaced by one marker line `[... 1,234 characters of earlier history omitted ...]`, where the number counts
-the characters of the turn text that were cut (turn separators included); the task, the newest turns, the tool
-schemas and the call are kept. When even the newest turn does not fit, only the end of the turn text is kept.
-The non-history parts are never cut: when they alone exceed `max_chars` the prompt is still rendered whole
-(with the history replaced by the marker), so the result can then be longer than `max_chars`.
-"""
+Budget: the call, its validation, the target line and the called tool are always shown (the tool compacted,
+descriptions dropped, when it alone is over budget); then, while they fit: directives, the computed query state,
+the newest turn, the state, the other turns (newest first, up to 85% of the budget), the rules, the task, the other tools' names, their descriptions. What did not
+fit is listed in `RenderedPrompt.cut`, which the CLI prints on stderr and the studio in its report."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.call_local import call_local, drop_last_record, needles_of
+from wmstudio.world.checks import argument_problems
 from wmstudio.world.history import HistoryStep, compact_json, response_text
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
@@ -50,71 +50,195 @@ SECTION_HEADERS = (
 TARGET_PREFIX = "PREDICTION TARGET:"
 NO_HISTORY = "start of the episode (no earlier actions)"
 NO_TASK = "No task description given."
-PROMPT_MAX_CHARS = 3000  # the budget world-model prompts are rendered with, in training and in generation
+TURNS_SHARE = 0.85  # earlier turns stop being added once the prompt reaches this share of its budget
+PROMPT_MAX_CHARS = 3000  # the character budget of exported chat rows (a model's budget is in its own tokens)
 
 
-def render_prompt(
+@dataclass(frozen=True)
+class PromptBudget:
+    """How long a prompt may be: `limit` in the unit `measure` counts (characters by default, a model's tokens
+    when a model renders it)."""
+
+    limit: int
+    measure: Callable[[str], int] = len
+
+    def __post_init__(self) -> None:
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
+            raise InvalidInput(Problem("max_chars", f"must be a positive whole number, got {self.limit!r}"))
+
+
+@dataclass
+class Shown:
+    """What the prompt shows of each source, as values: what a copy mechanism can point into."""
+
+    call: Call
+    state: Any = None  # the call-local state shown (None: none)
+    query: Any = None  # the computed query state shown
+    turns: list[tuple[int, HistoryStep]] = field(default_factory=list)  # (turn number from 1, step), oldest first
+    directives: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RenderedPrompt:
+    """A rendered prompt: the sections text a model reads, the same as a chat row, what it shows, what it cut."""
+
+    text: str
+    system: str
+    user: str
+    shown: Shown
+    cut: list[str] = field(default_factory=list)
+
+    def chat(self, response: Any = None) -> dict[str, list[dict[str, str]]]:
+        """`{"messages": [system, user(, assistant)]}`; `response` (text or JSON) becomes the assistant turn."""
+        messages = [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
+        if response is not None:
+            messages.append({"role": "assistant", "content": response_text(response)})
+        return {"messages": messages}
+
+
+@dataclass
+class _Parts:
+    """The pieces a prompt is composed of; the budget decides which optional ones are in."""
+
+    call: Call
+    validation: str
+    target: str
+    called: str
+    state: str | None = None
+    turns: list[str] = field(default_factory=list)  # rendered turn blocks, oldest first
+    turns_cut: int = 0
+    task: str | None = None
+    other_tools: str | None = None
+    rules: str | None = None
+    query: str | None = None
+    directives: str | None = None
+
+    def sections(self, chat: bool) -> tuple[str, str]:
+        """(sections text, user turn). Sections carry the turns unless `chat` (then the user turn does)."""
+        environment = [SECTION_HEADERS[0], f"Active tool call: {compact_json(self.call.to_json())}", self.validation]
+        if self.state is not None:
+            environment.append(self.state)
+        history = self._history()
+        context = [SECTION_HEADERS[1], self.task if self.task is not None else NO_TASK]
+        if not chat:
+            context += ["", history]
+        tools = [SECTION_HEADERS[2], self.called] + ([self.other_tools] if self.other_tools else [])
+        blocks = ["\n".join(environment), "\n".join(context), "\n".join(tools)]
+        for header, body in ((SECTION_HEADERS[3], self.rules), (SECTION_HEADERS[4], self.query),
+                             (SECTION_HEADERS[5], self.directives)):
+            if body is not None:
+                blocks.append(f"{header}\n{body}")
+        blocks.append(self.target)
+        user = f"State: {history}\n\nAction: {compact_json(self.call.to_json())}"
+        return "\n\n".join(blocks), user
+
+    def _history(self) -> str:
+        if not self.turns and not self.turns_cut:
+            return f"History: {NO_HISTORY}"
+        head = "History:" if not self.turns_cut else f"History ({self.turns_cut} earlier turn(s) not shown):"
+        return "\n".join([head, *self.turns])
+
+
+def render(
     world: WorldSpec,
     call: Call,
     history: Sequence[HistoryStep] = (),
-    max_chars: int | None = None,
+    budget: PromptBudget | None = None,
     grounding: bool = True,
     computed_state: Any = None,
-) -> str:
-    """The plain `sections` prompt for predicting the response to `call` after `history`.
+    chat: bool = False,
+) -> RenderedPrompt:
+    """Render the prompt for predicting the response to `call` after `history`, within `budget` (None: all of it).
 
-    InvalidInput names a bad `max_chars`."""
-    the_call, steps = call, list(history)
-    _check_budget(max_chars)
-    head = _sections_before_task(world)
-    task = world.task.strip() or NO_TASK
+    `chat` budgets the chat row (system + user turn) instead of the sections text."""
+    steps = list(history)
+    tool = _find_tool(world, call.name)
+    now = current_state(world, steps)
+    if computed_state is None:
+        computed_state = query_state(world, now if now is not None else world.initial_state, call)
+    parts = _Parts(call=call, validation=_validation(tool, call), target=target_line(world, call),
+                   called=tool_schema_line(tool) if tool is not None else "(the called tool is not in this world)")
+    shown = Shown(call=call)
+    cut: list[str] = []
 
-    def compose(history_text: str | None, focus: bool) -> str:
-        context = f"{SECTION_HEADERS[1]}\n{task}\n\n{render_turns(history_text, the_call)}"
-        return "\n\n".join([*head, context, *_sections_after_task(world, the_call, grounding, computed_state, focus)])
+    def size() -> int:
+        text, user = parts.sections(chat)
+        return budget.measure(f"{text}\n\n{user}" if chat else text)
 
-    focus = max_chars is not None and len(compose("", False)) > max_chars
-    return compose(_fit_history(steps, max_chars, lambda: len(compose("", focus))), focus)
+    def fits() -> bool:
+        return budget is None or size() <= budget.limit
+
+    if not fits() and tool is not None:
+        parts.called = tool_schema_line(tool, compact=True)
+        cut.append("descriptions inside the called tool's schema")
+    if grounding and world.directives:
+        parts.directives = _bullets(world.directives)
+        shown.directives = list(world.directives)
+        if not fits():
+            parts.directives, shown.directives = None, []
+            cut.append("the steering directives")
+    if grounding and computed_state is not None:
+        parts.query = computed_state if isinstance(computed_state, str) else compact_json(computed_state)
+        shown.query = computed_state
+        if not fits():
+            parts.query, shown.query = None, None
+            cut.append("the computed query state")
+    blocks = turn_blocks(steps)
+
+    def add_turns(limit: int | None, at_most: int) -> None:
+        """Add earlier turns, newest first, while the prompt stays within `limit` (and `at_most` of them)."""
+        for index in range(len(steps) - len(parts.turns) - 1, -1, -1):
+            if len(parts.turns) >= at_most:
+                break
+            parts.turns.insert(0, blocks[index])
+            if not fits() or (limit is not None and size() > limit):
+                parts.turns.pop(0)
+                break
+            shown.turns.insert(0, (index + 1, steps[index]))
+        parts.turns_cut = len(steps) - len(parts.turns)
+
+    add_turns(None, 1)  # the last turn first: it is what the call most often follows up on
+    _fit_state(world, call, [step for _, step in shown.turns], now, parts, shown, cut, fits)
+    add_turns(None if budget is None else int(TURNS_SHARE * budget.limit), len(steps))
+    if parts.turns_cut:
+        cut.append(f"{parts.turns_cut} earlier turn(s) of {len(steps)}")
+    for name, text in (("the domain rules", _bullets(r.text for r in world.rules) if grounding else None),
+                       ("the task", world.task.strip() or NO_TASK)):
+        if text is None:
+            continue
+        setattr(parts, "rules" if name == "the domain rules" else "task", text)
+        if not fits():
+            setattr(parts, "rules" if name == "the domain rules" else "task", None)
+            cut.append(name)
+    others = [t for t in world.tools if t is not tool]
+    if others:
+        parts.other_tools = "Other tools: " + ", ".join(t.name for t in others)
+        if not fits():
+            parts.other_tools = None
+            cut.append("the other tools' names")
+        else:
+            names = parts.other_tools
+            parts.other_tools = "\n".join(tool_summary_line(t) for t in others)
+            if not fits():
+                parts.other_tools = names
+                cut.append("the other tools' descriptions")
+    text, user = parts.sections(chat=False)
+    system, _ = parts.sections(chat=True)
+    return RenderedPrompt(text=text, system=system, user=user, shown=shown, cut=cut)
 
 
-def render_chat(
-    world: WorldSpec,
-    call: Call,
-    history: Sequence[HistoryStep] = (),
-    max_chars: int | None = None,
-    response: Any = None,
-    grounding: bool = True,
-    computed_state: Any = None,
-) -> dict[str, list[dict[str, str]]]:
-    """One chat row `{"messages": [system, user(, assistant)]}`: the sections as system, `State/Action` as user.
-
-    `response` (text, or a JSON value written as compact JSON) becomes the assistant turn when given;
-    `max_chars` bounds the system + user text."""
-    the_call, steps = call, list(history)
-    _check_budget(max_chars)
-    context = f"{SECTION_HEADERS[1]}\n{world.task.strip() or NO_TASK}"
-
-    def compose(focus: bool) -> str:
-        after = _sections_after_task(world, the_call, grounding, computed_state, focus)
-        return "\n\n".join([*_sections_before_task(world), context, *after])
-
-    system = compose(False)
-    if max_chars is not None and len(system) + len(render_turns("", the_call)) > max_chars:
-        system = compose(True)
-    history_text = _fit_history(steps, max_chars, lambda: len(system) + len(render_turns("", the_call)))
-    messages = [
-        {"role": "system", "content": system},
-        {"role": "user", "content": render_turns(history_text, the_call)},
-    ]
-    if response is not None:
-        messages.append({"role": "assistant", "content": response_text(response)})
-    return {"messages": messages}
+def render_prompt(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
+                  grounding: bool = True, computed_state: Any = None) -> str:
+    """The plain sections prompt, within `max_chars` characters when given."""
+    budget = PromptBudget(max_chars) if max_chars is not None else None
+    return render(world, call, history, budget, grounding, computed_state).text
 
 
-def render_turns(history_text: str | None, call: Call) -> str:
-    """The turn text `State: <earlier turns>\\n\\nAction: <call>`; None or no history reads as the episode start."""
-    state = f"State:\n{history_text}" if history_text is not None else f"State: {NO_HISTORY}"
-    return f"{state}\n\nAction: {compact_json(call.to_json())}"
+def render_chat(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
+                response: Any = None, grounding: bool = True, computed_state: Any = None) -> dict[str, list[dict]]:
+    """One chat row `{"messages": [system, user(, assistant)]}` within `max_chars` (system + user) when given."""
+    budget = PromptBudget(max_chars) if max_chars is not None else None
+    return render(world, call, history, budget, grounding, computed_state, chat=True).chat(response)
 
 
 def turn_blocks(steps: Sequence[HistoryStep]) -> list[str]:
@@ -125,36 +249,21 @@ def turn_blocks(steps: Sequence[HistoryStep]) -> list[str]:
     ]
 
 
-def omitted_marker(count: int) -> str:
-    """The line that stands for `count` characters cut from the middle of a long history."""
-    return f"[... {count:,} characters of earlier history omitted ...]"
-
-
-def middle_truncate(blocks: list[str], budget: int) -> str:
-    """Join turn blocks with newlines within `budget` characters: drop the earliest whole turns for one marker line.
-
-    When not even the newest turn fits, keep the end of the text; when nothing fits, only the marker."""
-    full = "\n".join(blocks)
-    if len(full) <= budget:
-        return full
-    kept_len = len(full)  # length of "\n".join(blocks[start:]), updated as the earliest turns are dropped
-    for start in range(1, len(blocks)):
-        kept_len -= len(blocks[start - 1]) + 1
-        marker = omitted_marker(len(full) - kept_len)
-        if len(marker) + 1 + kept_len <= budget:
-            return f"{marker}\n{full[len(full) - kept_len:]}"
-    room = budget - len(omitted_marker(len(full))) - 1
-    if room <= 0:
-        return omitted_marker(len(full))
-    return f"{omitted_marker(len(full) - room)}\n{full[-room:]}"
-
-
-def tool_schema_line(tool: Tool) -> str:
-    """A tool as one compact JSON line: name, description, parameters and the response schema when known."""
-    entry: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
-    if tool.response is not None:
-        entry["response"] = tool.response
+def tool_schema_line(tool: Tool, compact: bool = False) -> str:
+    """A tool as one compact JSON line: name, description, parameters and the response schema when known;
+    `compact` drops every description inside the schemas (what a small budget keeps)."""
+    parameters, response = tool.parameters, tool.response
+    if compact:
+        parameters, response = _without_descriptions(parameters), _without_descriptions(response)
+    entry: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": parameters}
+    if response is not None:
+        entry["response"] = response
     return compact_json(entry)
+
+
+def tool_summary_line(tool: Tool) -> str:
+    """Another tool as one short line: its name and description."""
+    return f"- {tool.name}: {' '.join(tool.description.split()) or '(no description)'}"
 
 
 def target_line(world: WorldSpec, call: Call) -> str:
@@ -169,45 +278,121 @@ def target_line(world: WorldSpec, call: Call) -> str:
     return f"{TARGET_PREFIX} the JSON response of tool `{tool.name}` to the Action{shape}; write only that JSON."
 
 
-def _sections_before_task(world: WorldSpec) -> list[str]:
+def current_state(world: WorldSpec, history: Sequence[HistoryStep]) -> Any:
+    """The state after `history`, replayed by the world's simulator from its initial state; None when there is
+    no history, the world has no simulator, or its state has another shape (then e0 is what there is)."""
+    from wmstudio.world.sims import SIMULATORS
+
+    simulator = SIMULATORS.get(world.simulator or "")
+    if not history or simulator is None or not isinstance(world.initial_state, dict):
+        return None
     state = world.initial_state
-    return [f"{SECTION_HEADERS[0]}\n{state if isinstance(state, str) else compact_json(state)}"]
+    try:
+        for step in history:
+            state, _ = simulator.step(state, step.call)
+    except InvalidInput:
+        return None
+    return state
 
 
-def tool_summary_line(tool: Tool) -> str:
-    """A tool as one short JSON line (name and description): how other tools read when the prompt must shrink."""
-    return compact_json({"name": tool.name, "description": tool.description})
+def query_state(world: WorldSpec, state: Any, call: Call) -> Any:
+    """The world's simulator's retrieval for `call` over `state` (records a listing pages through), or None."""
+    from wmstudio.world.sims import SIMULATORS
+
+    simulator = SIMULATORS.get(world.simulator or "")
+    return simulator.query_state(state, call) if simulator is not None and isinstance(state, dict) else None
 
 
-def _sections_after_task(world: WorldSpec, call: Call, grounding: bool, computed_state: Any,
-                         focus: bool = False) -> list[str]:
-    called = _find_tool(world, call.name)
-    lines = (tool_schema_line(t) if not focus or t is called else tool_summary_line(t) for t in world.tools)
-    tools = "\n".join(lines) or "None."
-    sections = [f"{SECTION_HEADERS[2]}\n{tools}"]
-    if grounding:
-        sections.append(f"{SECTION_HEADERS[3]}\n{_bullets(rule.text for rule in world.rules)}")
-        if computed_state is not None:
-            text = computed_state if isinstance(computed_state, str) else compact_json(computed_state)
-            sections.append(f"{SECTION_HEADERS[4]}\n{text}")
-        sections.append(f"{SECTION_HEADERS[5]}\n{_bullets(world.directives)}")
-    sections.append(target_line(world, call))
-    return sections
+def _fit_state(world: WorldSpec, call: Call, shown_steps: list[HistoryStep], now: Any,
+               parts: _Parts, shown: Shown, cut: list[str], fits: Callable[[], bool]) -> None:
+    """The call-local state, or with needles from the call alone, or a cut text, whichever fits first."""
+    state = world.initial_state
+    label = "State (now, after the earlier turns):" if now is not None else "State:"
+    state = now if now is not None else state
+    if state is None or state == "" or state == {}:
+        return
+    if isinstance(state, str):
+        parts.state = f"{label} {state}"
+        shown.state = state
+        if not fits():
+            parts.state, shown.state = None, None
+            cut.append("the environment state (text)")
+        return
+    call_needles = needles_of(call.arguments)
+    history_needles = set().union(*(needles_of(step.to_json(), strict=True) for step in shown_steps)) \
+        if shown_steps else set()
+    for needles, note in ((call_needles | history_needles, None),
+                          (call_needles, "state records matched only by earlier turns")):
+        local, omitted = call_local(state, needles)
+        parts.state, shown.state = f"{label} {compact_json(local)}", local
+        if fits():
+            break
+    else:
+        dropped = _fewest_drops(local, lambda trial: _try_state(parts, label, trial, fits))
+        if dropped is None:
+            parts.state, shown.state = None, None
+            cut.append("the environment state")
+            return
+        for _ in range(dropped):  # the records matched last go first
+            drop_last_record(local)
+        parts.state, shown.state = f"{label} {compact_json(local)}", local
+        omitted += dropped
+        note = "state records that did not fit"
+    if omitted:
+        cut.append(f"{omitted} state record(s) not shown")
+    if note:
+        cut.append(note)
+
+
+def _try_state(parts: _Parts, label: str, state: Any, fits: Callable[[], bool]) -> bool:
+    parts.state = f"{label} {compact_json(state)}"
+    return fits()
+
+
+def _fewest_drops(state: Any, fits_with: Callable[[Any], bool]) -> int | None:
+    """The fewest records to cut (last matched first) for `fits_with(state)` to hold: a binary search, since
+    each try renders and measures the whole prompt; None when even cutting every record is not enough."""
+    def cut(count: int) -> Any:
+        trial = copy.deepcopy(state)
+        for _ in range(count):
+            if not drop_last_record(trial):
+                break
+        return trial
+
+    most, trial = 0, copy.deepcopy(state)
+    while drop_last_record(trial):
+        most += 1
+    if not fits_with(trial):
+        return None
+    low, high = 0, most  # fits with `high` records cut
+    while low < high:
+        middle = (low + high) // 2
+        if fits_with(cut(middle)):
+            high = middle
+        else:
+            low = middle + 1
+    return high
+
+
+def _validation(tool: Tool | None, call: Call) -> str:
+    if tool is None:
+        return f"Validation: invalid (no tool named {call.name!r})"
+    problems = argument_problems(tool, call)
+    return "Validation: valid" if not problems else "Validation: invalid (" + "; ".join(problems) + ")"
+
+
+def _without_descriptions(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _without_descriptions(v) for k, v in schema.items()
+                if not (k == "description" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [_without_descriptions(v) for v in schema]
+    return schema
 
 
 def _bullets(lines: Any) -> str:
     text = "\n".join(f"- {' '.join(line.split())}" for line in lines)
     return text or "None."
-
-
-def _fit_history(steps: list[HistoryStep], max_chars: int | None, overhead: Any) -> str | None:
-    """History text within what `max_chars` leaves after the rest (`overhead()`, computed only when needed)."""
-    if not steps:
-        return None
-    blocks = turn_blocks(steps)
-    if max_chars is None:
-        return "\n".join(blocks)
-    return middle_truncate(blocks, max_chars - overhead())
 
 
 def _find_tool(world: WorldSpec, name: str) -> Tool | None:
@@ -216,7 +401,3 @@ def _find_tool(world: WorldSpec, name: str) -> Tool | None:
     except KeyError:
         return None
 
-
-def _check_budget(max_chars: int | None) -> None:
-    if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1):
-        raise InvalidInput(Problem("max_chars", f"must be a positive whole number of characters, got {max_chars!r}"))

@@ -167,6 +167,12 @@ class AirlineSimulator(Simulator):
 
     # --- tools ---------------------------------------------------------------------------------------------
 
+    def lookup(self, state: JSON, tool: str, args: JSON) -> JSON | None:
+        if tool != "search_flights" or _date(args["date"]) is None:
+            return None
+        found = _flights_matching(state, args["origin"], args["destination"], _date(args["date"]).isoformat())
+        return {"flights_matching": len(found), "flights_on_first_page": found[:DEFAULT_PAGE_SIZE]}
+
     def do_search_flights(self, state: JSON, args: JSON, steer: Steering) -> Reply:
         fare, date = args.get("fare", "basic"), args["date"]
         if args["origin"].upper() == args["destination"].upper():
@@ -176,9 +182,7 @@ class AirlineSimulator(Simulator):
             return fail("INVALID_ARGUMENT", f"Date '{date}' is not YYYY-MM-DD.")
         if parsed < dt.date.fromisoformat(state["today"]):
             return fail("DATE_IN_PAST", f"{date} is in the past; search from {state['today']} on.")
-        found = [f for f in state["flights"] if f["origin"] == args["origin"].upper()
-                 and f["destination"] == args["destination"].upper() and f["date"] == parsed.isoformat()]
-        found.sort(key=lambda f: f["departs"])
+        found = _flights_matching(state, args["origin"], args["destination"], parsed.isoformat())
         if steer.empty_result:
             found = []
         shown = found[: steer.page_size or DEFAULT_PAGE_SIZE]
@@ -344,3 +348,10 @@ def _booking(state: JSON, ref: str) -> JSON | None:
 
 def _no_booking(ref: str) -> Reply:
     return fail("BOOKING_NOT_FOUND", f"No booking {ref}.", booking_id=ref)
+
+
+def _flights_matching(state: JSON, origin: str, destination: str, date: str) -> list[JSON]:
+    """The flights on a route and date, earliest first (what a search pages through)."""
+    found = [f for f in state["flights"]
+             if f["origin"] == origin.upper() and f["destination"] == destination.upper() and f["date"] == date]
+    return sorted(found, key=lambda f: f["departs"])

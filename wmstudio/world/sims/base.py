@@ -213,6 +213,19 @@ class Simulator:
         """A world-specific mistake: an unknown id or a call the policy forbids."""
         raise NotImplementedError
 
+    def query_state(self, state: JSON, call: Call) -> JSON | None:
+        """What a retrieval query over `state` says about `call` (the records a listing or search pages through,
+        and how many match), never its outcome; None for calls that are not listings or whose arguments do not
+        read. Shown to the world model as its COMPUTED QUERY STATE."""
+        try:
+            return self.lookup(state, call.name, call.arguments) if isinstance(call.arguments, dict) else None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            return None
+
+    def lookup(self, state: JSON, tool: str, args: JSON) -> JSON | None:
+        """A subclass's retrieval for its listing tools (see query_state)."""
+        return None
+
     def check_auth(self, state: JSON, call: Call) -> Reply | None:
         """An auth error reply when the world requires credentials and the call lacks valid ones."""
         return None

@@ -160,6 +160,20 @@ class FilesystemSimulator(Simulator):
 
     # --- tools ---------------------------------------------------------------------------------------------
 
+    def lookup(self, state: JSON, tool: str, args: JSON) -> JSON | None:
+        if tool not in ("ls", "find"):
+            return None
+        path = _resolve(state, args.get("path", "."))
+        if path not in state["dirs"]:
+            return {"path": path, "is_dir": False, "exists": _exists(state, path)}
+        if tool == "ls":
+            names = _children(state, path)
+            return {"path": path, "is_dir": True, "children_count": len(names), "first_children":
+                    [{"path": c, "type": "dir" if c in state["dirs"] else "file",
+                      "size": DIR_SIZE if c in state["dirs"] else len(state["files"][c])} for c in names[:DEFAULT_LIMIT]]}
+        found = _found(state, path, args["name"])
+        return {"path": path, "is_dir": True, "matches_count": len(found), "first_matches": found[:DEFAULT_LIMIT]}
+
     def do_ls(self, state: JSON, args: JSON, steer: Steering) -> Reply:
         path = _resolve(state, args.get("path", "."))
         if (problem := _need_dir(state, path, "ls")) is not None:
@@ -249,9 +263,7 @@ class FilesystemSimulator(Simulator):
         path = _resolve(state, args["path"])
         if (problem := _need_dir(state, path, "find")) is not None:
             return problem
-        prefix = "/" if path == "/" else path + "/"
-        found = sorted(p for p in [*state["dirs"], *state["files"]]
-                       if p.startswith(prefix) and p != path and fnmatch.fnmatchcase(posixpath.basename(p), args["name"]))
+        found = _found(state, path, args["name"])
         if steer.empty_result:
             found = []
         limit = steer.page_size or DEFAULT_LIMIT
@@ -350,3 +362,10 @@ def _maybe_relative(path: str, home: str, rng: random.Random) -> str:
     if path.startswith(home + "/") and rng.random() < 0.4:
         return path[len(home) + 1:]
     return path
+
+
+def _found(state: JSON, path: str, pattern: str) -> list[str]:
+    """Paths under directory `path` whose name matches the glob `pattern`, sorted (what find reports)."""
+    prefix = "/" if path == "/" else path + "/"
+    return sorted(p for p in [*state["dirs"], *state["files"]]
+                  if p.startswith(prefix) and p != path and fnmatch.fnmatchcase(posixpath.basename(p), pattern))

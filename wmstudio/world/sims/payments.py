@@ -247,8 +247,14 @@ class PaymentsSimulator(Simulator):
                       "amount_refunded_cents": refunded, "total_refunded_cents": charge["refunded_cents"],
                       "charge_amount_cents": charge["amount_cents"]}, message=message, status=status)
 
+    def lookup(self, state: JSON, tool: str, args: JSON) -> JSON | None:
+        if tool != "list_charges":
+            return None
+        matching = _charges_matching(state, args)
+        return {"charges_matching": len(matching), "charges_on_first_page": matching[:DEFAULT_PAGE_SIZE]}
+
     def do_list_charges(self, state: JSON, args: JSON, steer: Steering) -> Reply:
-        matching = [c for c in state["charges"] if args.get("customer_id") in (None, c["customer_id"])]
+        matching = _charges_matching(state, args)
         if steer.empty_result:
             matching = []
         shown = matching[: steer.page_size or DEFAULT_PAGE_SIZE]
@@ -351,3 +357,8 @@ def _parse(stamp: str) -> dt.datetime:
 def _live_token(state: JSON) -> str | None:
     live = [s["token"] for s in state["sessions"] if s["expires_at"] > state["now"]]
     return live[-1] if live else None
+
+
+def _charges_matching(state: JSON, args: JSON) -> list[JSON]:
+    """The charges a listing with these arguments pages through, newest first as the state keeps them."""
+    return [c for c in state["charges"] if args.get("customer_id") in (None, c["customer_id"])]

@@ -138,6 +138,18 @@ class RecordsSimulator(Simulator):
 
     # --- tools ---------------------------------------------------------------------------------------------
 
+    def lookup(self, state: JSON, tool: str, args: JSON) -> JSON | None:
+        if tool != "search_records":
+            return None
+        size = args.get("page_size", DEFAULT_PAGE_SIZE)
+        offset = (args.get("page", 1) - 1) * size
+        if "page_token" in args:
+            offset = _read_token(args["page_token"], _fingerprint(args))
+            if offset is None:
+                return {"page_token": "does not decode for this search"}
+        matching = _records_matching(state, args)
+        return {"records_matching": len(matching), "offset": offset, "records_on_page": matching[offset: offset + size]}
+
     def do_search_records(self, state: JSON, args: JSON, steer: Steering) -> Reply:
         if "page" in args and "page_token" in args:
             return fail("INVALID_ARGUMENT", "Give page or page_token, not both.")
@@ -148,10 +160,7 @@ class RecordsSimulator(Simulator):
             offset = _read_token(args["page_token"], fingerprint)
             if offset is None:
                 return fail("INVALID_PAGE_TOKEN", "The page token is malformed or belongs to a different search.")
-        needle = args.get("name_contains", "").lower()
-        matching = [r for r in state["records"]
-                    if all(args.get(key) in (None, r[key]) for key in ("city", "plan", "account_status"))
-                    and needle in r["name"].lower()]
+        matching = _records_matching(state, args)
         if steer.empty_result:
             matching = []
         shown = matching[offset: offset + size]
@@ -255,3 +264,11 @@ def _read_token(token: str, fingerprint: str) -> int | None:
     except (ValueError, UnicodeDecodeError):
         return None
     return int(offset) if offset.isdigit() and owner == fingerprint else None
+
+
+def _records_matching(state: JSON, args: JSON) -> list[JSON]:
+    """The accounts a search with these filters pages through, in id order."""
+    needle = args.get("name_contains", "").lower()
+    return [r for r in state["records"]
+            if all(args.get(key) in (None, r[key]) for key in ("city", "plan", "account_status"))
+            and needle in r["name"].lower()]

@@ -189,9 +189,16 @@ class RetailSimulator(Simulator):
             "refunded_cents": order["refunded_cents"], "items": order["items"],
         }, message=f"Order {order['id']} is {order['status']}; total {money(order['total_cents'])}.")
 
+    def lookup(self, state: JSON, tool: str, args: JSON) -> JSON | None:
+        if tool != "list_orders":
+            return None
+        matching, page = _orders_matching(state, args), args.get("page", 1)
+        return {"orders_matching": len(matching), "page": page,
+                "orders_on_page": matching[(page - 1) * DEFAULT_PAGE_SIZE: page * DEFAULT_PAGE_SIZE]}
+
     def do_list_orders(self, state: JSON, args: JSON, steer: Steering) -> Reply:
         page, size = args.get("page", 1), steer.page_size or DEFAULT_PAGE_SIZE
-        matching = [o for o in state["orders"] if args.get("status") in (None, o["status"])]
+        matching = _orders_matching(state, args)
         if steer.empty_result:
             matching = []
         shown = matching[(page - 1) * size: page * size]
@@ -305,3 +312,8 @@ def _find(state: JSON, order_id: str) -> JSON | None:
 
 def _not_found(order_id: str) -> Reply:
     return fail("ORDER_NOT_FOUND", f"No order {order_id} for this customer.", order_id=order_id)
+
+
+def _orders_matching(state: JSON, args: JSON) -> list[JSON]:
+    """The orders a listing with these arguments pages through, in the state's (newest first) order."""
+    return [o for o in state["orders"] if args.get("status") in (None, o["status"])]

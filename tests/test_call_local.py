@@ -1,0 +1,42 @@
+"""Call-local states: the records that share a value with the call stay, the rest are counted, and the largest
+collection gives up records first when a budget needs it."""
+
+from __future__ import annotations
+
+from wmstudio.world.call_local import call_local, drop_last_record, needles_of, touches
+
+ORDERS = {"today": "2025-03-01", "customer": {"id": "CUS-1", "name": "Ada"},
+          "orders": [{"id": f"ORD-{i}", "status": "delivered" if i % 2 else "pending", "total_cents": 1000 + i,
+                      "items": [{"sku": f"SKU-{i}", "qty": 1}]} for i in range(1, 11)]}
+
+
+def test_needles_are_the_calls_strings_and_large_numbers_and_strict_keeps_ids():
+    assert needles_of({"order_id": "ORD-3", "amount_cents": 500, "page": 2, "note": "x"}) == {"ORD-3", 500}
+    assert needles_of({"status": "delivered", "id": "ORD-3", "path": "/tmp"}, strict=True) == {"ORD-3", "/tmp"}
+    assert touches({"a": [{"b": "ORD-3"}]}, {"ORD-3"}) and not touches({"a": 3}, {"ORD-3"})
+    assert touches({"path": "/home/sam/docs/todo.md"}, {"/home/sam/docs"})  # paths meet at a `/` boundary
+
+
+def test_only_records_sharing_a_value_stay_and_their_small_parts_stay_whole():
+    local, omitted = call_local(ORDERS, {"ORD-3"})
+    assert local["today"] == "2025-03-01" and local["customer"] == ORDERS["customer"]
+    assert local["orders"] == [ORDERS["orders"][2], "… 9 more"] and omitted == 9
+    by_status, _ = call_local(ORDERS, {"pending"})
+    assert [o["id"] for o in by_status["orders"][:-1]] == ["ORD-2", "ORD-4", "ORD-6", "ORD-8", "ORD-10"]
+
+
+def test_maps_keyed_by_id_are_collections_too():
+    state = {"users": {f"user_{i}": {"name": f"U{i}", "orders": [f"#W{i}"]} for i in range(5)}}
+    local, omitted = call_local(state, {"#W3"})
+    assert local == {"users": {"user_3": {"name": "U3", "orders": ["#W3"]}, "…": "4 more"}} and omitted == 4
+
+
+def test_the_largest_collection_drops_its_last_record_first_and_counts_it():
+    local, _ = call_local(ORDERS, {"delivered"})
+    assert len(local["orders"]) == 6  # five delivered orders and the count
+    assert drop_last_record(local)
+    assert [o["id"] for o in local["orders"][:-1]] == ["ORD-1", "ORD-3", "ORD-5", "ORD-7"]
+    assert local["orders"][-1] == "… 6 more"
+    while drop_last_record(local):
+        pass
+    assert local["orders"] == ["… 10 more"]

@@ -1,0 +1,145 @@
+"""The copy head: what a prompt offers to copy, how a pair is scored, what it learns, and how sampling uses it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from wmstudio.model.architecture import new_model
+from wmstudio.model.backends import PrefixCausalBackend
+from wmstudio.model.canvas import build_canvas, skeleton_target
+from wmstudio.model.copy_head import (
+    FEATURES,
+    CopyHead,
+    copy_plan,
+    copyable_spans,
+    key_words,
+    load_copy_head,
+    pair_features,
+    value_tokens,
+)
+from wmstudio.model.generation import generate
+from wmstudio.world.copy_sources import copy_sources
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.prompt import render
+from wmstudio.world.sims import get_simulator
+from wmstudio.world.spec import Call
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def retail():
+    simulator = get_simulator("retail")
+    world = simulator.world()
+    order = next(o for o in world.initial_state["orders"] if o["status"] == "delivered")
+    call = Call("get_order", {"order_id": order["id"]})
+    _, truth = simulator.step(world.initial_state, call)
+    return world, call, truth, order
+
+
+def test_the_prompt_offers_its_values_with_paths_sources_and_the_calls_record(retail):
+    world, call, _, order = retail
+    history = [HistoryStep(Call("list_orders", {}), {"orders": [{"order_id": order["id"]}], "status": "ok"})]
+    shown = render(world.with_directives(["inject_error: TIMEOUT"]) if hasattr(world, "with_directives") else world,
+                   call, history).shown
+    sources = copy_sources(shown)
+    first = sources[0]
+    assert (first.value, first.path, first.source) == (order["id"], ("arguments", "order_id"), "call")
+    in_state = [s for s in sources if s.source == "state" and s.value == order["total_cents"]]
+    assert in_state and all(s.call_record for s in in_state)  # the order the call names
+    turn = next(s for s in sources if s.source == "turn_response" and s.value == order["id"])
+    assert turn.turns_back == 1 and turn.path == ("response", "orders", 0, "order_id")
+    assert not any(isinstance(s.value, bool) for s in sources)
+
+
+def test_key_agreement_is_what_a_pair_scores_first(retail):
+    world, call, _, _ = retail
+    canvas = build_canvas(world.tool("get_order").response and _tokenizer(), world.tool("get_order").response)
+    slot = next(s for s in copyable_spans(canvas) if s.key == "order_id")
+    sources = copy_sources(render(world, call).shown)
+    call_source = next(s for s in sources if s.source == "call")
+    features = pair_features(slot, call_source)
+    assert len(features) == FEATURES and features[0] == 1.0  # order_id == order_id
+    other = next(s for s in sources if s.source == "state" and s.key == "placed_on")
+    assert pair_features(slot, other)[0] == 0.0
+    assert key_words("orderStatus") == ["order", "status"] and key_words("orders") == ["order"]
+
+
+def test_a_plan_offers_only_values_that_fit_each_span_and_marks_the_true_ones(retail):
+    world, call, truth, order = retail
+    tokenizer = _tokenizer()
+    canvas, _ = skeleton_target(tokenizer, world.tool("get_order").response, truth)
+    plan = copy_plan(canvas, copy_sources(render(world, call).shown))
+    by_key = {slot.key: s for s, slot in enumerate(plan.slots)}
+    assert "status" not in by_key  # the outcome is the model's to decide, never copied
+    total = by_key["total_cents"]
+    offered = [plan.sources[i].value for i in plan.candidates[total]]
+    assert order["total_cents"] in offered and all(isinstance(v, int) for v in offered)
+    hits = plan.targets(truth)
+    assert any(plan.sources[plan.candidates[by_key["order_id"]][c]].source == "call" for c in hits[by_key["order_id"]])
+    empty = json.loads(json.dumps(truth))
+    empty["order_id"] = ""
+    assert plan.targets(empty)[by_key["order_id"]] == []  # an empty value is generated, not copied
+    slot = plan.slots[total]
+    assert value_tokens(canvas, slot.span, "ORD-1") is None and value_tokens(canvas, slot.span, 10**40) is None
+
+
+def test_the_head_scores_every_candidate_or_generate_and_saves_beside_the_weights(tmp_path):
+    head = CopyHead(hidden=16)
+    n, c = 3, 5
+    mask = torch.tensor([[True] * 5, [True, True, False, False, False], [False] * 5])
+    logits = head(torch.randn(n, 16), torch.randint(0, 50, (n, 6)), torch.eye(4)[:n], torch.rand(n, c, FEATURES),
+                  torch.randint(0, 50, (n, c, 6)), mask)
+    assert logits.shape == (n, 1 + c) and torch.isinf(logits[1, 3:]).all() and torch.isfinite(logits[:, 0]).all()
+    head.save(tmp_path)
+    loaded = load_copy_head(tmp_path)
+    for name, value in head.state_dict().items():
+        assert torch.equal(value, loaded.state_dict()[name]), name
+    assert load_copy_head(tmp_path / "elsewhere") is None
+
+
+def test_sampling_fills_a_span_whole_with_the_value_the_head_prefers(retail):
+    world, call, _, order = retail
+    tokenizer = _tokenizer()
+    torch.manual_seed(0)
+    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
+    backend = PrefixCausalBackend(model, tokenizer, "tiny", tokenizer.mask_token_id, tokenizer.pad_token_id, 4096)
+    backend.copy_head = rigged_head(32)  # prefers a candidate whose key equals the span's
+    backend.prompt_tokens = 2048  # this small tokenizer spends many tokens on the whole order
+    generation = generate(backend, world, call)
+    response = json.loads(generation.samples[0].response)
+    assert response["order_id"] == order["id"] and response["total_cents"] == order["total_cents"]
+    copied = [p for frame in generation.frames for p in frame.copied[0]]
+    order_span = next(s for s in generation.canvas.spans if s.path == "order_id")
+    assert set(range(order_span.start, order_span.end)) <= set(copied)
+    assert all(commit.copied for commit in generation.trace() if commit.position in range(order_span.start,
+                                                                                           order_span.end))
+
+
+def rigged_head(hidden: int) -> CopyHead:
+    """A head that copies whenever a candidate's key equals the span's (feature 0), else generates."""
+    head = CopyHead(hidden)
+    with torch.no_grad():
+        for parameter in head.parameters():
+            parameter.zero_()
+        head.pair.weight[0, 0] = 4.0
+        head.score[1].weight[0, 0] = 4.0
+        head.score[3].weight[0, 0] = 4.0
+        head.gate[2].bias.fill_(2.0)
+    return head
+
+
+_TOKENIZER = []
+
+
+def _tokenizer():
+    """One tokenizer for the module, trained on the demo worlds' text (module-level: skeletons need one)."""
+    if not _TOKENIZER:
+        from wmstudio.model.tokenizer import train_tokenizer
+        from wmstudio.store.seeding import demo_worlds
+
+        _TOKENIZER.append(train_tokenizer([w.dumps() for w in demo_worlds()] * 2, vocab_size=1500))
+    return _TOKENIZER[0]

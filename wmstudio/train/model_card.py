@@ -1,0 +1,124 @@
+"""The model card of a trained world model: data, objective, size, training time, loss curve, measured quality.
+
+Written from `training.json` (and `quality.json` once evaluated) beside the weights, so a shipped model always
+says what it is and how good it is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from wmstudio.train.examples import SKELETON_COPIES
+
+
+def corpus_stats(corpus: Path) -> dict:
+    """The corpus's own stats file when `wmstudio corpus` wrote one, else row counts per split."""
+    corpus = Path(corpus)
+    for name in ("stats.json", "corpus.json"):
+        if (corpus / name).exists():
+            try:
+                return json.loads((corpus / name).read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                break
+    counts = {}
+    for split in ("train", "eval", "test"):
+        path = corpus / f"{split}.jsonl"
+        if path.exists():
+            with path.open(encoding="utf-8") as handle:
+                counts[split] = sum(1 for line in handle if line.strip())
+    return {"rows": counts}
+
+
+def write_model_card(folder: Path) -> Path:
+    """(Re)write `README.md` from `training.json` and, once evaluated, `quality.json` in the model folder.
+
+    The card states the data, the objective, the size, the training time, the loss curve and the
+    measured quality, so a shipped model always says what it is and how good it is."""
+    folder = Path(folder)
+    training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+    quality_path = folder / "quality.json"
+    quality = json.loads(quality_path.read_text(encoding="utf-8")) if quality_path.exists() else None
+    config = training["config"]
+    arch = training["arch"]
+    curve = training.get("loss_curve", [])
+    evals = [p for p in curve if "eval_loss" in p]
+    trains = [p for p in curve if "train_loss" in p]
+    objective = (
+        "masked diffusion (MDLM): per canvas a mask ratio t ~ U(0,1] over the response positions that may be "
+        "masked, cross-entropy on the masked positions weighted by 1/t and normalised by the canvas length; "
+        "prefix-causal attention (prompt causal, canvas sees prompt and canvas); per row "
+        f"{SKELETON_COPIES} independently noised skeleton-style canvases (keys and punctuation as anchors, values "
+        "right-padded to their span budgets, arrays of objects in item slots closed by an end token where the "
+        "true array ends) and one free-style canvas (the whole text, right-padded to any standard size that "
+        "holds it); the prompt is encoded once and every canvas attends to its keys/values (two-pass loss, "
+        "exactly the packed objective)"
+        if arch == "mdlm"
+        else "autoregressive next-token cross-entropy on the response tokens (and eos) given the prompt"
+    )
+    name = folder.name
+    lines = [
+        "---",
+        "library_name: transformers",
+        "license: apache-2.0",
+        "tags: [wmstudio, world-model, " + ("masked-diffusion" if arch == "mdlm" else "autoregressive") + "]",
+        "---",
+        "",
+        f"# {name}",
+        "",
+        ("The embedded default world model of wmstudio: a small transformers-native Llama used as a prefix-causal "
+         "masked denoiser that fills a tool response canvas around pinned anchors."
+         if arch == "mdlm" else
+         "The autoregressive baseline of wmstudio: the same size, the same rows, left-to-right decoding."),
+        f"It loads with `AutoModelForCausalLM.from_pretrained(\"{folder.as_posix()}\")` (no custom code); "
+        "`config.json` carries a `wmstudio` marker with its kind and special token ids.",
+        "",
+        "## Data",
+        f"- corpus: `{config['corpus']}` ({_corpus_summary(training.get('corpus', {}))}), simulated worlds of "
+        "`wmstudio corpus`; training split only, the eval split for the loss curve, the test split for quality",
+        f"- {training['examples']:,} training examples; prompts rendered with `render_prompt` and encoded with "
+        "`encode_prompt` exactly as at generation time",
+        f"- tokenizer: byte-level BPE trained on the corpus, vocabulary {config['vocab_size']:,} (+ specials)",
+        "",
+        "## Objective",
+        objective + ".",
+        "",
+        "## Size",
+        f"- {training['parameters']:,} parameters; {config['layers']} layers, width {config['hidden']}, "
+        f"{config['heads']} heads, FFN {config['ffn']}, context {config['max_positions']}, tied embeddings",
+        f"- weights: {training['checkpoint_bytes']:,} bytes (fp32 safetensors)",
+        "",
+        "## Training",
+        f"- {training['steps']:,} optimizer steps, {training['tokens_seen']:,} tokens, {training['seconds'] / 60:.1f} "
+        f"minutes in all on `{training.get('device', 'cpu')}` (seed {config['seed']}, AdamW, peak lr "
+        f"{config['learning_rate']}, cosine decay, ~{config['batch_tokens']:,} tokens per batch)",
+    ]
+    if trains:
+        lines.append(f"- train loss (smoothed): {trains[0]['train_loss']:.3f} at step {trains[0]['step']} -> "
+                     f"{min(p['train_loss'] for p in trains):.3f} best -> {trains[-1]['train_loss']:.3f} at the end")
+    if evals:
+        lines.append(f"- held-out loss: {evals[0]['eval_loss']:.3f} before training -> {evals[-1]['eval_loss']:.3f} "
+                     f"after ({len(evals)} evaluations; full curve in `training.json`)")
+    lines += ["", "## Measured quality", ""]
+    lines += _quality_lines(quality) if quality else ["Not evaluated yet: run `wmstudio eval-wm`."]
+    (folder / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder / "README.md"
+
+
+def _corpus_summary(stats: dict) -> str:
+    rows, seed, splits = stats.get("rows"), stats.get("seed"), stats.get("splits")
+    if isinstance(rows, int) and seed is not None:
+        made = f"made with `wmstudio corpus --rows {rows} --seed {seed}`"
+        return made + (f": {', '.join(f'{k} {v:,}' for k, v in splits.items())} rows" if isinstance(splits, dict) else "")
+    if isinstance(rows, dict):
+        return ", ".join(f"{split} {count:,}" for split, count in rows.items()) + " rows"
+    return "stats unknown"
+
+
+def _quality_lines(quality: dict) -> list[str]:
+    """The evaluation's table as markdown lines (written by `wmstudio.train.evaluation`)."""
+    lines = [quality.get("summary", "")] if quality.get("summary") else []
+    table = quality.get("table") or []
+    if table:
+        lines += ["", "| measure | value | target |", "|---|---|---|"]
+        lines += [f"| {row['measure']} | {row['value']} | {row.get('target', '')} |" for row in table]
+    return lines

@@ -1,0 +1,83 @@
+"""Values a response can copy: the JSON leaves of what a prompt shows, each with its key path and source.
+
+A copy mechanism points into these instead of spelling an id or an amount token by token: the call's arguments,
+the call-local state, the earlier turns' calls and responses, the values of steering directives. Each leaf knows
+where it sits (`("orders", 3, "id")`), which source it came from, and whether its record shares a value with the
+call (the order the call names, not another one)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from wmstudio.world.call_local import OMITTED_KEY, is_collection, needles_of, touches
+from wmstudio.world.prompt import Shown
+
+SOURCES = ("call", "state", "query", "turn_call", "turn_response", "directive")
+MAX_TEXT = 120  # longer text is prose, not a value to copy
+MAX_CANDIDATES = 400
+
+
+@dataclass(frozen=True)
+class CopySource:
+    """One value the prompt shows: the value, its key path within its source, the source, how many turns back
+    (0 when not from a turn), and whether the record holding it shares a value with the call."""
+
+    value: str | int | float
+    path: tuple[str | int, ...]
+    source: str
+    turns_back: int = 0
+    call_record: bool = False
+
+    @property
+    def key(self) -> str:
+        """The nearest key name on its path (`id` for `("orders", 3, "id")`), "" when there is none."""
+        return next((str(p) for p in reversed(self.path) if isinstance(p, str)), "")
+
+
+def copy_sources(shown: Shown) -> list[CopySource]:
+    """Every copyable leaf of what the prompt shows (strings up to MAX_TEXT characters and numbers), the call
+    first, then the newest turns, the query state, the state and the directives; at most MAX_CANDIDATES."""
+    needles = needles_of(shown.call.arguments)
+    found: list[CopySource] = []
+    found += _leaves(shown.call.arguments, ("arguments",), "call", 0, needles)
+    last = max((number for number, _ in shown.turns), default=0)
+    for number, step in reversed(shown.turns):
+        back = last - number + 1
+        found += _leaves(step.call.arguments, ("arguments",), "turn_call", back, needles)
+        found += _leaves(step.response_value(), ("response",), "turn_response", back, needles)
+    if shown.query is not None:
+        found += _leaves(shown.query, (), "query", 0, needles)
+    if shown.state is not None:
+        found += _leaves(shown.state, (), "state", 0, needles)
+    for text in shown.directives:
+        kind, sep, value = text.partition(":")
+        if sep and value.strip():
+            found.append(CopySource(value.strip(), (kind.strip(),), "directive"))
+    unique = list(dict.fromkeys(found))
+    return unique[:MAX_CANDIDATES]
+
+
+def _leaves(value: Any, prefix: tuple, source: str, back: int, needles: set) -> Iterator[CopySource]:
+    stack: list[tuple[Any, tuple, bool]] = [(value, prefix, False)]
+    out = []
+    while stack:
+        node, path, in_call_record = stack.pop()
+        if isinstance(node, dict):
+            record = in_call_record or (source != "call" and touches(node, needles))
+            if is_collection(node):  # a map keyed by id: its keys are values too (`credit_card_1`)
+                out += [CopySource(key, path, source, back, record) for key in node if key != OMITTED_KEY]
+            for key, child in node.items():
+                if key != OMITTED_KEY:
+                    stack.append((child, path + (key,), record))
+        elif isinstance(node, list):
+            for index, child in enumerate(node):
+                stack.append((child, path + (index,), in_call_record))
+        elif isinstance(node, bool) or node is None:
+            continue
+        elif isinstance(node, (int, float)) or (isinstance(node, str) and 0 < len(node) <= MAX_TEXT
+                                                 and not node.startswith(OMITTED_KEY)):
+            out.append(CopySource(node, path, source, back, in_call_record))
+    out.reverse()
+    return iter(out)
