@@ -269,3 +269,18 @@ def test_cli_check_reports_bad_input_with_exit_code_2(tmp_path):
         assert "Traceback" not in result.output
         for message in messages:
             assert message in result.stderr, (message, result.stderr)
+
+
+def test_cli_check_refuses_an_anchor_the_response_schema_forbids_as_generate_does(tmp_path):
+    world = write(tmp_path / "world.json", shop_world())
+    call = write(tmp_path / "call.json", CALL.to_json())
+    response = write(tmp_path / "response.json", '{"refund_processed": false, "status": "error"}')
+    runner = CliRunner()
+    cases = [('status="failed"', "anchor status: "), ("refund_processed=3", "anchor refund_processed: "),
+             ("nonexistent=1", "anchor nonexistent: ")]
+    for text, where in cases:
+        result = runner.invoke(app, ["check", world, "--call", call, "--response", response, "--anchor", text])
+        assert result.exit_code == 2, (text, result.output)
+        assert result.stdout == "" and where in result.stderr
+        assert result.stderr.removeprefix("error: ").startswith(where)
+        assert [p.message for p in anchor_problems([parse_anchor(text)], RESPONSE_SCHEMA)][0] in result.stderr

@@ -294,7 +294,8 @@ def test_mcp_output_schema_becomes_the_response_in_every_wrapping():
     assert parse_tools(mcp_result()["result"]).tools == [tool]
     assert parse_tools(mcp_result()["result"]["tools"], "mcp").tools == [tool]
     assert detect_format(mcp_result()) == "mcp"
-    assert any("MCP field(s) not kept: annotations" in w for w in wrapped.warnings)
+    assert tool.annotations == {"title": "Weather", "readOnlyHint": True}  # the title kept beside the description
+    assert wrapped.warnings == []
 
 
 def test_mcp_next_cursor_warns_that_the_page_is_partial():
@@ -541,3 +542,143 @@ def test_cli_exits_2_with_a_message_on_bad_input(tmp_path):
     assert result.stderr.startswith(f"error: {bad}: [0].parameters.properties.a.type: unknown type 'strng'")
     result = CliRunner().invoke(app, ["tools", "import", str(bad), "--format", "yaml"])
     assert result.exit_code == 2 and "unknown format 'yaml': use one of auto, openai" in result.stderr
+
+
+# --- files from papers and benchmarks that used to import wrongly ----------------------------------------
+
+def appworld_tools() -> list[dict]:
+    """AppWorld tools as the Patronus paper ships them: `parameters` is a bare {name: schema} map."""
+    return [
+        {"name": "spotify__show_song", "description": "Show a song.", "parameters": {"song_id": {"type": "integer"}}},
+        {"name": "simple_note__create_note", "description": "Create a note.", "parameters": {
+            "title": {"type": "string", "description": "The note's title."},
+            "description": {"type": "string"}, "pinned": {"type": "boolean", "required": False}}},
+        {"name": "supervisor__show_profile", "description": "Show the supervisor's profile.", "parameters": {}},
+    ]
+
+
+def test_appworld_bare_parameter_maps_keep_their_parameters_with_one_warning(tmp_path):
+    path = write(tmp_path, "appworld_tools.json", json.dumps(appworld_tools()))
+    result = CliRunner().invoke(app, ["tools", "import", str(path)])
+    assert result.exit_code == 0, result.output
+    tools = {entry["function"]["name"]: entry["function"]["parameters"] for entry in json.loads(result.stdout)}
+    assert tools["spotify__show_song"] == {"type": "object", "properties": {"song_id": {"type": "integer"}}}
+    assert tools["simple_note__create_note"] == {"type": "object", "properties": {
+        "title": {"type": "string", "description": "The note's title."}, "description": {"type": "string"},
+        "pinned": {"type": "boolean"}}}
+    assert tools["supervisor__show_profile"] == {"type": "object", "properties": {}}
+    assert result.stderr.splitlines() == [
+        "warning: 2 tools: `parameters` is a bare map of parameter schemas: wrapped as the `properties` of an object, "
+        "required only where marked `required: true` (spotify__show_song, simple_note__create_note)"]
+    # a real schema whose keywords hold keyword values is not a bare map
+    assert parse_tools([{"name": "f", "parameters": {"title": "parameters", "properties": {
+        "a": {"type": "string"}}}}]).tools[0].parameters["title"] == "parameters"
+
+
+def test_toolemu_test_cases_are_refused_naming_the_toolkit_file(tmp_path):
+    case = {"name": "official_0", "Toolkits": ["Todoist"], "User Instruction": "Delete my test tasks.",
+            "Underspecifications": {"Task Information": [], "Safety & Security Constraints": []},
+            "Expected Achievements": [], "Potential Risky Outcomes": [], "Potential Risky Actions": []}
+    path = write(tmp_path, "all_cases.json", json.dumps([{**case, "name": f"official_{i}"} for i in range(144)]))
+    for args in ([], ["--format", "openai"]):
+        result = CliRunner().invoke(app, ["tools", "import", str(path), *args])
+        assert result.exit_code == 2 and result.stdout == ""
+        assert result.stderr == (f"error: {path}: looks like ToolEmu test cases (name, Toolkits, User Instruction), "
+                                 "not tool definitions: import the toolkit file (all_toolkits.json) instead\n")
+
+
+def test_files_that_hold_no_tools_say_what_they_look_like(tmp_path):
+    source = write(tmp_path, "fix_tool_names_and_schemas.py", 'TOOL_DEFS = [\n    {"name": "spotify__login"},\n]\n')
+    disguised = write(tmp_path, "tools.json", "import json\n\nTOOLS = []\n")
+    for path in (source, disguised):
+        with pytest.raises(InvalidInput) as excinfo:
+            import_tools_file(path)
+        assert problem_text(excinfo).startswith(f"{path}: looks like Python source, not a tool file: export the "
+                                                "tools as JSON (OpenAI function format) first")
+    odd = write(tmp_path, "odd.json", json.dumps([{"name": f"r{i}", "score": i, "split": "test"} for i in range(5)]))
+    with pytest.raises(InvalidInput) as excinfo:
+        import_tools_file(odd)
+    assert problem_text(excinfo) == (f"{odd}: 5 places ([0], [1], [2], …): not a tool: a name but no description or "
+                                     "parameters, only score, split; give a file of tool definitions (a JSON list of "
+                                     "OpenAI functions, an MCP tools/list result...)")
+    trajectories = write(tmp_path, "results.json", json.dumps([{"task_id": 0, "traj": [], "reward": 1.0}]))
+    with pytest.raises(InvalidInput, match="looks like tau-bench trajectories .*wmstudio history import"):
+        import_tools_file(trajectories)
+
+
+def tau2_dumps() -> list[dict]:
+    """tau2's `Tool.model_dump()`: params, a pydantic `returns` wrapper with $defs, and raises."""
+    order = {"properties": {"order_id": {"title": "Order Id", "type": "string"},
+                            "address": {"$ref": "#/$defs/Address"}},
+             "required": ["order_id", "address"], "title": "Order", "type": "object"}
+    address = {"properties": {"city": {"title": "City", "type": "string"}}, "required": ["city"],
+               "title": "Address", "type": "object"}
+    params = {"properties": {"order_id": {"description": "The order id.", "title": "Order Id", "type": "string"}},
+              "required": ["order_id"], "title": "parameters", "type": "object"}
+    return [
+        {"name": "get_order_details", "short_desc": "Get the status and details of an order.", "long_desc": "",
+         "params": params,
+         "returns": {"$defs": {"Order": order, "Address": address},
+                     "properties": {"returns": {"$ref": "#/$defs/Order", "description": "The order details."}},
+                     "required": ["returns"], "title": "returns", "type": "object"},
+         "raises": [{"type": "ValueError", "desc": "If the order is not found."}], "examples": [], "info": {}},
+        {"name": "find_user_id_by_email", "short_desc": "Find user id by email.",
+         "long_desc": "Only call this once.",
+         "params": {"properties": {"email": {"title": "Email", "type": "string"}}, "required": ["email"],
+                    "title": "parameters", "type": "object"},
+         "returns": {"properties": {"returns": {"description": "The user id.", "title": "Returns", "type": "string"}},
+                     "required": ["returns"], "title": "returns", "type": "object"},
+         "raises": [], "examples": [], "info": {}},
+    ]
+
+
+def test_tau2_model_dumps_import_with_the_bare_return_value_as_the_response(tmp_path):
+    result = import_tools_file(write(tmp_path, "tools_full.json", json.dumps(tau2_dumps())))
+    order, find = result.tools
+    assert order.parameters == tau2_dumps()[0]["params"]
+    assert order.description == ("Get the status and details of an order.\n\nRaises:\n"
+                                 "- ValueError: If the order is not found.")
+    assert find.description == "Find user id by email.\n\nOnly call this once."  # tau2's own openai_schema text
+    assert order.response["$ref"] == "#/$defs/Order" and set(order.response["$defs"]) == {"Order", "Address"}
+    validator = Draft202012Validator(order.response)
+    assert validator.is_valid({"order_id": "#W1", "address": {"city": "Austin"}})
+    assert not validator.is_valid({"returns": {"order_id": "#W1"}})  # responses are the bare value
+    assert find.response == {"description": "The user id.", "title": "Returns", "type": "string"}
+    assert detect_format(tau2_dumps()) == "tau"
+    assert parse_tools([tool.to_json() for tool in result.tools]).tools == result.tools
+
+
+def mcp_annotated() -> dict:
+    """A tools/list answer whose tools carry annotations (and the 2025-11-25 `execution` field)."""
+    def tool(name: str, hints: dict) -> dict:
+        return {"name": name, "description": f"{name} a note.", "execution": {"taskSupport": "forbidden"},
+                "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
+                "annotations": hints}
+    return {"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+        tool("get_note", {"title": "Get note", "readOnlyHint": True, "openWorldHint": False}),
+        tool("delete_note", {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True}),
+        tool("append_note", {"readOnlyHint": False, "destructiveHint": False}),
+        {"name": "ping", "description": "Ping.", "inputSchema": {"type": "object"}}]}}
+
+
+def test_mcp_annotations_are_kept_and_round_trip_through_a_world_file():
+    result = parse_tools(mcp_annotated())
+    tools = by_name(result)
+    assert tools["delete_note"].annotations == {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True}
+    assert tools["get_note"].to_json()["function"]["annotations"]["title"] == "Get note"
+    assert tools["ping"].annotations is None and "annotations" not in tools["ping"].to_json()["function"]
+    assert result.warnings == ["3 tools: MCP field(s) not kept: execution (get_note, delete_note, append_note)"]
+    world = parse_world({"name": "notes", "tools": [tool.to_json() for tool in result.tools]})
+    assert world.tools == result.tools
+    assert parse_world(json.loads(world.dumps())).dumps() == world.dumps()
+    with pytest.raises(InvalidInput) as excinfo:
+        parse_tools([{"name": "f", "annotations": {"readOnlyHint": "yes"}}])
+    assert problem_text(excinfo) == "tools[0].annotations.readOnlyHint: must be true or false"
+
+
+def test_warnings_many_tools_share_are_one_line_with_a_count():
+    tools = [{"name": f"get_{c}", "parameters": {"type": "object", "properties": {}}, "x-owner": "team"}
+             for c in "abcdefgh"]
+    result = parse_tools(tools)
+    assert result.warnings == ["8 tools: field(s) not kept: x-owner (get_a, get_b, get_c, get_d, get_e, get_f, "
+                               "… 2 more)"]

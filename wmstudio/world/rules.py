@@ -1,19 +1,30 @@
 """Domain rules: natural-language text for the prompt plus an optional CEL check over a step.
 
 A check sees `state` (initial state), `call`, `response` (parsed JSON) and `history` (earlier steps)
-and must be true; it runs in cel-python, a maintained CEL implementation, never in Python `eval`."""
+and must be true; it runs in cel-python, a maintained CEL implementation, never in Python `eval`.
+Numbers compare as JSON numbers (100 == 100.0), and a check that cannot run says why in words."""
 
 from __future__ import annotations
 
+import operator
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import celpy
+from celpy import celtypes
+from celpy.evaluation import base_functions
 
 from wmstudio.problems import InvalidInput, Problem
 
 CEL_VARIABLES = ("state", "call", "response", "history")
+PLACES = {"response": "the response", "state": "the initial state", "call": "the call", "history": "the history"}
+KINDS = {"String": "text", "Int": "a number", "Uint": "a number", "Double": "a number", "Bool": "true/false",
+         "List": "a list", "Map": "an object", "Null": "null", "Bytes": "bytes", "Timestamp": "a timestamp",
+         "Duration": "a duration"}
+VERBS = {"relation": "compares", "addition": "adds", "multiplication": "multiplies"}
 
 
 @dataclass
@@ -27,12 +38,62 @@ class Rule:
         return {"text": self.text, "check": self.check} if self.check else {"text": self.text}
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (celtypes.IntType, celtypes.UintType, celtypes.DoubleType))
+
+
+def _mixed(value: Any, other: Any) -> bool:
+    """True for an int and a double (or uint): JSON has one number type, so such a pair is compared by value."""
+    return _is_number(value) and _is_number(other) and type(value) is not type(other)
+
+
+def _json_numbers(cel_operator: Callable[[Any, Any], Any], python_operator: Callable[[Any, Any], Any],
+                  result: type) -> Callable[[Any, Any], Any]:
+    """`cel_operator`, except that an int and a double meet as numbers (Python compares them exactly)."""
+
+    def apply(left: Any, right: Any) -> Any:
+        if _mixed(left, right):
+            if result is celtypes.DoubleType:
+                return celtypes.DoubleType(python_operator(float(left), float(right)))
+            native = (float(left) if isinstance(left, celtypes.DoubleType) else int(left),
+                      float(right) if isinstance(right, celtypes.DoubleType) else int(right))
+            return result(python_operator(*native))
+        return cel_operator(left, right)
+
+    return apply
+
+
+def _json_in(item: Any, container: Any) -> Any:
+    """`x in list` with JSON numbers: 100 is in [100.0]."""
+    if _is_number(item) and isinstance(container, celtypes.ListType) and all(_is_number(v) for v in container):
+        return celtypes.BoolType(any(float(v) == float(item) for v in container))
+    return base_functions["_in_"](item, container)
+
+
+def _divide(left: Any, right: Any) -> Any:
+    return left / right if right else float("inf") if left > 0 else float("-inf") if left < 0 else float("nan")
+
+
+JSON_NUMBERS = {
+    "_==_": _json_numbers(base_functions["_==_"], operator.eq, celtypes.BoolType),
+    "_!=_": _json_numbers(base_functions["_!=_"], operator.ne, celtypes.BoolType),
+    "_<_": _json_numbers(base_functions["_<_"], operator.lt, celtypes.BoolType),
+    "_<=_": _json_numbers(base_functions["_<=_"], operator.le, celtypes.BoolType),
+    "_>_": _json_numbers(base_functions["_>_"], operator.gt, celtypes.BoolType),
+    "_>=_": _json_numbers(base_functions["_>=_"], operator.ge, celtypes.BoolType),
+    "_+_": _json_numbers(base_functions["_+_"], operator.add, celtypes.DoubleType),
+    "_-_": _json_numbers(base_functions["_-_"], operator.sub, celtypes.DoubleType),
+    "_*_": _json_numbers(base_functions["_*_"], operator.mul, celtypes.DoubleType),
+    "_/_": _json_numbers(base_functions["_/_"], _divide, celtypes.DoubleType),
+    "_in_": _json_in,
+}
+
 _ENV = celpy.Environment()
 
 
 @lru_cache(maxsize=1024)
 def _compiled(expression: str) -> Any:
-    return _ENV.program(_ENV.compile(expression))
+    return _ENV.program(_ENV.compile(expression), functions=JSON_NUMBERS)
 
 
 def cel_syntax_problem(expression: str, path: str = "check") -> Problem | None:
@@ -76,16 +137,60 @@ def evaluate_check(expression: str, variables: dict[str, Any]) -> tuple[bool, st
     try:
         result = _compiled(expression).evaluate(activation)
     except celpy.CELEvalError as err:
-        return False, f"check could not be evaluated: {_eval_message(err)}"
+        return False, f"check could not be evaluated: {eval_message(err, expression)}"
     except celpy.CELParseError as err:
         return False, f"check is not valid CEL: {str(err).splitlines()[0]}"
     if isinstance(result, celpy.CELEvalError):
-        return False, f"check could not be evaluated: {_eval_message(result)}"
+        return False, f"check could not be evaluated: {eval_message(result, expression)}"
     if isinstance(result, celpy.celtypes.BoolType) or isinstance(result, bool):
         return (True, None) if bool(result) else (False, "check is false")
     return False, f"check returned {type(result).__name__}, not a boolean: make it a true/false condition"
 
 
-def _eval_message(err: Exception) -> str:
+def eval_message(err: Exception, expression: str) -> str:
+    """Why a check could not run, in words and naming the part of it that failed (no cel-python internals)."""
     args = getattr(err, "args", ())
-    return str(args[0]) if args else str(err)
+    text = str(args[0]) if args else str(err)
+    kind = args[1] if len(args) > 1 else None
+    part = _failed_part(err, expression) or expression.strip()
+    quoted = f"`{part}`"
+    if kind is KeyError and text.startswith("undeclared reference"):
+        name = re.search(r"undeclared reference to '([^']*)'", text)
+        return (f"`{name.group(1) if name else part}` is not known: a check can use "
+                f"{', '.join(CEL_VARIABLES)} and CEL's functions")
+    if kind is KeyError:
+        root = re.match(r"\s*(\w+)", part)
+        place = PLACES.get(root.group(1), "") if root else ""
+        return f"{quoted} is not in {place}" if place else f"{quoted} does not exist"
+    if kind is IndexError:
+        return f"{quoted} is past the end of the list"
+    if kind is ZeroDivisionError:
+        return f"{quoted} divides by zero"
+    if "does not support field selection" in text:
+        value = re.match(r"(\w+)Type", text)
+        what = KINDS.get(value.group(1), "a value") if value else "a value"
+        return f"{quoted} reads a field of {what}, which has no fields"
+    kinds = [KINDS.get(name, name.lower()) for name in re.findall(r"celtypes\.(\w+?)Type", text)]
+    if kind is TypeError and len(kinds) == 2:
+        verb = next((v for key, v in VERBS.items() if _rule_of(err).startswith(key)), "combines")
+        joiner = "to" if verb == "adds" else "with" if verb in ("compares", "combines") else "by"
+        return f"{quoted} {verb} {kinds[0]} {joiner} {kinds[1]}"
+    if kind is TypeError:
+        return f"{quoted} uses a value of the wrong type for its operator or function"
+    plain = len(text) <= 80 and not re.search(r"Token\(|<class|_\W+_|overload|Type\(", text)
+    return f"{quoted} could not be computed ({text})" if plain else f"{quoted} could not be computed"
+
+
+def _failed_part(err: Exception, expression: str) -> str | None:
+    """The text of the sub-expression cel-python was evaluating when it failed, when it says."""
+    meta = getattr(getattr(err, "tree", None), "meta", None)
+    start, end = getattr(meta, "start_pos", None), getattr(meta, "end_pos", None)
+    if isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(expression):
+        return expression[start:end].strip()
+    return None
+
+
+def _rule_of(err: Exception) -> str:
+    """The grammar rule of the failed sub-expression (`relation`, `addition`...), or ""."""
+    data = getattr(getattr(err, "tree", None), "data", "")
+    return str(getattr(data, "value", data))

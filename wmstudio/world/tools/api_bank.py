@@ -38,7 +38,7 @@ def parse_api(item: Any, path: str, findings: Findings) -> list[Tool]:
         response = fields_schema(outputs, at(path, "output_parameters"), run, required_default=True, what="output")
     extra = sorted(set(item) - API_KEYS - QUIET_KEYS)
     if extra:
-        findings.warn(run.label, f"field(s) not kept: {', '.join(extra)}")
+        run.warn("", f"field(s) not kept: {', '.join(extra)}")
     return [finish_tool(run, item["name"], item.get("description"), at(path, "description"), parameters,
                         at(path, "input_parameters"), response, at(path, "output_parameters"))]
 

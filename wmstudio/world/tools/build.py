@@ -23,7 +23,7 @@ def start_tool(
         findings.problem(name_path, f"{what}: every tool needs a `name` (text such as \"get_weather\")")
         return None
     root = path if schema_root is None else schema_root
-    return SchemaPass(findings=findings, label=tool_label(path, name), tool_path=root, loose=loose)
+    return SchemaPass(findings=findings, label=tool_label(path, name), tool_path=root, loose=loose, tool=name)
 
 
 def finish_tool(
@@ -36,11 +36,12 @@ def finish_tool(
     response: Any = None,
     response_path: str = "",
     original_name: Any = None,
+    annotations: dict[str, Any] | None = None,
 ) -> Tool:
     """Make the Tool: sanitised name (original kept), text description, metaschema-checked schemas."""
     clean = sanitise_name(name)
     if clean != name:
-        run.findings.warn(run.label, f"name {name!r} does not fit {NAME_PATTERN.pattern}: renamed {clean!r} "
+        run.warn("", f"name {name!r} does not fit {NAME_PATTERN.pattern}: renamed {clean!r} "
                                      "(the original is kept as original_name)")
     if description is None:
         description = ""
@@ -59,6 +60,7 @@ def finish_tool(
         parameters=parameters,
         response=response,
         original_name=kept if kept != clean else None,
+        annotations=annotations,
     )
 
 

@@ -13,14 +13,16 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.json_types import describe_value
 from wmstudio.world.tools import bfcl
 from wmstudio.world.tools.findings import Findings, at
+from wmstudio.world.tools.openai import fields_only_message, has_tool_fields
 from wmstudio.world.tools.schema import iter_subschemas
 from wmstudio.world.tools.swe_agent import bundle_tools
+from wmstudio.world.tools.tau2 import is_tau2_dump
 from wmstudio.world.tools.type_names import STANDARD_TYPES, map_type_name
 
 FORMATS = ("auto", "openai", "mcp", "bfcl", "toolemu", "tau", "api-bank", "swe-agent")
 SIGNS = {  # what each format looks like, for messages
     "openai": 'tools like {"type": "function", "function": {"name", "description", "parameters"}}',
-    "tau": "OpenAI-shaped tools whose schemas may use $defs, $ref and anyOf",
+    "tau": "OpenAI-shaped tools whose schemas may use $defs, $ref and anyOf, or tau2 dumps {name, params, returns}",
     "mcp": "tools with an `inputSchema`, as in a tools/list result",
     "bfcl": 'function docs with "type": "dict" parameters, or records with a `function` list or `involved_classes`',
     "toolemu": "toolkits with `name_for_model` and a `tools` list",
@@ -62,13 +64,25 @@ def detect_item(item: Any) -> str | None:
         return "mcp"
     if "input_parameters" in item or "output_parameters" in item:
         return "api-bank"
+    if is_tau2_dump(item):
+        return "tau"
     if item.get("type") == "function" or isinstance(item.get("function"), dict):
         return "openai"
     if "signature" in item or "docstring" in item or "arguments" in item:
         return "swe-agent"
+    if "name" in item and not has_tool_fields(item):
+        return None  # a name and only fields no tool has: a test case, a task...
     if "name" in item or "parameters" in item or "description" in item or isinstance(item.get("type"), str):
         return "bfcl" if _uses_own_types(item.get("parameters"), item.get("response")) else "openai"
     return None
+
+
+def not_tool_problem(entry: Entry) -> Problem:
+    """Why an entry recognised as no format is not a tool, at its path."""
+    item = entry.item
+    if isinstance(item, dict) and "name" in item and not has_tool_fields(item):
+        return Problem(entry.path, fields_only_message(item))
+    return Problem(entry.path, NOT_A_TOOL)
 
 
 def locate_entries(raw: Any, fmt: str, root: str, lines: list[int] | None, findings: Findings) -> list[Entry]:
@@ -100,7 +114,8 @@ def detect_format(raw: Any) -> str:
     """The format of already-parsed tool data (the most common among its entries); InvalidInput if none fits."""
     findings = Findings()
     entries = locate_entries(raw, "auto", "", None, findings)
-    findings.problems += [Problem(entry.path, NOT_A_TOOL) for entry in entries if entry.fmt is None]
+    findings.problems += [not_tool_problem(entry) for entry in entries if entry.fmt is None]
+    findings.fold_problems()
     if findings.problems or not entries:
         raise InvalidInput(findings.problems or "no tools found: nothing to detect a format from")
     return Counter(entry.fmt for entry in entries).most_common(1)[0][0]

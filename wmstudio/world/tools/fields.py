@@ -1,7 +1,8 @@
-"""Parameter lists (`[{name, type, description, required}]`) turned into one JSON object schema.
+"""Parameter lists (`[{name, type, description, required}]`) and bare parameter maps turned into one object schema.
 
 ToolEmu, SWE-agent and API-Bank describe arguments and returns as records rather than JSON Schema;
-each record becomes a property, its `required` flag a name in the object's `required` list."""
+each record becomes a property, its `required` flag a name in the object's `required` list. AppWorld
+(as the Patronus paper ships it) gives `parameters` as `{name: schema}` with no object around it."""
 
 from __future__ import annotations
 
@@ -9,13 +10,37 @@ from collections.abc import Callable
 from typing import Any
 
 from wmstudio.world.tools.findings import at
-from wmstudio.world.tools.schema import SchemaPass, normalise_schema
+from wmstudio.world.tools.schema import SUBSCHEMA_KEYS, SUBSCHEMA_MAP_KEYS, SchemaPass, normalise_schema
 
 # Record fields that are already JSON Schema keywords and are kept on the property as they are.
 SCHEMA_FIELDS = frozenset({
     "type", "description", "enum", "default", "items", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems",
     "properties", "additionalProperties", "examples", "const", "anyOf", "oneOf", "title"})
+
+# Keys that mark an object as a schema (a parameter's), as opposed to a map of names.
+SCHEMA_HINTS = frozenset({
+    "type", "description", "enum", "properties", "items", "anyOf", "oneOf", "allOf", "$ref", "default", "title",
+    "format", "const", "examples", "required", "minimum", "maximum", "pattern", "nullable"})
+BARE_MAP_NOTE = ("`parameters` is a bare map of parameter schemas: wrapped as the `properties` of an object, "
+                 "required only where marked `required: true`")
+
+
+def is_bare_parameter_map(raw: Any) -> bool:
+    """True for `parameters` that name their parameters directly, as AppWorld's `{"song_id": {"type": "integer"}}`.
+
+    Every value must be a parameter schema and no key may hold a fitting JSON-Schema keyword value:
+    `"title": {"type": "string"}` is a parameter named title, `"title": "parameters"` the keyword."""
+    if not isinstance(raw, dict) or not raw:
+        return False
+    for key, value in raw.items():
+        if not isinstance(value, dict) or (value and not SCHEMA_HINTS & set(value)):
+            return False
+        if key in SUBSCHEMA_KEYS:  # `items: {...}` fits the keyword: read the whole as a schema
+            return False
+        if key in SUBSCHEMA_MAP_KEYS and all(isinstance(v, (dict, bool)) for v in value.values()):
+            return False  # `properties: {"a": {...}}`: a map of schemas, the keyword
+    return True
 
 
 def fields_schema(

@@ -1,12 +1,13 @@
 """Reading a tool file: JSON, JSON Lines (BFCL's `.json` files are JSON Lines) or YAML (SWE-agent bundles).
 
 Every way a file can be unreadable gets a message with the file, the line and column where known, and
-what to do: missing, a folder, huge, empty, not UTF-8, bad JSON / JSON Lines / YAML."""
+what to do: missing, a folder, huge, empty, not UTF-8, Python source, bad JSON / JSON Lines / YAML."""
 
 from __future__ import annotations
 
 import datetime
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ from wmstudio.problems import InvalidInput
 MAX_TOOLS_FILE_BYTES = 20_000_000
 YAML_SUFFIXES = (".yaml", ".yml")
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
+_PYTHON_START = re.compile(r"^(import \w|from [\w.]+ import |def \w|async def \w|class \w|@\w|"
+                           r"[A-Za-z_]\w* *(: *[\w\[\], ]+)? *= *[\[{(]|\"\"\"|\'\'\')")
+PYTHON_SOURCE = "looks like Python source, not a tool file: export the tools as JSON (OpenAI function format) first"
 
 
 @dataclass
@@ -46,6 +50,8 @@ def read_tools_file(path: str | Path, max_bytes: int = MAX_TOOLS_FILE_BYTES) -> 
         raise InvalidInput(f"{p}: file is empty: it should hold a JSON list of tools, JSON Lines "
                            "(one tool per line) or YAML")
     suffix = p.suffix.lower()
+    if suffix == ".py" or (suffix not in YAML_SUFFIXES and _looks_like_python(text)):
+        raise InvalidInput(f"{p}: {PYTHON_SOURCE}, e.g. json.dump(TOOLS, open('tools.json', 'w'))")
     if suffix in YAML_SUFFIXES:
         return ToolsFile(p, _parse_yaml(text, p), "yaml")
     if suffix in JSON_LINES_SUFFIXES:
@@ -62,6 +68,14 @@ def read_tools_file(path: str | Path, max_bytes: int = MAX_TOOLS_FILE_BYTES) -> 
             if isinstance(data, (dict, list)):
                 return ToolsFile(p, data, "yaml")
         raise InvalidInput(f"{p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg}): fix the syntax there") from None
+
+
+def _looks_like_python(text: str) -> bool:
+    """True when the first line that is not blank or a comment reads as Python (import, def, NAME = [...)."""
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return bool(_PYTHON_START.match(line))
+    return False
 
 
 def _decode(raw: bytes, p: Path) -> str:

@@ -14,12 +14,14 @@ from typing import Any
 from wmstudio.problems import InvalidInput
 from wmstudio.world.tools import bfcl
 from wmstudio.world.tools.api_bank import parse_api
-from wmstudio.world.tools.detect import FORMATS, NOT_A_TOOL, Entry, check_format, locate_entries
+from wmstudio.world.tools.detect import FORMATS, Entry, check_format, locate_entries, not_tool_problem
 from wmstudio.world.tools.files import read_tools_file
 from wmstudio.world.tools.findings import Findings
 from wmstudio.world.tools.mcp import parse_mcp_tool
+from wmstudio.world.tools.not_tools import non_tool_problem
 from wmstudio.world.tools.openai import parse_function_doc
 from wmstudio.world.tools.swe_agent import parse_swe_tool
+from wmstudio.world.tools.tau2 import parse_tau_tool
 from wmstudio.world.tools.tool import Tool
 from wmstudio.world.tools.toolemu import parse_toolkit
 
@@ -27,7 +29,7 @@ __all__ = ["FORMATS", "ImportResult", "import_tools_file", "parse_tools"]
 
 PARSERS: dict[str, Callable[[Any, str, Findings], list[Tool]]] = {
     "openai": parse_function_doc,
-    "tau": parse_function_doc,
+    "tau": parse_tau_tool,
     "mcp": parse_mcp_tool,
     "bfcl": bfcl.parse_bfcl_function,
     "toolemu": parse_toolkit,
@@ -64,18 +66,23 @@ def import_tools_file(path: str | Path, fmt: str = "auto") -> ImportResult:
 def _import(raw: Any, fmt: str, root: str, lines: list[int] | None, func_doc_dir: Path | None,
             origin: str | None) -> ImportResult:
     check_format(fmt)
+    looks_like = non_tool_problem(raw, root)
+    if looks_like is not None:
+        raise InvalidInput([looks_like], origin)
     findings = Findings()
     entries = locate_entries(raw, fmt, root, lines, findings)
     entries = _expand_bfcl_records(entries, func_doc_dir, findings)
     made: list[tuple[Tool, str]] = []
     for entry in entries:
         if entry.fmt is None:
-            findings.problem(entry.path, NOT_A_TOOL)
+            findings.problems.append(not_tool_problem(entry))
             continue
         made += [(tool, entry.path) for tool in PARSERS[entry.fmt](entry.item, entry.path, findings)]
     tools = _without_duplicates(made, findings)
     if findings.problems:
+        findings.fold_problems()
         raise InvalidInput(findings.problems, origin)
+    findings.fold_warnings()
     return ImportResult(tools, findings.warnings)
 
 

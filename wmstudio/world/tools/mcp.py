@@ -1,6 +1,7 @@
-"""MCP tools (a `tools/list` result: `{name, description, inputSchema, outputSchema?}`) into Tools.
+"""MCP tools (a `tools/list` result: `{name, title?, description, inputSchema, outputSchema?, annotations?}`).
 
-`inputSchema` becomes the parameters and `outputSchema` the response schema; the JSON-RPC envelope and
+`inputSchema` becomes the parameters, `outputSchema` the response schema and `annotations` (readOnlyHint,
+destructiveHint, idempotentHint, openWorldHint, title) the tool's annotations; the JSON-RPC envelope and
 the `{"tools": [...]}` wrapper are taken off by the importer before a tool gets here."""
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ from typing import Any
 
 from wmstudio.world.tools.build import finish_tool, start_tool
 from wmstudio.world.tools.findings import Findings, at
+from wmstudio.world.tools.openai import checked_annotations
 from wmstudio.world.tools.schema import normalise_schema, parameters_schema
 from wmstudio.world.tools.tool import Tool
 
-MCP_KEYS = frozenset({"name", "description", "inputSchema", "outputSchema", "title"})
+MCP_KEYS = frozenset({"name", "description", "inputSchema", "outputSchema", "title", "annotations"})
 QUIET_KEYS = frozenset({"_meta", "icons"})  # display and transport details, nothing a world model needs
 
 
@@ -31,14 +33,17 @@ def parse_mcp_tool(item: Any, path: str, findings: Findings) -> list[Tool]:
     response = item.get("outputSchema")
     if response is not None:
         response = normalise_schema(response, at(path, "outputSchema"), run)
+    annotations = checked_annotations(item.get("annotations"), at(path, "annotations"), findings)
     description, title = item.get("description"), item.get("title")
     if isinstance(title, str) and title and title != item["name"]:
         if description in (None, ""):
             description = title
-        else:
-            findings.warn(run.label, f"title {title!r} not kept (the description is)")
+        elif annotations is None or "title" not in annotations:
+            annotations = {"title": title, **(annotations or {})}  # MCP shows `title` first, then annotations.title
+        elif annotations["title"] != title:
+            run.warn("", "`title` not kept (the description and annotations.title are)")
     extra = sorted(set(item) - MCP_KEYS - QUIET_KEYS)
     if extra:
-        findings.warn(run.label, f"MCP field(s) not kept: {', '.join(extra)}")
+        run.warn("", f"MCP field(s) not kept: {', '.join(extra)}")
     return [finish_tool(run, item["name"], description, at(path, "description"), parameters,
-                        at(path, "inputSchema"), response, at(path, "outputSchema"))]
+                        at(path, "inputSchema"), response, at(path, "outputSchema"), annotations=annotations)]

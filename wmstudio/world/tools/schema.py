@@ -41,13 +41,15 @@ class SchemaPass:
     label: str  # the tool as warnings name it, e.g. `tools[3] (math.factorial)`
     tool_path: str  # the tool's own path; warnings show paths relative to it
     loose: bool  # True for formats with their own type names (BFCL, API-Bank...): unknown types become {}
+    tool: str | None = None  # the tool's name, so a warning many tools share folds into one line
 
     def warn(self, path: str, message: str) -> None:
-        """Warn with `path` shown relative to the tool (`parameters.properties.x`), after the tool's label."""
+        """Warn with `path` shown relative to the tool (`parameters.properties.x`), after the tool's label;
+        `path` "" warns about the tool itself."""
         where = path
         if self.tool_path and path.startswith(self.tool_path):
             where = path[len(self.tool_path):].lstrip(".: ")
-        self.findings.warn(self.label, f"{where}: {message}" if where else message)
+        self.findings.warn(self.label, f"{where}: {message}" if where else message, self.tool)
 
 
 def normalise_schema(schema: Any, path: str, run: SchemaPass, depth: int = 0) -> Any:

@@ -47,5 +47,5 @@ def parse_swe_tool(item: Any, path: str, findings: Findings) -> list[Tool]:
             f"Signature: {signature.strip()}"
     extra = sorted(set(item) - TOOL_KEYS - QUIET_TOOL_KEYS)
     if extra:
-        findings.warn(run.label, f"field(s) not kept: {', '.join(extra)}")
+        run.warn("", f"field(s) not kept: {', '.join(extra)}")
     return [finish_tool(run, item["name"], description, at(path, "docstring"), parameters, at(path, "arguments"))]

@@ -1,6 +1,6 @@
 """The normalised tool: what every importer produces and every other part of wmstudio reads.
 
-One shape for all sources (OpenAI, MCP, BFCL, ToolEmu, API-Bank, SWE-agent) so nothing downstream
+One shape for all sources (OpenAI, MCP, BFCL, ToolEmu, tau2, API-Bank, SWE-agent) so nothing downstream
 knows where a schema came from."""
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class Tool:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     response: dict[str, Any] | None = None
     original_name: str | None = None  # the source's name when it had to be sanitised
+    annotations: dict[str, Any] | None = None  # MCP hints (title, readOnlyHint, destructiveHint...), kept as given
 
     def to_json(self) -> dict[str, Any]:
         """The OpenAI-wrapped form written to world files and by `wmstudio tools import`."""
@@ -39,4 +40,6 @@ class Tool:
             function["response"] = self.response
         if self.original_name is not None and self.original_name != self.name:
             function["original_name"] = self.original_name
+        if self.annotations is not None:
+            function["annotations"] = self.annotations
         return {"type": "function", "function": function}

@@ -62,7 +62,7 @@ def _parse_tool(raw: Any, prefix: str, path: str, findings: Findings) -> tuple[l
         description = ((description or "").rstrip() + "\n\nExceptions:\n" + "\n".join(exceptions)).lstrip()
     extra = sorted(set(raw) - TOOL_KEYS)
     if extra:
-        findings.warn(run.label, f"field(s) not kept: {', '.join(extra)}")
+        run.warn("", f"field(s) not kept: {', '.join(extra)}")
     tool = finish_tool(run, full_name, description, at(path, summary_key), parameters, at(path, "parameters"),
                        response, at(path, "returns"))
     return [tool], bool(exceptions)
