@@ -165,13 +165,14 @@ def test_reexport_replaces_the_files_and_reports_progress(tmp_path):
     assert not list((tmp_path / "ds" / "data").glob("*.tmp"))
 
 
-def test_max_chars_middle_truncates_long_histories(tmp_path):
+def test_max_chars_keeps_the_newest_turns_that_fit_and_says_how_many_were_cut(tmp_path):
     rollout = curriculum()[0]
     long_step = ExportStep(Call("refund_order", {"order_id": 7}), json.dumps({"log": "x" * 3000}), None, {})
     rollout.steps = [long_step, long_step, rollout.steps[0]]
     folder = export_dataset([rollout], tmp_path / "ds", "c", max_chars=2500)
     last = load(folder, tmp_path)[2]["messages"]
-    assert "characters of earlier history omitted" in last[1]["content"]
+    assert "History (2 earlier turn(s) not shown):" in last[1]["content"]
+    assert len(last[0]["content"]) + len(last[1]["content"]) <= 2500
     assert import_dataset(folder) == [rollout]  # the columns keep every response whole
 
 

@@ -1,4 +1,4 @@
-"""The quality evaluation runs end to end on the shipped models, and picks its outcome-flipping anchors right."""
+"""eval-wm: the report's exact shape, constant baselines beside every figure, flips picked right, field scores."""
 
 import json
 
@@ -8,10 +8,16 @@ from typer.testing import CliRunner
 from wmstudio.cli import app
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.backends import resolve_model_path
-from wmstudio.train.evaluation import EvalCase, evaluate_world_model, flip_anchor, load_cases
+from wmstudio.train.evaluation import EvalCase, Rates, evaluate_world_model, flip_anchor, load_cases, trivial_response
+from wmstudio.world.checks import check_step
 from wmstudio.world.corpus import write_corpus
 from wmstudio.world.sims import get_simulator
 from wmstudio.world.spec import Call
+
+RATE_KEYS = {"json_valid", "schema_valid", "rule_consistent", "same_status", "rule_and_status", "nonempty_recall",
+             "field_accuracy", "cases"}
+KINDS = {"copy_call", "copy_state", "number_in_prompt", "derived_number", "status", "error_code", "bool", "enum",
+         "neutral", "text"}
 
 
 @pytest.fixture(scope="module")
@@ -33,33 +39,56 @@ def test_flip_anchor_pins_error_only_on_calls_that_succeeded():
     assert flip_anchor(_case({"refund_processed": False, "status": "error"})) is None
 
 
+def test_the_constant_baselines_are_empty_responses_with_a_status():
+    case = _case({"status": "ok"})
+    assert json.loads(trivial_response(case, "error")) == {
+        "order_id": "", "refund_id": "", "refund_processed": False, "amount_refunded_cents": 0,
+        "total_refunded_cents": 0, "order_total_cents": 0, "error": "", "message": "", "status": "error"}
+
+
+def test_rates_score_fields_by_kind_and_the_simulators_status():
+    order = get_simulator("retail").world().initial_state["orders"][0]["id"]
+    truth = {"order_id": order, "refund_id": "RF-1", "refund_processed": True, "amount_refunded_cents": 100,
+             "total_refunded_cents": 100, "order_total_cents": 999, "error": "", "message": "", "status": "ok"}
+    case = _case(truth)
+    rates = Rates()
+    right = json.dumps(truth)
+    for response in (right, json.dumps({**truth, "order_id": "ORD-0", "status": "error"}), "not json"):
+        rates.add(check_step(case.world, case.call, response), response, case)
+    figures = rates.to_json()
+    assert set(figures) == RATE_KEYS and set(figures["field_accuracy"]) == KINDS
+    assert figures["cases"] == 3 and figures["same_status"] == pytest.approx(1 / 3)
+    assert figures["field_accuracy"]["copy_call"] == pytest.approx(1 / 3)  # the order id: only the first has it
+    assert figures["field_accuracy"]["number_in_prompt"] == pytest.approx(2 / 3)  # 100 is in the call
+    assert figures["field_accuracy"]["enum"] is None  # no field of that kind in this response
+
+
 @pytest.mark.slow
-def test_evaluation_runs_end_to_end_on_the_shipped_models(corpus):
+def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(corpus):
     report = evaluate_world_model(DEFAULT_MODEL, DEFAULT_AR_MODEL, corpus, rows=2, diversity_calls=1, samples=2)
-    figures = report.figures
-    assert figures["skeleton"]["cases"] == 2 and figures["free"]["cases"] == 2 and figures["ar"]["cases"] == 2
-    assert figures["skeleton"]["json_valid"] == 1.0  # the skeleton canvas always yields parseable JSON
+    figures = report.to_json()
+    assert set(figures) == {"rows", "model", "raw", "steered", "ar", "flip", "free", "trivial", "prompt_use",
+                            "diversity"}
+    for name in ("raw", "steered", "ar"):
+        assert set(figures[name]) == RATE_KEYS and figures[name]["cases"] == 2
+    assert set(figures["flip"]) == {"raw", "steered", "ar"} and set(figures["trivial"]) == {"neutral_error",
+                                                                                            "neutral_ok"}
+    assert set(figures["prompt_use"]) == {"own_nll", "swapped_nll"}
+    assert figures["raw"]["json_valid"] == 1.0  # the skeleton canvas always yields parseable JSON
+    assert set(figures["free"]) == {"cases", "json_valid", "schema_valid", "same_keys"}
     assert set(figures["diversity"]) == {"mdlm", "ar"}
-    assert 0.0 <= figures["diversity"]["mdlm"]["distinct_2"] <= 1.0
-    assert not figures["errors"]
+    assert 0.0 <= figures["diversity"]["mdlm"]["values_distinct_2"] <= 1.0
+    assert not report.errors
     text = report.render()
-    assert "MDLM skeleton: rule-consistent" in text and "AR Self-BLEU" in text
-    assert json.loads(json.dumps(report.to_json()))["summary"].startswith("Measured by")
+    assert "field: copy_call" in text and "always error" in text
 
 
-def test_eval_cli_prints_json_and_names_bad_corpora(corpus, tmp_path):
-    runner = CliRunner()
-    result = runner.invoke(app, ["eval-wm", "--corpus", str(corpus), "--rows", "1", "--ar", "",
-                                 "--diversity-calls", "0", "--json"])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
-    assert data["figures"]["skeleton"]["cases"] == 1 and data["figures"]["ar"] is None
-
+def test_eval_cli_names_bad_corpora(corpus, tmp_path):
     public = tmp_path / "public"
     public.mkdir()
     row = json.loads((corpus / "test.jsonl").read_text().splitlines()[0])
     (public / "test.jsonl").write_text(json.dumps({"messages": row["messages"]}) + "\n")
-    result = runner.invoke(app, ["eval-wm", "--corpus", str(public), "--rows", "1"])
+    result = CliRunner().invoke(app, ["eval-wm", "--corpus", str(public), "--rows", "1"])
     assert result.exit_code == 2
     assert "no rows with `meta`" in result.stderr
 
@@ -68,17 +97,3 @@ def test_cases_are_a_seeded_sample_of_the_split(corpus):
     first = [c.where for c in load_cases(corpus, "test", rows=2, seed=1)]
     assert first == [c.where for c in load_cases(corpus, "test", rows=2, seed=1)]
     assert resolve_model_path(DEFAULT_MODEL).endswith("wm-mdlm-small")
-
-
-def test_rates_count_exact_matches_and_the_simulators_status():
-    from wmstudio.train.evaluation import Rates
-    from wmstudio.world.checks import check_step
-
-    case = _case({"status": "ok"})
-    truth = '{"refund_processed":true,"status":"ok"}'
-    rates = Rates()
-    for response in (truth, '{"refund_processed":false,"status":"ok"}', '{"status":"error"}', "not json"):
-        rates.add(check_step(case.world, case.call, response), response, truth)
-    figures = rates.to_json()
-    assert figures["cases"] == 4 and figures["exact"] == 0.25 and figures["same_status"] == 0.5
-    assert figures["json_valid"] == 0.75

@@ -231,7 +231,7 @@ def test_a_budget_counts_in_any_unit_and_the_state_outranks_old_turns():
 def test_history_that_fits_is_not_touched():
     world = parse_world(shop_world())
     full = render(world, CALL, long_history(3))
-    within = render(world, CALL, long_history(3), PromptBudget(len(full.text)))
+    within = render(world, CALL, long_history(3), budget=PromptBudget(len(full.text)))
     assert within.text == full.text and within.cut == []
 
 
@@ -317,7 +317,9 @@ def test_over_budget_prompts_name_the_other_tools_but_keep_the_called_schema():
     call = Call(called.name)
     full = render(world, call)
     assert tool_schema_line(called) in full.text and "- get_order: Look up one order" in full.text
-    budgeted = render(world, call, PromptBudget(len(full.text) - 200))
+    descriptions = "\n".join(f"- {t.name}: {t.description}" for t in world.tools if t is not called)
+    names = "Other tools: get_order, list_orders, cancel_order"
+    budgeted = render(world, call, budget=PromptBudget(len(full.text) - len(descriptions) + len(names)))
     assert tool_schema_line(called) in budgeted.text  # the called tool keeps parameters and response
     assert "Other tools: get_order, list_orders, cancel_order" in budgeted.text
     assert "the other tools' descriptions" in budgeted.cut

@@ -90,10 +90,10 @@ def test_a_two_step_rollout_is_generated_with_the_earlier_steps_as_history(studi
 
     first = json.dumps({"name": "list_orders", "arguments": {"page": 1}})
     _, _, steps_md, _, message = client.predict(rid, first, "", 0.0, 7, api_name="/rollout_generate")
-    assert "Step 0 generated" in message and "**Step 0**" in steps_md
+    assert "Step 1 generated" in message and "**Step 1**" in steps_md  # counted from 1, as in Simulate
     second = json.dumps({"name": "get_order", "arguments": {"order_id": "ORD-10001"}})
     _, _, steps_md, _, message = client.predict(rid, second, 'status="error"', 0.0, 8, api_name="/rollout_generate")
-    assert "Step 1 generated" in message and "**Step 1**" in steps_md
+    assert "Step 2 generated" in message and "**Step 2**" in steps_md
 
     steps = rollout_steps(ctx.store, rid)
     assert [s.tool_call().name for s in steps] == ["list_orders", "get_order"]
@@ -113,10 +113,10 @@ def test_a_two_step_rollout_is_generated_with_the_earlier_steps_as_history(studi
 def test_branching_copies_the_steps_up_to_the_chosen_one(studio):
     client, ctx = studio
     parent = seeded_rollout(ctx, "payments")
-    branch, header, steps_md, _, message = client.predict(parent, 1, api_name="/rollout_branch")
-    assert branch != parent and f"branched from rollout {parent} at step 1" in header
-    assert f"Rollout {branch} branches rollout {parent}" in message
-    assert "**Step 1**" in steps_md and "**Step 2**" not in steps_md
+    branch, header, steps_md, _, message = client.predict(parent, 2, api_name="/rollout_branch")
+    assert branch != parent and f"branched from rollout {parent} at step 2" in header
+    assert f"Rollout {branch} branches rollout {parent} at step 2" in message
+    assert "**Step 2**" in steps_md and "**Step 3**" not in steps_md  # steps count from 1, as in Simulate
     copies, originals = rollout_steps(ctx.store, branch), rollout_steps(ctx.store, parent)
     assert [(s.call, s.response) for s in copies] == [(s.call, s.response) for s in originals[:2]]
 
@@ -125,14 +125,20 @@ def test_a_hand_edit_is_recorded_rechecked_and_keeps_the_original(studio):
     client, ctx = studio
     rid = seeded_rollout(ctx, "filesystem")
     original = rollout_steps(ctx.store, rid)[0]
-    loaded, _ = client.predict(rid, 0, api_name="/rollout_load_response")
+    loaded, _ = client.predict(rid, 1, api_name="/rollout_load_response")
     assert loaded == original.response
 
-    _, _, steps_md, _, message = client.predict(rid, 0, '{"status": "maybe"}', api_name="/rollout_edit")
+    *_, refused = client.predict(rid, 1, '{"status": "maybe"}', api_name="/rollout_edit")
+    assert "not saved" in refused and "response schema" in refused  # breaks the schema: refused, with why
+    assert get_step(ctx.store, original.id).response == original.response
+    value = json.loads(original.response)
+    value["path" if "path" in value else "source"] = "not/absolute"  # schema-valid, breaks a rule
+    edited = json.dumps(value)
+    _, _, steps_md, _, message = client.predict(rid, 1, edited, api_name="/rollout_edit")
     assert "edited" in message and "checks fail" in message
     step = get_step(ctx.store, original.id)
     made_by = step.provenance()
-    assert step.response == '{"status": "maybe"}' and step.check_ok is False
+    assert step.response == edited and step.check_ok is False
     assert made_by.kind == "human edit" and made_by.original_response == original.response
     assert made_by.original.model == original.provenance().model
     assert "✏️ edited" in steps_md
@@ -202,9 +208,9 @@ def test_bad_input_is_explained_with_the_field_and_nothing_changes(studio, tmp_p
         "`call`: invalid JSON at line 1": generate_message(rid, '{"name": "get_order", ', "", 0.0, 0),
         "`call.name`": generate_message(rid, json.dumps({"name": "launch_rocket", "arguments": {}}), "", 0.0, 0),
         "anchor": generate_message(rid, call, "status=error", 0.0, 0),
-        "`step_index`": client.predict(rid, 99, api_name="/rollout_branch")[4],
+        "`step`: rollout": client.predict(rid, 99, api_name="/rollout_branch")[4],
         "`step`": client.predict(rid, 42, api_name="/rollout_load_response")[1],
-        "`response`": client.predict(rid, 0, "  ", api_name="/rollout_edit")[4],
+        "`response`": client.predict(rid, 1, "  ", api_name="/rollout_edit")[4],
         "`rollout_ids`": client.predict("c", "", str(rid), api_name="/curriculum_add")[0],
         "`rollout_ids[0]`": client.predict("c", "", "seven", api_name="/curriculum_add")[0],
         "`curriculum`": client.predict(None, api_name="/curriculum_export")[1],

@@ -260,7 +260,7 @@ def test_saving_puts_the_step_its_provenance_checks_and_trace_into_a_rollout(ctx
         ('{"name": "get_order", "arguments": ', [], FAST, "call", "invalid JSON"),
         ({"name": "get_order", "arguments": {}}, ["colour=1"], FAST, "anchor colour", "no field `colour`"),
         ({"name": "get_order", "arguments": {}}, ['total_cents="lots"'], FAST, "anchor total_cents", "expected an"),
-        ({"name": "get_order", "arguments": {}}, [], SamplerSettings(free=True, free_length=4000), "",
+        ({"name": "get_order", "arguments": {}}, [], SamplerSettings(free=True, free_length=4080), "",
          "over the model's context"),
     ],
     ids=["unknown tool", "broken call JSON", "anchor on a missing field", "anchor of the wrong type",
@@ -376,7 +376,7 @@ def test_bad_inputs_over_http_give_a_message_and_no_traceback(client, worlds, to
 
 
 def test_a_canvas_longer_than_the_context_is_refused_over_http(client, worlds):
-    outputs = client.predict(*request(worlds["retail"], "get_order", free_mode=True, free_length=4000),
+    outputs = client.predict(*request(worlds["retail"], "get_order", free_mode=True, free_length=4080),
                              api_name="/simulate")
     assert "over the model's context" in outputs[0]
 

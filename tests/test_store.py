@@ -25,6 +25,7 @@ from wmstudio.store import (
     branch_rollout,
     create_curriculum_version,
     create_rollout,
+    curriculum_snapshots,
     create_run,
     curriculum_rollouts,
     default_db_path,
@@ -342,9 +343,10 @@ def catalogue(store, world):
     ]
     ids = {}
     for spec_world, title, status, tags, steps in specs:
-        rollout = create_rollout(store, spec_world.id, title, tags=tags, status=status)
+        rollout = create_rollout(store, spec_world.id, title, tags=tags)
         for order, response, report in steps:
             append_step(store, rollout.id, call(order), response, MODEL, check_report=report)
+        set_status(store, rollout.id, status)  # after the steps: a step appended to an accepted rollout un-accepts it
         ids[title] = rollout.id
     return ids
 
@@ -431,18 +433,22 @@ def test_pages_split_the_newest_first_order(store, catalogue):
 # --- annotation ---------------------------------------------------------------------------------------------------
 
 
-def test_the_queue_serves_fewest_ratings_first_then_oldest_and_respects_skips(store, world):
+def test_the_queue_overlaps_annotators_before_new_steps_then_oldest_and_respects_skips(store, world):
     rollout = create_rollout(store, world.id)
     s0, s1, s2 = (append_step(store, rollout.id, call(f"A{i}"), f'{{"i": {i}}}', MODEL) for i in range(3))
     ada, bob, cy = (get_annotator(store, name) for name in ("ada", "bob", "cy"))
     assert next_to_annotate(store, ada.id).step_id == s0.id  # all unrated: the oldest
     save_rating(store, ada.id, s0.id, 4, 4, 4)
-    assert next_to_annotate(store, bob.id).step_id == s1.id  # s0 has a rating now: s1 comes first
+    assert next_to_annotate(store, bob.id).step_id == s0.id  # rated once: a second rating before new steps
+    assert next_to_annotate(store, bob.id, overlap=1).step_id == s1.id  # no overlap asked: the least rated
+    save_rating(store, bob.id, s0.id, 3, 3, 3)
+    assert next_to_annotate(store, cy.id).step_id == s1.id  # s0 has its two ratings: on to the oldest unrated
+    skip_step(store, cy.id, s1.id)
+    assert next_to_annotate(store, cy.id).step_id == s2.id  # skipped for cy only
+    assert next_to_annotate(store, ada.id).step_id == s1.id
     save_rating(store, bob.id, s1.id, 3, 3, 3)
-    assert next_to_annotate(store, cy.id).step_id == s2.id
-    skip_step(store, cy.id, s2.id)
-    assert next_to_annotate(store, cy.id).step_id == s0.id  # skipped for cy only
-    assert next_to_annotate(store, ada.id).step_id == s2.id
+    with pytest.raises(InvalidInput, match="overlap"):
+        next_to_annotate(store, ada.id, overlap=0)
     for step in (s1, s2):
         save_rating(store, ada.id, step.id, 5, 5, 5)
     assert next_to_annotate(store, ada.id) is None
@@ -457,7 +463,7 @@ def test_an_item_shows_the_world_history_and_response_but_not_the_model(store, w
     second = append_step(store, rollout.id, call("A2"), '{"amount": 12.5}', MODEL)
     ada = get_annotator(store, "ada")
     save_rating(store, get_annotator(store, "bob").id, rollout_steps(store, rollout.id)[0].id, 3, 3, 3)
-    item = next_to_annotate(store, ada.id)
+    item = next_to_annotate(store, ada.id, overlap=1)
     assert (item.step_id, item.step_index, item.world_id) == (second.id, 1, world.id)
     assert [(h.call, h.response) for h in item.history] == [(Call("refund_order", {"order_id": "A1"}),
                                                              '{"status": "lost"}')]
@@ -541,6 +547,22 @@ def test_curricula_are_versioned_sets_of_accepted_rollouts(store, world):
         create_curriculum_version(store, "refunds", [])
     with pytest.raises(InvalidInput, match="no curriculum 'refunds' version 9"):
         get_curriculum(store, "refunds", 9)
+
+
+def test_a_curriculum_version_exports_its_rollouts_as_saved_and_an_edit_unaccepts(store, world):
+    rollout = create_rollout(store, world.id, "frozen")
+    first = append_step(store, rollout.id, call("A1"), '{"status": "refunded"}', MODEL)
+    set_status(store, rollout.id, "accepted")
+    version = create_curriculum_version(store, "frozen", [rollout.id])
+    append_step(store, rollout.id, call("A2"), '{"status": "later"}', MODEL)
+    assert get_rollout(store, rollout.id).status == "pending"  # no longer what was accepted
+    set_status(store, rollout.id, "accepted")
+    edit_step_response(store, first.id, '{"status": "edited"}}}', editor="ada")
+    assert get_rollout(store, rollout.id).status == "pending"
+    [saved] = curriculum_snapshots(store, version.id)
+    assert (saved.rollout_id, saved.status, saved.title) == (rollout.id, "accepted", "frozen")
+    assert [s["response"] for s in saved.steps] == ['{"status": "refunded"}']  # as it was when saved
+    assert saved.steps[0]["call"] == call("A1").to_json()
 
 
 def test_training_runs_record_status_times_and_metrics(store, world):

@@ -12,14 +12,8 @@ from wmstudio.model.backends import ArBaseline, load_backend
 from wmstudio.model.generation import generate
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
-from wmstudio.train.examples import (
-    CanvasTarget,
-    TrainingExample,
-    _attention_mask,
-    ar_batch,
-    mdlm_batch,
-    mdlm_split_batch,
-)
+from wmstudio.train.batches import _attention_mask, ar_batch, mdlm_batch, mdlm_split_batch, noise_canvas
+from wmstudio.train.examples import CanvasTarget, TrainingExample
 from wmstudio.train.training import TrainConfig, batch_loss, train_world_model, uses_split_batches
 from wmstudio.world.corpus import write_corpus
 from wmstudio.world.history import parse_history
@@ -84,7 +78,7 @@ def test_mdlm_loss_counts_only_masked_response_positions(tokenizer):
         w * torch.nn.functional.cross_entropy(logits[c], torch.tensor(t))
         for c, t, w in zip(scored, batch.targets.tolist(), batch.weights.tolist())
     )
-    assert batch_loss(model, batch).item() == pytest.approx(manual.item(), rel=1e-5)
+    assert batch_loss(model, batch).total.item() == pytest.approx(manual.item(), rel=1e-5)
 
 
 def test_packed_mask_matches_the_engine_for_one_canvas_and_isolates_several():
@@ -117,6 +111,9 @@ def test_training_lowers_the_loss_and_saves_a_loadable_model(trained_mdlm, corpu
     assert tokenizer.mask_token == "<|mask|>" and tokenizer.sep_token == "<|sep|>"
     card = (out / "README.md").read_text()
     assert "masked diffusion" in card and f"{result.parameters:,} parameters" in card
+    assert (out / "copy_head.safetensors").exists() and model.config.wmstudio["span_order"] == "left_to_right"
+    copy_points = [p for p in result.loss_curve if "eval_copy_accuracy" in p]
+    assert copy_points and 0.0 <= copy_points[-1]["eval_copy_accuracy"] <= 1.0
 
     backend = load_backend(out)
     row = json.loads((corpus / "test.jsonl").read_text().splitlines()[0])
@@ -184,7 +181,7 @@ def test_two_pass_loss_equals_the_packed_loss_and_its_gradients(tokenizer):
     losses = []
     for batch in (packed, split):
         model.zero_grad()
-        loss = batch_loss(model, batch)
+        loss = batch_loss(model, batch).total
         loss.backward()
         losses.append((loss.item(), [p.grad.clone() for p in model.parameters()]))
     assert losses[1][0] == pytest.approx(losses[0][0], rel=1e-5)
@@ -205,3 +202,18 @@ def test_free_canvases_take_any_size_that_holds_the_response(tokenizer):
     for canvas in canvases:
         assert canvas.tokens[:50] == response and set(canvas.tokens[50:]) == {tokenizer.pad_token_id}
         assert all(canvas.maskable)
+
+
+def test_a_skeleton_scores_each_values_content_and_first_pad_and_may_be_masked_span_by_span(tokenizer):
+    canvas = CanvasTarget(tokens=[50, 51, 1, 1, 9, 60, 1, 1], maskable=[True, True, True, True, False, True, True,
+                                                                       True], style="skeleton",
+                          scored=[True, True, True, False, False, True, True, False], spans=[(0, 4), (5, 3)])
+    span_wise = 0
+    for seed in range(200):
+        noisy, scored, weight = noise_canvas(canvas, 99, torch.Generator().manual_seed(seed))
+        masked = noisy == 99
+        assert not bool(scored[[3, 7]].any())  # trailing pads are settled by the sampler, never scored
+        assert set(scored.nonzero().flatten().tolist()) <= set(masked.nonzero().flatten().tolist())
+        span_wise += all(bool(masked[s:s + n].all()) or not bool(masked[s:s + n].any()) for s, n in canvas.spans)
+        assert weight > 0
+    assert 100 < span_wise < 200  # about half the draws mask whole values (and some token draws happen to)

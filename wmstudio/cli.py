@@ -63,10 +63,10 @@ def _read_json(path: Path, what: str) -> Any:
 
 
 def _read_history(path: Optional[Path]) -> list:
-    """Earlier steps from a JSON file (none when no file is given)."""
-    from wmstudio.world.history import parse_history
+    """Earlier steps from a history file in any shape `wmstudio history import` reads (none when no file is given)."""
+    from wmstudio.world.trajectories import read_history_file
 
-    return parse_history(_read_json(path, "history"), "history") if path else []
+    return read_history_file(path) if path else []
 
 
 @app.command()
@@ -106,7 +106,7 @@ def check(
     history: Optional[Path] = typer.Option(None, "--history", help="Earlier steps, a JSON list of {call, response}."),
 ) -> None:
     """Check a response against JSON, the tool's response schema, the world's rules and the anchors."""
-    from wmstudio.world.anchors import parse_anchor
+    from wmstudio.world.anchors import anchor_problems, parse_anchor
     from wmstudio.world.checks import check_step
     from wmstudio.world.spec import Call
 
@@ -114,6 +114,12 @@ def check(
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
         anchors = [parse_anchor(text) for text in anchor]
+        try:
+            problems = anchor_problems(anchors, spec.tool(the_call.name).response)
+        except KeyError:
+            problems = []  # an unknown tool: check_step names the tools there are
+        if problems:
+            raise InvalidInput(problems)
         steps = _read_history(history)
         if not response.exists():
             raise InvalidInput(f"{response}: no such file")
@@ -181,6 +187,8 @@ def serve(
     ar_model: Optional[str] = typer.Option(None, "--ar-model", help="Autoregressive baseline (default: embedded)."),
     auth: list[str] = typer.Option([], "--auth", help="Require sign-in: USER:PASSWORD, repeat for more annotators."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow checkpoints' own model code."),
+    overlap: int = typer.Option(2, "--overlap", min=1, help="Annotators who rate each step before new steps are "
+                                                             "served (agreement needs steps rated twice)."),
 ) -> None:
     """Open the studio in the browser at http://HOST:PORT."""
     from wmstudio.ui.studio import launch
@@ -193,9 +201,32 @@ def serve(
         users[user] = password
     try:
         launch(host=host, port=port, db=db, model=model, ar_model=ar_model or DEFAULT_AR_MODEL,
-               trust_remote_code=trust_remote_code, users=users)
+               trust_remote_code=trust_remote_code, users=users, overlap=overlap)
     except InvalidInput as err:
         fail(str(err))
+
+
+# --- histories (earlier steps) from the trajectory files people already have ---------------------------
+
+history_app = typer.Typer(help="Read earlier steps from trajectory files (OpenAI messages, tau-bench, chat rows).",
+                          no_args_is_help=True)
+app.add_typer(history_app, name="history")
+
+
+@history_app.command("import")
+def history_import(
+    path: Path = typer.Argument(..., help="Steps, an OpenAI message list, tau-bench results or a State: chat row."),
+    index: Optional[int] = typer.Option(None, "--index", help="Which trajectory of a file of several (from 0)."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the JSON list here instead of stdout."),
+) -> None:
+    """Print (or write) the history in PATH as the JSON list [{"call": ..., "response": ...}] --history takes."""
+    from wmstudio.world.trajectories import read_history_file
+
+    try:
+        steps = read_history_file(path, index)
+    except InvalidInput as err:
+        fail(str(err))
+    emit([step.to_json() for step in steps], out)
 
 
 # --- rollouts and curricula in the studio's database (what the Rollouts tab does) -------------------------
@@ -444,6 +475,7 @@ def generate_cmd(
     seed: int = typer.Option(0, "--seed", help=SamplerSettings.help("seed")),
     free: bool = typer.Option(False, "--free", help=SamplerSettings.help("free")),
     free_length: int = typer.Option(64, "--free-length", help=SamplerSettings.help("free_length")),
+    repair: bool = typer.Option(False, "--repair", help=SamplerSettings.help("repair")),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow LLaDA/Dream model code."),
     approximate_cache: bool = typer.Option(
         False, "--approximate-cache", help="Cache the prompt of a fully bidirectional model (inexact, faster)."
@@ -459,7 +491,7 @@ def generate_cmd(
 
     settings = _sampler_settings(steps=steps, strategy=strategy, threshold=None if no_threshold else threshold,
                                  block=block, temperature=temperature, repetition_penalty=repetition_penalty,
-                                 samples=samples, seed=seed, free=free, free_length=free_length)
+                                 samples=samples, seed=seed, free=free, free_length=free_length, repair=repair)
     try:
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")

@@ -150,3 +150,40 @@ def test_a_bad_anchor_is_explained_and_the_form_is_kept(studio, page):
     assert page.locator("#simulate-free-anchors textarea").input_value() == "colour=1"
     assert page.get_by_label("order_id · text · required").input_value() == "ORD-1"
     page.screenshot(path=str(ARTIFACTS / "simulate-5-bad-anchor.png"), full_page=True)
+
+
+def test_a_value_pasted_into_a_field_reaches_the_call_that_is_saved(studio, page):
+    _, store, _ = studio
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.get_by_role("tab", name="Simulate").click()
+    pick(page, "simulate-tool", "cancel_order")
+    expect(page.locator("#simulate-tool-note")).to_contain_text("cancel_order", timeout=10_000)
+    order = page.get_by_label("order_id · text · required")
+    order.fill("")
+    page.evaluate("navigator.clipboard.writeText('ORD-77777')")
+    order.click()
+    order.press("Control+V")  # pasted, not typed
+    expect(order).to_have_value("ORD-77777")
+    expect(page.locator("#simulate-arguments")).to_contain_text('"order_id": "ORD-77777"', timeout=10_000)
+    page.locator("#simulate-free-anchors textarea").fill("")
+    page.locator("#simulate-run").click()
+    expect(page.locator("#simulate-status")).to_contain_text("Done:", timeout=60_000)
+    page.get_by_label("Title of a new rollout (optional)").fill("pasted id")
+    page.locator("#simulate-save").click()
+    saved = page.locator("#simulate-save-status")
+    expect(saved).to_contain_text("Saved as step 1 of rollout #", timeout=10_000)
+    [step] = rollout_steps(store, int(saved.inner_text().split("rollout #")[1].split()[0]))
+    assert step.call == {"name": "cancel_order", "arguments": {"order_id": "ORD-77777"}}
+
+
+def test_a_refused_run_clears_the_last_runs_canvas_and_report(studio, page):
+    page.get_by_role("tab", name="Simulate").click()
+    page.locator("#simulate-run").click()
+    expect(page.locator("#simulate-status")).to_contain_text("Done:", timeout=60_000)
+    expect(page.locator("#simulate-report")).to_contain_text("JSON: valid")
+    page.locator("#simulate-free-anchors textarea").fill("colour=1")
+    page.locator("#simulate-run").click()
+    expect(page.locator("#simulate-status")).to_contain_text("anchor colour", timeout=10_000)
+    expect(page.locator("#simulate-report")).not_to_contain_text("JSON: valid")
+    expect(page.locator("#simulate-canvas .wm-canvas")).to_have_attribute("data-step", "-1")
+    page.locator("#simulate-free-anchors textarea").fill("")

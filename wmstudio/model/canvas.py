@@ -117,6 +117,7 @@ def build_canvas(
     mask_id: int | None = None,
     pad_id: int | None = None,
     end_id: int | None = None,
+    free_json: bool = True,
 ) -> Canvas:
     """The canvas for a response `schema` (skeleton mode) or a free span of `free_length` (free mode).
 
@@ -124,7 +125,8 @@ def build_canvas(
     free canvas; `vocab_size` is the model's number of logits; `shape` (a response value) makes objects
     and arrays take that value's keys and lengths (for training targets); `mask_id`/`pad_id` override
     the tokenizer's (LLaDA's mask id is not in its tokenizer); `end_id` closes variable-length arrays
-    (default: the first of eos/sep/bos that is neither mask nor pad; none: arrays get fixed item counts).
+    (default: the first of eos/sep/bos that is neither mask nor pad; none: arrays get fixed item counts);
+    `free_json` False leaves a free span any text (a free span is one JSON value by default).
     InvalidInput on bad anchors."""
     pinned = list(anchors)
     mask_id = tokenizer.mask_token_id if mask_id is None else mask_id
@@ -148,7 +150,7 @@ def build_canvas(
     elif mode == FREE:
         if free_length < 1:
             raise InvalidInput(Problem("free_length", f"{free_length} slots: give at least 1"))
-        lay_out_free(builder, free_length, text_anchors, pinned)
+        lay_out_free(builder, free_length, text_anchors, pinned, free_json)
     else:
         raise InvalidInput(Problem("mode", f"unknown canvas mode {mode!r}: use skeleton or free"))
     canvas = _assemble(builder, mode, mask_id, vocab.pad_id, pinned)

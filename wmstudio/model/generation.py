@@ -106,9 +106,9 @@ def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, 
     budget = prompt_budget(tokenizer, backend.max_length, canvas_tokens, backend.prompt_tokens)
     if budget.limit < MIN_PROMPT_TOKENS:
         raise InvalidInput(
-            f"the response canvas takes {canvas_tokens} of the model's {backend.max_length} tokens, leaving "
-            f"{budget.limit} for the prompt: use a smaller response schema, fewer array items or smaller span "
-            "budgets, or a model with a longer context")
+            f"the response canvas ({canvas_tokens} tokens) leaves {budget.limit} tokens for the prompt, so the two "
+            f"are over the model's context of {backend.max_length}: use a smaller response schema, fewer array "
+            "items or smaller span budgets, or a model with a longer context")
     chat = getattr(tokenizer, "sep_token", None) != SEP_TOKEN and bool(getattr(tokenizer, "chat_template", None))
     rendered = render(world, call, history, budget, chat=chat)
     if getattr(tokenizer, "sep_token", None) == SEP_TOKEN:
@@ -244,6 +244,9 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
         if not tried:
             break
         round_.kept = min(range(len(tried)), key=lambda i: problem_count(tried[i].checks))
+        round_.canvas, kept = canvas, round_.kept
+        round_.frames = [Frame(f.step, [f.tokens[kept]], [f.unmasked[kept]], [f.confidences[kept]], f.done,
+                               [f.copied[kept]] if f.copied else []) for f in frames]
         chosen = tried[round_.kept]
         if problem_count(chosen.checks) <= problem_count(best.checks):
             best = replace(chosen, steps=best.steps + len(frames))

@@ -266,10 +266,11 @@ class Layout:
 FREE_JSON_DEPTH = 4  # nesting a free canvas's JSON grammar allows
 
 
-def lay_out_free(builder: Layout, length: int, text_anchors: Sequence[tuple[int, str]], pins: list[Anchor]) -> None:
-    """Free span of `length` slots cut at each text anchor's offset; path anchors go at the end. With neither, the
-    span holds one JSON value (bounded depth), so free-mode output always parses."""
-    if not text_anchors and not pins:
+def lay_out_free(builder: Layout, length: int, text_anchors: Sequence[tuple[int, str]], pins: list[Anchor],
+                 json_value: bool = True) -> None:
+    """Free span of `length` slots cut at each text anchor's offset; path anchors go at the end. With neither (and
+    `json_value`), the span holds one JSON value (bounded depth), so free-mode output always parses."""
+    if json_value and not text_anchors and not pins:
         builder.span([], "free", length, JsonText(FREE_JSON_DEPTH))
         return
     pieces = sorted(((min(max(int(o), 0), length), str(t)) for o, t in text_anchors), key=lambda p: p[0])

@@ -25,12 +25,15 @@ _RESPONSE_FIELD = re.compile(r"\bresponse\.([A-Za-z_]\w*)")
 
 @dataclass
 class RepairRound:
-    """One round: the fields remasked, the candidates' texts and checks, and the one kept."""
+    """One round: the fields remasked, the candidates' texts and checks, the one kept, and the round's canvas with
+    the kept candidate's frames (what the studio draws: the fields remasked and refilled)."""
 
     remasked: list[str]
     candidates: list[str] = field(default_factory=list)
     passed: list[bool] = field(default_factory=list)
     kept: int = 0
+    canvas: Any = None
+    frames: list = field(default_factory=list)
 
 
 def fields_to_remask(world: WorldSpec, report: CheckReport, response: Any) -> list[str]:

@@ -17,8 +17,10 @@ from wmstudio.store.annotation import (
 )
 from wmstudio.store.curricula import (
     CurriculumSummary,
+    RolloutSnapshot,
     create_curriculum_version,
     curriculum_rollouts,
+    curriculum_snapshots,
     get_curriculum,
     list_curricula,
 )
@@ -121,6 +123,8 @@ __all__ = [
     "latest_world",
     "list_annotators",
     "list_curricula",
+    "curriculum_snapshots",
+    "RolloutSnapshot",
     "list_runs",
     "list_worlds",
     "next_to_annotate",

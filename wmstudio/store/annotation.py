@@ -88,22 +88,29 @@ def get_annotator(store: Store, name: str, source: str = "local") -> Annotator:
         return found
 
 
-def next_to_annotate(store: Store, annotator_id: int) -> AnnotationItem | None:
+DEFAULT_OVERLAP = 2  # annotators per step before new steps are served: agreement needs steps rated twice
+
+
+def next_to_annotate(store: Store, annotator_id: int, overlap: int = DEFAULT_OVERLAP) -> AnnotationItem | None:
     """The step this annotator should rate next, or None when they have rated or skipped every step.
 
-    Steps with the fewest ratings come first (so ratings spread and overlap evenly), then the oldest; copies
-    of steps in branches are left out. One walk of the `ix_step_queue` index."""
+    Steps others rated fewer than `overlap` times come first (so a small team rates the same steps and agreement
+    appears), then unrated steps, then the rest by fewest ratings; the oldest first within each; copies of steps
+    in branches are left out. Each tier is one walk of the `ix_step_queue` index."""
+    if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 1:
+        raise InvalidInput(Problem("overlap", f"must be a whole number from 1, got {overlap!r}"))
     rated = sa.exists().where(Rating.step_id == Step.id, Rating.annotator_id == annotator_id)
     skipped = sa.exists().where(Skip.step_id == Step.id, Skip.annotator_id == annotator_id)
-    query = (
-        select(Step)
-        .where(Step.copied_from_step_id.is_(None), sa.not_(rated), sa.not_(skipped))
-        .order_by(Step.rating_count, Step.created_at, Step.id)
-        .limit(1)
-    )
+    open_steps = (Step.copied_from_step_id.is_(None), sa.not_(rated), sa.not_(skipped))
+    tiers = [sa.and_(Step.rating_count >= 1, Step.rating_count < overlap), Step.rating_count == 0, sa.true()]
     with store.read() as session:
         fetch_row(session, Annotator, annotator_id, "annotator_id")
-        step = session.exec(query).first()
+        step = None
+        for tier in tiers:
+            query = select(Step).where(*open_steps, tier).order_by(Step.rating_count, Step.created_at, Step.id)
+            step = session.exec(query.limit(1)).first()
+            if step is not None:
+                break
         if step is None:
             return None
         world_id = session.exec(select(Rollout.world_id).where(Rollout.id == step.rollout_id)).one()

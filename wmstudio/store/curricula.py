@@ -4,6 +4,7 @@ A training run names the exact version it used, so a result can always be traced
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,7 +13,7 @@ from sqlmodel import select
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store, fetch_row
-from wmstudio.store.tables import Curriculum, CurriculumRollout, Rollout
+from wmstudio.store.tables import Curriculum, CurriculumRollout, Rollout, RolloutTag, Step
 
 MAX_NAME_CHARS = 100
 
@@ -57,7 +58,8 @@ def create_curriculum_version(store: Store, name: str, rollout_ids: Sequence[int
         curriculum = Curriculum(name=name, version=(latest or 0) + 1, description=description.strip())
         session.add(curriculum)
         session.flush()
-        session.add_all(CurriculumRollout(curriculum_id=curriculum.id, rollout_id=rid, position=position)
+        session.add_all(CurriculumRollout(curriculum_id=curriculum.id, rollout_id=rid, position=position,
+                                          snapshot=json.dumps(_snapshot(session, rid), ensure_ascii=False))
                         for position, rid in enumerate(ids))
         return curriculum
 
@@ -100,6 +102,43 @@ def curriculum_rollouts(store: Store, curriculum_id: int) -> list[Rollout]:
             .where(CurriculumRollout.curriculum_id == curriculum_id)
             .order_by(CurriculumRollout.position)
         ))
+
+
+@dataclass
+class RolloutSnapshot:
+    """A rollout as a curriculum version saved it: its id, world version, title, status, tags and steps
+    (`{"call", "response", "check_report", "made_by"}` each), whatever happened to the rollout since."""
+
+    rollout_id: int
+    world_id: int
+    title: str
+    status: str
+    tags: list[str]
+    steps: list[dict]
+
+
+def curriculum_snapshots(store: Store, curriculum_id: int) -> list[RolloutSnapshot]:
+    """The rollouts of a curriculum version as they were when it was saved, in order (what it exports)."""
+    with store.read() as session:
+        fetch_row(session, Curriculum, curriculum_id, "curriculum_id")
+        members = session.exec(select(CurriculumRollout).where(CurriculumRollout.curriculum_id == curriculum_id)
+                               .order_by(CurriculumRollout.position)).all()
+        found = []
+        for member in members:
+            data = json.loads(member.snapshot) if member.snapshot else _snapshot(session, member.rollout_id)
+            found.append(RolloutSnapshot(member.rollout_id, data["world_id"], data["title"], data["status"],
+                                         data["tags"], data["steps"]))
+        return found
+
+
+def _snapshot(session, rollout_id: int) -> dict:
+    """A rollout's world version, title, status, tags and steps as plain JSON."""
+    rollout = session.get(Rollout, rollout_id)
+    tags = sorted(session.exec(select(RolloutTag.tag).where(RolloutTag.rollout_id == rollout_id)).all())
+    steps = session.exec(select(Step).where(Step.rollout_id == rollout_id).order_by(Step.index)).all()
+    return {"world_id": rollout.world_id, "title": rollout.title, "status": rollout.status, "tags": list(tags),
+            "steps": [{"call": s.call, "response": s.response, "check_report": s.check_report,
+                       "made_by": s.made_by} for s in steps]}
 
 
 def _listed(ids: list[int], most: int = 10) -> str:

@@ -54,11 +54,13 @@ def append_step(
     check_report: CheckReport | dict[str, Any] | None = None,
     trace: DecodeTrace | None = None,
 ) -> Step:
-    """Add the next step (call, response, provenance, check report, decode trace) at the end of a rollout."""
+    """Add the next step (call, response, provenance, check report, decode trace) at the end of a rollout; an
+    accepted rollout goes back to pending (it is no longer what was accepted)."""
     fields = _step_fields(call, response, made_by, check_report)
     packed = pack_trace(trace) if trace is not None else None
     with store.write() as session:
         fetch_row(session, Rollout, rollout_id, "rollout_id")
+        _unaccept(session, rollout_id)
         last = session.exec(select(sa.func.max(Step.index)).where(Step.rollout_id == rollout_id)).one()
         step = Step(rollout_id=rollout_id, index=0 if last is None else last + 1, **fields)
         session.add(step)
@@ -150,7 +152,8 @@ def edit_step_response(store: Store, step_id: int, response: str, editor: str | 
     """Replace a step's response by hand; recorded as a human edit that keeps the original response.
 
     Give the check report of the new text (None marks the step unchecked). An edited copy in a branch is no
-    longer a copy, so it enters the annotation queue in its own right."""
+    longer a copy, so it enters the annotation queue in its own right. An accepted rollout goes back to pending:
+    what was accepted is not what it holds now (curriculum versions keep what they saved)."""
     response = _response(response)
     report, ok = _report(check_report)
     with store.write() as session:
@@ -162,7 +165,15 @@ def edit_step_response(store: Store, step_id: int, response: str, editor: str | 
         step.check_report, step.check_ok = report, ok
         step.copied_from_step_id = None
         session.add(step)
+        _unaccept(session, step.rollout_id)
         return step
+
+
+def _unaccept(session, rollout_id: int) -> None:
+    rollout = session.get(Rollout, rollout_id)
+    if rollout is not None and rollout.status == "accepted":
+        rollout.status = "pending"
+        session.add(rollout)
 
 
 def set_status(store: Store, rollout_id: int, status: str) -> Rollout:

@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     LargeBinary,
+    Text,
     UniqueConstraint,
     text,
 )
@@ -208,6 +209,7 @@ class CurriculumRollout(SQLModel, table=True):
     curriculum_id: int = Field(foreign_key="curriculum.id", primary_key=True)
     rollout_id: int = Field(foreign_key="rollout.id", primary_key=True)
     position: int
+    snapshot: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # the rollout as saved
 
 
 class TrainingRun(SQLModel, table=True):

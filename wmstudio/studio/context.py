@@ -13,6 +13,7 @@ from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.backends import ArBaseline, Backend, load_backend
 from wmstudio.problems import InvalidInput
 from wmstudio.store import Store
+from wmstudio.store.annotation import DEFAULT_OVERLAP
 
 
 @dataclass
@@ -24,6 +25,7 @@ class StudioContext:
     ar_model: str | None = DEFAULT_AR_MODEL
     trust_remote_code: bool = False
     users: dict[str, str] = field(default_factory=dict)  # name -> password from --auth; empty = open studio
+    overlap: int = DEFAULT_OVERLAP  # annotators who rate each step before the queue moves on to new steps
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

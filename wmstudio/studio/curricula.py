@@ -25,18 +25,22 @@ from wmstudio.store import (
     create_curriculum_version,
     create_rollout,
     curriculum_rollouts,
+    curriculum_snapshots,
     get_curriculum,
+    get_world,
     list_curricula,
     save_world_version,
+    set_status,
 )
 from wmstudio.studio.datasets import (
     ExportRollout,
+    ExportStep,
     PushFailed,
     export_dataset,
     import_dataset,
     push_to_hub,
 )
-from wmstudio.studio.rollouts import exported_rollout
+from wmstudio.world.spec import Call
 
 MAX_IMPORT_BYTES = 1_000_000_000
 
@@ -62,8 +66,15 @@ def add_to_curriculum(store: Store, name: str, description: str, rollout_ids: Se
 
 
 def export_rollouts(store: Store, curriculum_id: int) -> list[ExportRollout]:
-    """A curriculum version's rollouts in the dataset module's export shape."""
-    return [exported_rollout(store, rollout.id) for rollout in curriculum_rollouts(store, curriculum_id)]
+    """A curriculum version's rollouts as it saved them (later edits to a rollout do not reach it), in the dataset
+    module's export shape."""
+    exported = []
+    for snap in curriculum_snapshots(store, curriculum_id):
+        steps = [ExportStep(call=Call.from_json(s["call"], f"rollout {snap.rollout_id}.call"), response=s["response"],
+                            check_report=s["check_report"], made_by=s["made_by"]) for s in snap.steps]
+        exported.append(ExportRollout(id=str(snap.rollout_id), world=get_world(store, snap.world_id).spec(),
+                                      steps=steps, title=snap.title, status=snap.status, tags=list(snap.tags)))
+    return exported
 
 
 def curriculum_by_id(store: Store, curriculum_id: int) -> Curriculum:
@@ -116,9 +127,10 @@ def import_dataset_file(store: Store, path: Path) -> ImportResult:
     for rollout, made in zip(rollouts, steps, strict=True):
         world = save_world_version(store, rollout.world)
         status = rollout.status if rollout.status in ROLLOUT_STATUSES else "pending"
-        row = create_rollout(store, world.id, rollout.title, rollout.tags, status)
+        row = create_rollout(store, world.id, rollout.title, rollout.tags)
         for step, made_by in made:
             append_step(store, row.id, step.call, step.response, made_by, step.check_report)
+        set_status(store, row.id, status)  # after the steps: appending to an accepted rollout un-accepts it
         created.append(row.id)
     return ImportResult(created, sum(map(len, steps)))
 

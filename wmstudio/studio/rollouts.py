@@ -66,6 +66,10 @@ def edit_response(store: Store, rollout_id: int, index: int, response_text: str,
     world = get_world(store, get_rollout(store, rollout_id).world_id).spec()
     earlier = [s for s in rollout_steps(store, rollout_id) if s.index < step.index]
     report = check_step(world, step.tool_call(), response_text, history=history_of(earlier))
+    if not report.json_valid or report.schema_errors:
+        why = ["it is not JSON"] if not report.json_valid else report.schema_errors[:5]
+        raise InvalidInput([Problem("response", f"not saved: {reason}") for reason in why]
+                           + [Problem("response", "fix it to fit the tool's response schema, then save again")])
     return edit_step_response(store, step.id, response_text, editor=editor, check_report=report), report
 
 

@@ -27,6 +27,7 @@ from wmstudio.store import (
     save_rating,
     skip_step,
 )
+from wmstudio.store.annotation import DEFAULT_OVERLAP
 from wmstudio.studio.annotation import current_agreement
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.check_view import pretty_response
@@ -220,10 +221,10 @@ def _identity(ctx: StudioContext, typed_name: Any, request: Any, profile: Any) -
     return resolve_identity(typed_name, request_username(request), profile_username(profile), ctx.users)
 
 
-def next_item(store: Store, identity: Identity) -> ItemView:
+def next_item(store: Store, identity: Identity, overlap: int = DEFAULT_OVERLAP) -> ItemView:
     """The next step this annotator should rate, rendered blind (EMPTY_VIEW when the queue is done)."""
     annotator = get_annotator(store, identity.name, identity.source)
-    item = next_to_annotate(store, annotator.id)
+    item = next_to_annotate(store, annotator.id, overlap)
     if item is None:
         return EMPTY_VIEW
     return item_view(item, get_world(store, item.world_id).spec())
@@ -238,7 +239,7 @@ def start_rating(ctx: StudioContext, typed_name: Any, request: Any = None, profi
     """Sign in (or confirm who is signed in) and show the first item and your progress (agreement: refresh_agreement)."""
     try:
         identity = _identity(ctx, typed_name, request, profile)
-        view = next_item(ctx.store, identity)
+        view = next_item(ctx.store, identity, ctx.overlap)
         progress = progress_markdown(ctx.store, identity)
     except Exception as err:  # noqa: BLE001 - shown as a message, the page keeps what was typed
         return [gr.skip(), gr.skip()] + [gr.skip()] * 9 + [failure_markdown(err, 'start rating', KEPT), gr.skip()]
@@ -263,7 +264,7 @@ def submit_rating(ctx: StudioContext, typed_name: Any, step_id: Any, realism: An
         annotator = get_annotator(ctx.store, identity.name, identity.source)
         save_rating(ctx.store, annotator.id, int(step_id), **{k: _score(v) for k, v in scores.items()},
                     failure_tags=list(failure_tags or []), note=note or "")
-        return _after_action(ctx, identity, f"✅ Saved your rating of step {int(step_id)}.")
+        return _after_action(ctx, identity, "✅ Saved your rating of that step.")
     except Exception as err:  # noqa: BLE001 - shown as a message, the answers stay on the page
         return [gr.skip()] * 9 + [failure_markdown(err, 'save the rating', KEPT), gr.skip()]
 
@@ -276,13 +277,13 @@ def skip_item(ctx: StudioContext, typed_name: Any, step_id: Any, request: Any = 
             raise InvalidInput("no step is shown: press Start (or reload) to get the next step to rate")
         annotator = get_annotator(ctx.store, identity.name, identity.source)
         skip_step(ctx.store, annotator.id, int(step_id))
-        return _after_action(ctx, identity, f"⏭️ Skipped step {int(step_id)}.")
+        return _after_action(ctx, identity, "⏭️ Skipped that step.")
     except Exception as err:  # noqa: BLE001
         return [gr.skip()] * 9 + [failure_markdown(err, 'skip', KEPT), gr.skip()]
 
 
 def _after_action(ctx: StudioContext, identity: Identity, message: str) -> list[Any]:
-    view = next_item(ctx.store, identity)
+    view = next_item(ctx.store, identity, ctx.overlap)
     return _item_outputs(view) + [message, progress_markdown(ctx.store, identity)]
 
 

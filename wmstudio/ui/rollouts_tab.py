@@ -78,7 +78,7 @@ def render_rollout(store: Store, rollout_id: int) -> RolloutView:
     world = get_world(store, rollout.world_id)
     tags = rollout_tags(store, rollout_id)
     steps = rollout_steps(store, rollout_id)
-    origin = (f" · branched from rollout {rollout.parent_rollout_id} at step {rollout.parent_step_index}"
+    origin = (f" · branched from rollout {rollout.parent_rollout_id} at step {rollout.parent_step_index + 1}"
               if rollout.parent_rollout_id is not None else "")
     header = (f"### Rollout {rollout.id}: {rollout.title or '(untitled)'}\n"
               f"World **{world.name}** v{world.version} · {STATUS_ICONS[rollout.status]} {rollout.status} · "
@@ -111,7 +111,7 @@ def _step_markdown(step: Step) -> str:
     fence = "```"
     while fence in response:
         fence += "`"
-    return (f"**Step {step.index}** · `{call.name}` · {_made_by_text(step.provenance())}\n\n"
+    return (f"**Step {step.index + 1}** · `{call.name}` · {_made_by_text(step.provenance())}\n\n"
             f"call: `{_compact(call.arguments)}`\n\n{fence}json\n{response}\n{fence}\n\n- {verdict}")
 
 
@@ -189,34 +189,40 @@ def generate_step(ctx: StudioContext, rollout_id: Any, call_text: str, anchors_t
     anchors = parse_anchors([line for line in (anchors_text or "").splitlines() if line.strip()])
     settings = SamplerSettings(temperature=_number(temperature, "temperature", 0.0, MAX_TEMPERATURE),
                                seed=int(_number(seed, "seed", 0, 2**31 - 1)))
+    was = get_rollout(ctx.store, rid).status
     step, simulation = generate_next_step(ctx, rid, call, anchors, settings)
     verdict = "checks pass" if step.check_ok else "checks fail (see the step)"
     elapsed = simulation.generation.elapsed_ms
-    return render_rollout(ctx.store, rid), f"🤖 Step {step.index} generated in {elapsed:.0f} ms; {verdict}."
+    return render_rollout(ctx.store, rid), (f"🤖 Step {step.index + 1} generated in {elapsed:.0f} ms; {verdict}."
+                                            f"{_unaccepted(was)}")
 
 
-def branch(store: Store, rollout_id: Any, step_index: Any) -> tuple[RolloutView, str]:
-    """A new rollout with copies of steps 0..step_index, opened in place of the current one."""
+def branch(store: Store, rollout_id: Any, step_number: Any) -> tuple[RolloutView, str]:
+    """A new rollout with copies of steps 1..step_number, opened in place of the current one."""
     rid = _rollout_id(rollout_id)
-    made = branch_at(store, rid, _step_index(step_index))
-    return render_rollout(store, made.id), f"🌿 Rollout {made.id} branches rollout {rid} at step {int(step_index)}."
+    index = _step_index(store, rid, step_number)
+    made = branch_at(store, rid, index)
+    return render_rollout(store, made.id), f"🌿 Rollout {made.id} branches rollout {rid} at step {index + 1}."
 
 
-def load_response(store: Store, rollout_id: Any, step_index: Any) -> str:
+def load_response(store: Store, rollout_id: Any, step_number: Any) -> str:
     """The response text of one step, for the editor."""
-    return step_at(store, _rollout_id(rollout_id), _step_index(step_index)).response
+    rid = _rollout_id(rollout_id)
+    return step_at(store, rid, _step_index(store, rid, step_number)).response
 
 
-def save_edit(store: Store, rollout_id: Any, step_index: Any, response_text: str,
+def save_edit(store: Store, rollout_id: Any, step_number: Any, response_text: str,
               editor: str | None = None) -> tuple[RolloutView, str]:
     """Replace a step's response by hand (the original kept) and check it again."""
-    rid, index = _rollout_id(rollout_id), _step_index(step_index)
-    before = step_at(store, rid, index).response
+    rid = _rollout_id(rollout_id)
+    index = _step_index(store, rid, step_number)
+    before, was = step_at(store, rid, index).response, get_rollout(store, rid).status
     _, report = edit_response(store, rid, index, response_text, editor)
     if before == response_text:
         return render_rollout(store, rid), "Nothing changed: the response is the same."
     verdict = "checks pass" if report.ok else "checks fail (see the step)"
-    return render_rollout(store, rid), f"✏️ Step {index} edited; the original is kept; {verdict}."
+    return render_rollout(store, rid), (f"✏️ Step {index + 1} edited; the original is kept; {verdict}."
+                                        f"{_unaccepted(was)}")
 
 
 def change_status(store: Store, rollout_id: Any, status: str) -> tuple[RolloutView, str]:
@@ -267,6 +273,11 @@ def import_upload(store: Store, upload: str | None) -> str:
             f"{ids or 'none'}.")
 
 
+def _unaccepted(was: str) -> str:
+    return (" The rollout was accepted and is pending again: accept it once more to use it in a new curriculum "
+            "version (saved versions keep what they were saved with).") if was == "accepted" else ""
+
+
 def _curriculum_id(value: Any, doing: str) -> int:
     if value in (None, ""):
         raise InvalidInput(Problem("curriculum", f"choose a curriculum version to {doing}"))
@@ -279,10 +290,15 @@ def _rollout_id(value: Any) -> int:
     return int(value)
 
 
-def _step_index(value: Any) -> int:
+def _step_index(store: Store, rollout_id: int, value: Any) -> int:
+    """The 0-based index of step number `value` (the tabs count steps from 1, as the Simulate tab does)."""
     if value in (None, "") or (isinstance(value, float) and not value.is_integer()):
-        raise InvalidInput(Problem("step", "give the step number (0 is the first step)"))
-    return int(value)
+        raise InvalidInput(Problem("step", "give the step number (1 is the first step)"))
+    count = len(rollout_steps(store, rollout_id))
+    if not 1 <= int(value) <= count:
+        have = f"steps 1..{count}" if count else "no steps yet"
+        raise InvalidInput(Problem("step", f"rollout {rollout_id} has {have}; step {int(value)} does not exist"))
+    return int(value) - 1
 
 
 def _number(value: Any, name: str, low: float, high: float) -> float:
@@ -364,7 +380,7 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                 run = gr.Button("Generate and append", variant="primary")
             with gr.Accordion("Branch or edit a step", open=False):
                 with gr.Row(equal_height=True):
-                    step_index = gr.Number(0, label="Step", precision=0, minimum=0, min_width=80)
+                    step_index = gr.Number(1, label="Step (1 is the first)", precision=0, minimum=1, min_width=80)
                     branch_button = gr.Button("Branch from it", size="sm")
                     load = gr.Button("Load its response", size="sm")
                 response = gr.Code(label="Response (edit, then save: recorded as a human edit)", language="json",
@@ -448,21 +464,25 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     table.select(on_select, None, view, api_visibility="private")
     open_button.click(lambda rid: _view_result(lambda: (render_rollout(store, _rollout_id(rid)), ""),
                                                "open the rollout"), rollout_id, view, api_name="rollout_open")
+    refresh = {"fn": on_search, "inputs": [*filters, page], "outputs": [table, info, page],
+               "api_visibility": "private"}  # every action that changes a rollout shows in the list at once
     create.click(lambda wid, title: _view_result(lambda: (new_rollout(store, wid, title), "🆕 New rollout."),
-                                                 "start a rollout"), [new_world, new_title], view, api_name="rollout_new")
+                                                 "start a rollout"), [new_world, new_title], view,
+                 api_name="rollout_new").then(**refresh)
     run.click(lambda rid, text, pins, t, s: _view_result(lambda: generate_step(ctx, rid, text, pins, t, s),
                                                          "generate the step"),
-              [rollout_id, call_text, anchors, temperature, seed], view, api_name="rollout_generate")
+              [rollout_id, call_text, anchors, temperature, seed], view, api_name="rollout_generate").then(**refresh)
     branch_button.click(lambda rid, index: _view_result(lambda: branch(store, rid, index), "branch"),
-                        [rollout_id, step_index], view, api_name="rollout_branch")
+                        [rollout_id, step_index], view, api_name="rollout_branch").then(**refresh)
     load.click(on_load_response, [rollout_id, step_index], [response, message], api_name="rollout_load_response")
-    save_response.click(on_edit, [rollout_id, step_index, response], view, api_name="rollout_edit")
+    save_response.click(on_edit, [rollout_id, step_index, response], view, api_name="rollout_edit").then(**refresh)
     for button, status, name in ((accept, "accepted", "rollout_accept"), (reject, "rejected", "rollout_reject"),
                                  (reset, "pending", "rollout_pending")):
         button.click(lambda rid, status=status: _view_result(lambda: change_status(store, rid, status),
-                                                             "change the status"), rollout_id, view, api_name=name)
+                                                             "change the status"), rollout_id, view,
+                     api_name=name).then(**refresh)
     save_tags.click(lambda rid, text: _view_result(lambda: change_tags(store, rid, text), "save the tags"),
-                    [rollout_id, tags], view, api_name="rollout_tags")
+                    [rollout_id, tags], view, api_name="rollout_tags").then(**refresh)
     add_open.click(lambda ids, rid: ", ".join(x for x in [ids.strip(" ,"), str(int(rid))] if x) if rid else ids,
                    [cur_ids, rollout_id], cur_ids, api_visibility="private")
     add_page.click(lambda ids, frame: ", ".join(x for x in [ids.strip(" ,"), *map(str, frame["id"])] if x)

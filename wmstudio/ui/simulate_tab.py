@@ -6,6 +6,7 @@ Handlers are plain functions of form values (tests call them directly or over HT
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator, Sequence
 from functools import partial
@@ -14,7 +15,17 @@ from typing import Any
 import gradio as gr
 from gradio.context import Context
 
-from wmstudio.model.sampler import DEFAULT_THRESHOLD, MAX_SAMPLES, SETTING_NAMES, STRATEGIES, SamplerSettings
+from wmstudio.model.sampler import (
+    DEFAULT_THRESHOLD,
+    MAX_REPETITION_PENALTY,
+    MAX_SAMPLES,
+    MAX_STEPS,
+    MAX_TEMPERATURE,
+    SETTING_NAMES,
+    STRATEGIES,
+    SamplerSettings,
+)
+from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.store import filter_rollouts, get_world, list_worlds
 from wmstudio.studio.context import StudioContext
@@ -212,7 +223,9 @@ def simulate(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: 
             else:
                 yield skip, drawn, skip, skip, skip, skip, skip
     except Exception as err:  # noqa: BLE001 - the edge: never show a traceback
-        yield failure_markdown(err, "run"), skip, skip, skip, skip, skip, skip
+        # a refused run leaves nothing of the previous one on the page: its canvas and report were for other inputs
+        cleared = gr.update(minimum=0, maximum=1, value=0, interactive=False)
+        yield failure_markdown(err, "run"), EMPTY_CANVAS, cleared, None, "", None, skip
         return
     yield finished_view(simulation)
 
@@ -237,10 +250,24 @@ def finished_view(simulation: Simulation) -> tuple:
         canvas_html(simulation.canvas, simulation.frames, last, simulation.traces, done=True),
         gr.update(minimum=0, maximum=max(1, frames), value=frames, step=1, interactive=True),
         heatmap_figure(simulation.canvas, simulation.frames, 0),
-        generation_html(generation, simulation.world, simulation.tool, simulation.anchors),
+        generation_html(generation, simulation.world, simulation.tool, simulation.anchors) + repair_html(generation),
         simulation,
         gr.update(choices=samples, value=0),
     )
+
+
+def repair_html(generation) -> str:
+    """Each repair round of the first sample as a canvas: the remasked fields refilled, the rest held."""
+    rounds = generation.samples[0].repairs if generation.samples else []
+    parts = []
+    for number, repair in enumerate(rounds, start=1):
+        if repair.canvas is None or not repair.frames:
+            continue
+        head = (f"<h4>Repair round {number}: remasked {html.escape(', '.join(repair.remasked))} · "
+                f"{sum(repair.passed)} of {len(repair.candidates)} candidates pass · the kept one</h4>")
+        traces = [DecodeTrace.of_frames(repair.frames)]
+        parts.append(head + canvas_html(repair.canvas, repair.frames, len(repair.frames) - 1, traces, done=True))
+    return f'<div class="wm-repairs">{"".join(parts)}</div>' if parts else ""
 
 
 def replay(simulation: Simulation | None, frame_number: Any) -> Any:
@@ -320,20 +347,22 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             free_anchors = gr.Textbox(label="More anchors, one PATH=VALUE per line (JSON values)", lines=2,
                                       placeholder='items[0].price=12.5\nmessage="Card declined"',
                                       elem_id="simulate-free-anchors")
+    # Numbers without bounds of their own: an out-of-range value reaches SamplerSettings, which names the setting
+    # and its range in the status line (a component would clamp it silently or mark every output as an error)
     with gr.Accordion("Sampler", open=False):
         with gr.Row():
-            steps = gr.Number(0, label="Steps (0 = automatic)", precision=0, minimum=0)
+            steps = gr.Number(0, label=f"Steps (0 = automatic, up to {MAX_STEPS})", precision=0)
             strategy = gr.Dropdown(list(STRATEGIES), value=STRATEGIES[0], label="Strategy")
             threshold = gr.Slider(0, 1, value=DEFAULT_THRESHOLD, step=0.05, label="Confidence threshold (0 = off)")
-            block = gr.Number(0, label="Block size (0 = one block)", precision=0, minimum=0)
+            block = gr.Number(0, label="Block size (0 = one block)", precision=0)
         with gr.Row():
-            temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)")
-            repetition_penalty = gr.Slider(1, 2, value=1, step=0.05, label="Repetition penalty")
-            samples = gr.Slider(1, MAX_SAMPLES, value=1, step=1, label="Samples")
-            seed = gr.Number(0, label="Seed", precision=0, minimum=0)
+            temperature = gr.Number(0, label=f"Temperature (0 = greedy, up to {MAX_TEMPERATURE:g})")
+            repetition_penalty = gr.Number(1, label=f"Repetition penalty (1 = none, up to {MAX_REPETITION_PENALTY:g})")
+            samples = gr.Number(1, label=f"Samples (1 to {MAX_SAMPLES})", precision=0)
+            seed = gr.Number(0, label="Seed", precision=0)
         with gr.Row():
             free = gr.Checkbox(False, label="Free mode (ignore the response schema)")
-            free_length = gr.Number(64, label="Free length (tokens)", precision=0, minimum=1)
+            free_length = gr.Number(64, label="Free length (tokens)", precision=0)
             repair = gr.Checkbox(False, label="Repair with the rules (remask what a failed check reads)",
                                  elem_id="simulate-repair")
     with gr.Row():
@@ -345,7 +374,7 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     scrubber = gr.Slider(0, 1, value=0, step=1, label="Replay step (0 = before the first step)", interactive=False,
                          elem_id="simulate-scrubber")
     with gr.Row():
-        report = gr.HTML("", css_template=REPORT_CSS, elem_id="simulate-report")
+        report = gr.HTML("", css_template=REPORT_CSS + CANVAS_CSS, elem_id="simulate-report")
         baseline = gr.HTML(BASELINE_HINT, css_template=REPORT_CSS, elem_id="simulate-baseline")
     heatmap = gr.Plot(label="Decode order and confidence", elem_id="simulate-heatmap")
     with gr.Row(equal_height=True):
@@ -367,18 +396,22 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     studio.load(partial(refresh_worlds, ctx), world, world, api_visibility="private")
     if isinstance(tab, gr.Tab):  # the lead builds this tab inside a gr.Tab: re-read the worlds when it is opened
         tab.select(partial(refresh_worlds, ctx), world, world, api_visibility="private")
+    world.change(lambda: (EMPTY_CANVAS, None, "", None, BASELINE_HINT), None,  # another world: clear the last run
+                 [canvas, heatmap, report, simulation, baseline], api_visibility="private")
     world.change(partial(choose_world, ctx), world, [tool, rollout, tool_note], api_name="simulate_world").then(
         partial(choose_tool, ctx), [world, tool, arguments], [arguments, *arg_inputs, *anchor_inputs, tool_note],
         api_visibility="private")
     tool.input(partial(choose_tool, ctx), [world, tool, arguments], [arguments, *arg_inputs, *anchor_inputs,
                                                                      tool_note], api_name="simulate_tool")
-    gr.on([box.input for box in arg_inputs], partial(form_to_json, ctx), [world, tool, arguments, *arg_inputs],
+    # `change`, not `input`: a value pasted, dropped or autofilled into a field must reach the call too
+    gr.on([box.change for box in arg_inputs], partial(form_to_json, ctx), [world, tool, arguments, *arg_inputs],
           [arguments, arguments_note], show_progress="hidden", trigger_mode="always_last",
           api_name="simulate_form_to_json")
     arguments.input(partial(json_to_form, ctx), [world, tool, arguments], [*arg_inputs, arguments_note],
                     show_progress="hidden", trigger_mode="always_last", api_name="simulate_arguments_to_form")
     outputs = [status, canvas, scrubber, heatmap, report, simulation, sample]
     running = run.click(partial(simulate, ctx), request, outputs, api_name="simulate", show_progress="minimal")
+    run.click(lambda: BASELINE_HINT, None, baseline, api_visibility="private")  # its answer was for other inputs
     stop.click(lambda: "Stopped: the run was cancelled; press Run to start again.", None, status, cancels=[running],
                api_visibility="private")
     scrubber.input(replay, [simulation, scrubber], canvas, show_progress="hidden", trigger_mode="always_last",

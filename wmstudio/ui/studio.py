@@ -13,6 +13,7 @@ import torch
 
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.store import open_store
+from wmstudio.store.annotation import DEFAULT_OVERLAP
 from wmstudio.store.seeding import seed_first_run
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
@@ -24,12 +25,13 @@ TITLE = "World Model Studio"
 
 
 def open_context(db: str | Path | None = None, model: str | None = None, ar_model: str | None = DEFAULT_AR_MODEL,
-                 trust_remote_code: bool = False, users: dict[str, str] | None = None) -> StudioContext:
+                 trust_remote_code: bool = False, users: dict[str, str] | None = None,
+                 overlap: int = DEFAULT_OVERLAP) -> StudioContext:
     """Open (and upgrade) the database, seed it on first run, and describe the models to serve."""
     store = open_store(db)
     seed_first_run(store)
     ctx = StudioContext(store=store, model=model or DEFAULT_MODEL, ar_model=ar_model,
-                        trust_remote_code=trust_remote_code, users=dict(users or {}))
+                        trust_remote_code=trust_remote_code, users=dict(users or {}), overlap=overlap)
     return ctx
 
 
@@ -50,13 +52,13 @@ def build_studio(ctx: StudioContext) -> gr.Blocks:
 
 def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = None, model: str | None = None,
            ar_model: str | None = DEFAULT_AR_MODEL, trust_remote_code: bool = False,
-           users: dict[str, str] | None = None, **launch_kwargs) -> gr.Blocks:
+           users: dict[str, str] | None = None, overlap: int = DEFAULT_OVERLAP, **launch_kwargs) -> gr.Blocks:
     """Open the context, load the world model once, and serve the studio (blocks unless prevent_thread_lock).
 
     Torch gets half the cores (one on a 2-core machine): the web server and the other requests need the rest,
     and on a loaded 2-core machine one thread drew a 64-token denoise 5x faster than two."""
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
-    ctx = open_context(db, model, ar_model, trust_remote_code, users)
+    ctx = open_context(db, model, ar_model, trust_remote_code, users, overlap)
     ctx.backend()  # load now so the first Run does not wait for it
     studio = build_studio(ctx)
     studio.queue(default_concurrency_limit=4)

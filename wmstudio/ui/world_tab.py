@@ -5,9 +5,11 @@ without a browser); problems come back as a list with JSON paths, never a traceb
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +68,9 @@ def fields_to_world(name, description, simulator, task, state_text, tools_text, 
             continue
         try:
             data[key] = parse_json_text(text, key)
-        except InvalidInput as err:
-            problems.extend(Problem(key, p.message.split(": ", 1)[-1]) for p in err.problems)
+        except InvalidInput as err:  # "tools:3:14: invalid JSON (...)": keep where, in words
+            problems.extend(Problem(key, re.sub(rf"^{key}:(\d+):(\d+): ", r"line \1, column \2: ", p.message))
+                            for p in err.problems)
             data[key] = default
     data["directives"] = [line.strip() for line in (directives_text or "").splitlines() if line.strip()]
     try:
@@ -94,6 +97,17 @@ def _state_value(text: str, problems: list[Problem]) -> Any:
         return json.loads(stripped)
     except json.JSONDecodeError:
         return text  # plain-text environment state is allowed
+
+
+def editor_status(key: str, *fields) -> str:
+    """The problems of one JSON editor (`tools` or `rules`), shown right under it while typing."""
+    try:
+        fields_to_world(*fields)
+    except InvalidInput as err:
+        mine = [p for p in err.problems if p.path == key or p.path.startswith((f"{key}[", f"{key}."))]
+        if mine:
+            return failure_markdown(InvalidInput(mine), f"use these {key} yet", "your edits are kept")
+    return f"✓ {key} read fine"
 
 
 def validate_fields(*fields) -> str:
@@ -158,14 +172,18 @@ def save_version(ctx: StudioContext, *fields) -> tuple[str, Any, Any]:
             gr.update(choices=world_names(ctx), value=world.name), gr.update(choices=choices, value=row.id))
 
 
-def world_file_for_download(*fields) -> str:
-    """Write the fields as a canonical world file in a temp folder, for the download button."""
+def world_file_for_download(*fields) -> str | None:
+    """The fields as a canonical world file (in a temp folder named by its content), or None while they do not
+    make a valid world. Kept current as the fields change, so the download button always holds what is shown."""
     try:
         world = fields_to_world(*fields)
-    except InvalidInput as err:
-        raise gr.Error(failure_markdown(err, "download the world file", KEPT)) from None
+    except InvalidInput:
+        return None
+    text = world.dumps()
+    folder = Path(tempfile.gettempdir()) / f"wmstudio-world-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    folder.mkdir(exist_ok=True)
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", world.name).strip("-.") or "world"
-    return str(save_world(world, Path(tempfile.mkdtemp(prefix="wmstudio-world-")) / f"{stem}.json"))
+    return str(save_world(world, folder / f"{stem}.json"))
 
 
 def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[str, str]:
@@ -238,9 +256,15 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     task = gr.Textbox(label="Task context", lines=3, elem_id="world-task")
     with gr.Row():
         state = gr.Code(label="Initial environment state (JSON or text)", language="json", lines=12, max_lines=24)
-        tools = gr.Code(label="Tool schemas (JSON list, any importable format)", language="json", lines=12, max_lines=24)
+        with gr.Column():
+            tools = gr.Code(label="Tool schemas (JSON list, any importable format)", language="json", lines=12,
+                            max_lines=24)
+            tools_status = gr.Markdown(elem_id="world-tools-status")
     with gr.Row():
-        rules = gr.Code(label='Domain rules ([{"text": ..., "check": "<CEL>"}])', language="json", lines=8, max_lines=16)
+        with gr.Column():
+            rules = gr.Code(label='Domain rules ([{"text": ..., "check": "<CEL>"}])', language="json", lines=8,
+                            max_lines=16)
+            rules_status = gr.Markdown(elem_id="world-rules-status")
         directives = gr.Textbox(label="Steering directives (one per line)", lines=8)
     with gr.Accordion("Import tools from a file", open=False), gr.Row():
         upload = gr.File(label="Tool file (JSON, JSON Lines, YAML)", type="filepath")
@@ -261,15 +285,21 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     status = gr.Markdown(elem_id="world-status")
 
     fields = [name, description, simulator, task, state, tools, rules, directives]
-    picker.input(lambda n: pick_world(ctx, n), picker, version, api_name="world_versions")
+    # choosing a world opens its newest version at once (Load reopens the chosen version, discarding edits)
+    picker.input(lambda n: pick_world(ctx, n), picker, version, api_name="world_versions").then(
+        lambda i: load_version(ctx, i), version, fields + [status], api_visibility="private")
     load_button.click(lambda i: load_version(ctx, i), version, fields + [status], api_name="load_world")
     version.input(lambda i: load_version(ctx, i), version, fields + [status], api_visibility="private")
     opener.upload(open_world_file, opener, fields + [status], api_name="open_world_file")
     validate_button.click(validate_fields, fields, status, api_name="validate_world")
-    for editor in (tools, rules):  # validated as you type
-        editor.input(validate_fields, fields, status, show_progress="hidden", api_visibility="private")
+    for key, editor, shown in (("tools", tools, tools_status), ("rules", rules, rules_status)):
+        # validated as you type, the problems shown right under the editor
+        editor.input(partial(editor_status, key), fields, shown, show_progress="hidden", trigger_mode="always_last",
+                     api_visibility="private")
     save_button.click(lambda *f: save_version(ctx, *f), fields, [status, picker, version], api_name="save_world")
-    download.click(world_file_for_download, fields, download, api_name="download_world")
+    # the button downloads the value it holds when clicked, so that value follows every edit
+    gr.on([field.change for field in fields], world_file_for_download, fields, download, show_progress="hidden",
+          trigger_mode="always_last", api_name="download_world")
     import_button.click(import_tools_into, [upload, fmt, tools], [tools, status], api_name="import_tools")
     infer_example.click(infer_from_example, [tools, infer_tool, example], [tools, status], api_name="infer_schema")
     infer_saved.click(lambda t, n, w: infer_from_saved(ctx, t, n, w), [tools, infer_tool, name], [tools, status],

@@ -168,10 +168,16 @@ def render(
     def fits() -> bool:
         return budget is None or size() <= budget.limit
 
+    if budget is not None:  # a prompt that fits whole is rendered whole
+        whole = render(world, call, steps, None, grounding, computed_state, chat)
+        measured = f"{whole.text}\n\n{whole.user}" if chat else whole.text
+        if budget.measure(measured) <= budget.limit:
+            return whole
+
     if not fits() and tool is not None:
         parts.called = tool_schema_line(tool, compact=True)
         cut.append("descriptions inside the called tool's schema")
-    if grounding and world.directives:
+    if grounding:
         parts.directives = _bullets(world.directives)
         shown.directives = list(world.directives)
         if not fits():
