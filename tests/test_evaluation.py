@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 from wmstudio.cli import app
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.backends import resolve_model_path
+from wmstudio.train.chat_scoring import normalise, rouge_l, semantic_match
 from wmstudio.train.evaluation import EvalCase, Rates, evaluate_world_model, flip_anchor, load_cases, trivial_response
 from wmstudio.world.checks import check_step
 from wmstudio.world.corpus import write_corpus
@@ -83,14 +84,40 @@ def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(cor
     assert "field: copy_call" in text and "always error" in text
 
 
-def test_eval_cli_names_bad_corpora(corpus, tmp_path):
+def test_a_chat_corpus_without_meta_is_scored_by_the_papers_protocol(corpus, tmp_path):
     public = tmp_path / "public"
     public.mkdir()
-    row = json.loads((corpus / "test.jsonl").read_text().splitlines()[0])
-    (public / "test.jsonl").write_text(json.dumps({"messages": row["messages"]}) + "\n")
+    rows = [json.loads(line) for line in (corpus / "test.jsonl").read_text().splitlines()[:3]]
+    (public / "test.jsonl").write_text("".join(json.dumps({"messages": row["messages"]}) + "\n" for row in rows))
+    result = CliRunner().invoke(app, ["eval-wm", "--corpus", str(public), "--rows", "3", "--ar", "",
+                                      "--chat-length", "64", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["protocol"] == "chat" and report["rows"] == 3
+    for name in ("mdlm", "constant_empty", "constant_majority"):
+        assert set(report[name]) == {"rows", "exact_match", "semantic_match", "rouge_l_f1", "json_valid"}
+        assert report[name]["rows"] == 3
+    assert report["constant_empty"]["exact_match"] == 0.0  # no simulated response is `{}`
+    assert report["constant_majority"]["rouge_l_f1"] > 0.0
+    assert "ar" not in report  # --ar "": no AR baseline
+
+
+def test_a_malformed_chat_row_is_named_with_its_line(tmp_path):
+    public = tmp_path / "public"
+    public.mkdir()
+    (public / "test.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n')
     result = CliRunner().invoke(app, ["eval-wm", "--corpus", str(public), "--rows", "1"])
     assert result.exit_code == 2
-    assert "no rows with `meta`" in result.stderr
+    assert "test.jsonl:1" in result.stderr and "ends with the assistant's response" in result.stderr
+
+
+def test_the_papers_normalisation_and_matches():
+    assert normalise('<think>plan</think><tool_response>\n{"b": 1, "a": 2}\n</tool_response>') == '{"a":2,"b":1}'
+    assert semantic_match('{"amount":100}', '{"amount":100.0}')  # JSON numbers, as the paper's json.loads compares
+    assert not semantic_match('{"amount":100}', '{"amount":101}')
+    assert rouge_l("a b c d", "a b c d") == 1.0
+    assert rouge_l("a x c", "a b c") == pytest.approx(2 / 3)  # LCS "a c": precision = recall = 2/3
+    assert rouge_l("", "a") == 0.0
 
 
 def test_cases_are_a_seeded_sample_of_the_split(corpus):

@@ -19,6 +19,7 @@ import typer
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.sampler import DEFAULT_THRESHOLD, SamplerSettings
 from wmstudio.problems import InvalidInput
+from wmstudio.train.chat_scoring import DEFAULT_CHAT_LENGTH
 from wmstudio.train.config import TrainConfig
 
 app = typer.Typer(
@@ -27,6 +28,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+HISTORY_HELP = ("Earlier steps: a list of {call, response}, an OpenAI message list, a tau-bench trajectory record "
+                "or a Patronus `State:` chat row (see `wmstudio history import`).")
 tools_app = typer.Typer(help="Import tool schemas from the formats people already have.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
 
@@ -103,7 +106,7 @@ def check(
     call: Path = typer.Option(..., "--call", help='Call JSON file: {"name": ..., "arguments": {...}}.'),
     response: Path = typer.Option(..., "--response", help="The tool response to check (a file)."),
     anchor: list[str] = typer.Option([], "--anchor", help='Pinned field, PATH=VALUE (JSON value): status="error".'),
-    history: Optional[Path] = typer.Option(None, "--history", help="Earlier steps, a JSON list of {call, response}."),
+    history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
 ) -> None:
     """Check a response against JSON, the tool's response schema, the world's rules and the anchors."""
     from wmstudio.world.anchors import anchor_problems, parse_anchor
@@ -135,23 +138,29 @@ def check(
 def prompt(
     world: Path = typer.Argument(..., help="World file."),
     call: Path = typer.Option(..., "--call", help="Call JSON file."),
-    history: Optional[Path] = typer.Option(None, "--history", help="Earlier steps, a JSON list of {call, response}."),
+    history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
     max_chars: Optional[int] = typer.Option(None, "--max-chars", min=200,
                                             help="Fit the prompt in N characters (what was left out goes to stderr)."),
-    fmt: str = typer.Option("sections", "--format", help="sections (plain prompt) or chat (one messages row)."),
+    fmt: str = typer.Option("sections", "--format",
+                            help="sections (plain prompt), chat (one messages row) or patronus (a chat row in the "
+                                 "Patronus paper's layout: user turn `State: ...\\n\\nAction: ...`)."),
 ) -> None:
     """Render the world-model prompt for a call, in the section format or as a chat row."""
+    from wmstudio.world.patronus_prompt import render_patronus
     from wmstudio.world.prompt import PromptBudget, render
     from wmstudio.world.spec import Call
 
-    if fmt not in ("sections", "chat"):
-        fail(f"--format {fmt!r} is not known: use sections or chat")
+    if fmt not in ("sections", "chat", "patronus"):
+        fail(f"--format {fmt!r} is not known: use sections, chat or patronus")
     try:
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
         steps = _read_history(history)
         budget = PromptBudget(max_chars) if max_chars is not None else None
-        rendered = render(spec, the_call, steps, budget, chat=fmt == "chat")
+        if fmt == "patronus":
+            rendered = render_patronus(spec, the_call, steps, budget)
+        else:
+            rendered = render(spec, the_call, steps, budget, chat=fmt == "chat")
     except InvalidInput as err:
         fail(str(err))
     if rendered.cut:
@@ -313,6 +322,24 @@ def rollouts_export(
     emit({"folder": str(folder), "rollouts": len(rollout_ids)})
 
 
+@rollouts_app.command("import")
+def rollouts_import(
+    path: Path = typer.Argument(..., help="JSON Lines of world-model chat rows (user turn `State: ...\\n\\nAction: ...`)."),
+    world: Optional[Path] = typer.Option(None, "--world", help="The world the rows were made in (default: one "
+                                                               "built from the tools the calls name)."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Import another project's world-model chat rows (the Patronus format) as new pending rollouts, one per row."""
+    from wmstudio.studio.chat_rows import import_chat_rows
+
+    try:
+        spec = _load_world(world) if world is not None else None
+        result = import_chat_rows(_store(db), path, spec)
+    except InvalidInput as err:
+        fail(str(err))
+    emit({"rollouts": result.rollout_ids, "steps": result.steps})
+
+
 @curricula_app.command("list")
 def curricula_list(db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Every curriculum version: id, name, version, description and how many rollouts it holds."""
@@ -425,17 +452,31 @@ def eval_wm(
     seed: int = typer.Option(0, "--seed"),
     write: bool = typer.Option(False, "--write", help="Save quality.json in the model folder, update its card."),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+    chat_length: int = typer.Option(DEFAULT_CHAT_LENGTH, "--chat-length", min=8, max=1024,
+                                    help="Response tokens per row on a chat-format corpus (no schema to size it)."),
 ) -> None:
     """Measure a world model on held-out rows: field accuracy by kind beside constant-answer baselines, checks,
-    pinned-anchor flips, free mode, whether it reads its prompt, and diversity."""
+    pinned-anchor flips, free mode, whether it reads its prompt, and diversity. A corpus of chat rows without
+    `meta` (another project's) is scored by the Patronus protocol: exact, JSON-semantic and ROUGE-L match."""
     from wmstudio.model.backends import resolve_model_path
+    from wmstudio.train.chat_scoring import score_chat_corpus
     from wmstudio.train.evaluation import evaluate_world_model, write_quality
+    from wmstudio.train.examples import read_corpus_split
 
     def progress(done: int, total: int) -> None:
         if not as_json:
             typer.echo(f"\r{done}/{total} rows", err=True, nl=done == total)
 
     try:
+        if not any(row.meta for row in read_corpus_split(corpus, split)):
+            chat = score_chat_corpus(model, ar or None, corpus, rows=rows, split=split, seed=seed,
+                                     length=chat_length, progress=progress)
+            if not as_json:
+                typer.echo(chat.render(), err=True)
+                for error in chat.errors[:10]:
+                    typer.echo(f"warning: {error}", err=True)
+            emit(chat.to_json())
+            return
         report = evaluate_world_model(model, ar or None, corpus, rows=rows, diversity_calls=diversity_calls,
                                       samples=samples, split=split, seed=seed, progress=progress)
     except InvalidInput as err:
@@ -462,7 +503,7 @@ def generate_cmd(
     call: Path = typer.Option(..., "--call", help='Call JSON file: {"name": ..., "arguments": {...}}.'),
     anchor: list[str] = typer.Option([], "--anchor", help='Pinned field, PATH=VALUE (JSON value): status="error".'),
     model: Optional[str] = typer.Option(None, "--model", help="Model folder or hub id (default: the shipped MDLM)."),
-    history: Optional[Path] = typer.Option(None, "--history", help="Earlier steps, a JSON list of {call, response}."),
+    history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
     steps: Optional[int] = typer.Option(None, "--steps", help=SamplerSettings.help("steps")),
     strategy: str = typer.Option("low_confidence", "--strategy", help=SamplerSettings.help("strategy")),
     threshold: float = typer.Option(DEFAULT_THRESHOLD, "--threshold", help=SamplerSettings.help("threshold")),

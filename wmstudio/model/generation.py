@@ -109,16 +109,25 @@ def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, 
             f"the response canvas ({canvas_tokens} tokens) leaves {budget.limit} tokens for the prompt, so the two "
             f"are over the model's context of {backend.max_length}: use a smaller response schema, fewer array "
             "items or smaller span budgets, or a model with a longer context")
-    chat = getattr(tokenizer, "sep_token", None) != SEP_TOKEN and bool(getattr(tokenizer, "chat_template", None))
-    rendered = render(world, call, history, budget, chat=chat)
-    if getattr(tokenizer, "sep_token", None) == SEP_TOKEN:
-        ids = encode_prompt(tokenizer, rendered.text, budget.limit + 2)
-    elif chat:
-        ids = tokenizer.apply_chat_template(rendered.chat()["messages"], add_generation_prompt=True, tokenize=True)
-        ids = list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
-    else:
-        ids = encode_text(tokenizer, rendered.text)
+    rendered = render(world, call, history, budget, chat=reads_chat(tokenizer))
+    ids = prompt_ids(tokenizer, rendered.text, rendered.chat()["messages"], budget.limit)
     return Prompt(ids, rendered, copy_sources(rendered.shown))
+
+
+def reads_chat(tokenizer: Any) -> bool:
+    """Whether a model reads prompts through its chat template (a hub chat model) rather than our framing."""
+    return getattr(tokenizer, "sep_token", None) != SEP_TOKEN and bool(getattr(tokenizer, "chat_template", None))
+
+
+def prompt_ids(tokenizer: Any, text: str, messages: list[dict[str, str]], limit: int) -> list[int]:
+    """A prompt's ids: `[bos] text [sep]` cut to `limit` tokens for our models, the chat template over `messages`
+    for a hub chat model, else the plain text."""
+    if getattr(tokenizer, "sep_token", None) == SEP_TOKEN:
+        return encode_prompt(tokenizer, text, limit + 2)
+    if reads_chat(tokenizer):
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    return encode_text(tokenizer, text)
 
 
 def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequence[Anchor], free: bool = False,

@@ -12,12 +12,13 @@ from typing import Any
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.anchors import Anchor
 
-MADE_BY_KINDS = ("model", "human", "human edit")
+MADE_BY_KINDS = ("model", "human", "human edit", "imported")
 
 
 @dataclass
 class MadeBy:
-    """Provenance of a response. `kind` is "model", "human" (typed by hand) or "human edit" (a changed response).
+    """Provenance of a response. `kind` is "model", "human" (typed by hand), "human edit" (a changed response) or
+    "imported" (read from another project's file, named in `source`).
 
     For an edit, `original_response` and `original` (how that response was made) keep the first version."""
 
@@ -29,6 +30,7 @@ class MadeBy:
     editor: str | None = None
     original_response: str | None = None
     original: MadeBy | None = None
+    source: str | None = None  # the file an imported response came from, with its line
 
     @classmethod
     def by_model(cls, model: str, sampler: dict[str, Any] | None = None, seed: int | None = None,
@@ -41,6 +43,11 @@ class MadeBy:
     def by_hand(cls, editor: str | None = None) -> MadeBy:
         """A response a person wrote from scratch."""
         return cls(kind="human", editor=editor)
+
+    @classmethod
+    def imported_from(cls, source: str) -> MadeBy:
+        """A response read from someone else's file (`source`: its name and line), not made in the studio."""
+        return cls(kind="imported", source=source)
 
     def edited(self, original_response: str, editor: str | None = None) -> MadeBy:
         """Provenance after a person changes the response; a second edit still points at the first original."""
@@ -65,6 +72,8 @@ class MadeBy:
             data["original_response"] = self.original_response
         if self.original is not None:
             data["original"] = self.original.to_json()
+        if self.source is not None:
+            data["source"] = self.source
         return data
 
     @classmethod
@@ -82,4 +91,5 @@ class MadeBy:
             editor=data.get("editor"),
             original_response=data.get("original_response"),
             original=cls.from_json(original, f"{source}.original") if original is not None else None,
+            source=data.get("source"),
         )

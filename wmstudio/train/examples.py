@@ -33,6 +33,7 @@ class CorpusRow:
     response_text: str
     meta: dict[str, Any] | None = None
     where: str = ""  # file:line, for messages
+    prompt_messages: list[dict[str, str]] = field(default_factory=list)  # the turns before the response, as given
 
 
 @dataclass
@@ -142,7 +143,8 @@ def parse_row(data: Any, where: str) -> CorpusRow:
         prompt = prompt_from_meta(meta, f"{where}.meta")
     else:
         prompt = "\n\n".join(m["content"] for m in messages[:-1] if m["role"] in ("system", "user"))
-    return CorpusRow(prompt_text=prompt, response_text=response, meta=meta or None, where=where)
+    return CorpusRow(prompt_text=prompt, response_text=response, meta=meta or None, where=where,
+                     prompt_messages=messages[:-1])
 
 
 def world_from_meta(meta: dict[str, Any], where: str = "meta"):

@@ -35,6 +35,7 @@ from wmstudio.store import (
     set_tags,
     world_versions,
 )
+from wmstudio.studio.chat_rows import import_chat_rows, looks_like_chat_rows
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.curricula import (
     add_to_curriculum,
@@ -121,6 +122,8 @@ def _made_by_text(made_by: MadeBy) -> str:
         return f"✏️ edited by {made_by.editor or 'someone'} (original by {original} kept)"
     if made_by.kind == "human":
         return f"✍️ written by {made_by.editor or 'someone'}"
+    if made_by.kind == "imported":
+        return f"📥 imported from {made_by.source or 'a file'}"
     seed = f", seed {made_by.seed}" if made_by.seed is not None else ""
     anchors = f", {len(made_by.anchors)} anchor(s)" if made_by.anchors else ""
     return f"🤖 {made_by.model}{seed}{anchors}"
@@ -264,10 +267,12 @@ def push(store: Store, curriculum_id: Any, repo_id: str, token: str | None, priv
 
 
 def import_upload(store: Store, upload: str | None) -> str:
-    """Import an uploaded dataset export as new rollouts."""
+    """Import an uploaded dataset export, or another project's world-model chat rows, as new rollouts."""
     if not upload:
-        raise InvalidInput(Problem("file", "choose an exported dataset: the .zip, or its .parquet / .jsonl file"))
-    result = import_dataset_file(store, Path(upload))
+        raise InvalidInput(Problem("file", "choose an exported dataset (the .zip, or its .parquet / .jsonl file) "
+                                           "or a JSON Lines file of world-model chat rows"))
+    path = Path(upload)
+    result = import_chat_rows(store, path) if looks_like_chat_rows(path) else import_dataset_file(store, path)
     ids = ", ".join(map(str, result.rollout_ids[:20])) + (" …" if len(result.rollout_ids) > 20 else "")
     return (f"📥 Imported {len(result.rollout_ids)} rollout(s) with {result.steps} steps as new rollouts: "
             f"{ids or 'none'}.")
@@ -410,7 +415,8 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             private = gr.Checkbox(label="Private", value=True, scale=1)
             push_button = gr.Button("Push to hub", scale=1)
         with gr.Row():
-            upload = gr.File(label="Import an exported dataset (.zip, .parquet or .jsonl)", type="filepath", scale=3)
+            upload = gr.File(label="Import an exported dataset (.zip, .parquet or .jsonl) or world-model chat rows "
+                                   "(.jsonl, Patronus format)", type="filepath", scale=3)
             import_button = gr.Button("Import as new rollouts", scale=1)
         cur_message = gr.Markdown(elem_id="curriculum-message")
 

@@ -20,6 +20,7 @@ from wmstudio.store import get_world, list_worlds, save_world_version, world_ver
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.rollouts import saved_responses
 from wmstudio.ui.messages import failure_markdown
+from wmstudio.world.rule_references import reference_findings
 from wmstudio.world.schema_inference import infer_schema
 from wmstudio.world.sims import SIMULATORS
 from wmstudio.world.spec import (
@@ -116,7 +117,10 @@ def validate_fields(*fields) -> str:
         world = fields_to_world(*fields)
     except InvalidInput as err:
         return failure_markdown(err, "use this world yet", KEPT)
-    return f"✅ Valid world **{world.name}**: {len(world.tools)} tools, {len(world.rules)} rules, {len(world.directives)} directives."
+    _, warnings = reference_findings(world.tools, world.rules, world.initial_state)
+    notes = "".join(f"\n- ⚠️ {warning}" for warning in warnings)
+    return (f"✅ Valid world **{world.name}**: {len(world.tools)} tools, {len(world.rules)} rules, "
+            f"{len(world.directives)} directives.{notes}")
 
 
 def world_names(ctx: StudioContext) -> list[str]:

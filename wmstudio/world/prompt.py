@@ -51,6 +51,7 @@ TARGET_PREFIX = "PREDICTION TARGET:"
 NO_HISTORY = "start of the episode (no earlier actions)"
 NO_TASK = "No task description given."
 TURNS_SHARE = 0.85  # earlier turns stop being added once the prompt reaches this share of its budget
+CHAT_STYLES = ("wmstudio", "patronus")  # our sections, or the Patronus paper's layout
 PROMPT_MAX_CHARS = 3000  # the character budget of exported chat rows (a model's budget is in its own tokens)
 
 
@@ -241,9 +242,17 @@ def render_prompt(world: WorldSpec, call: Call, history: Sequence[HistoryStep] =
 
 
 def render_chat(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
-                response: Any = None, grounding: bool = True, computed_state: Any = None) -> dict[str, list[dict]]:
-    """One chat row `{"messages": [system, user(, assistant)]}` within `max_chars` (system + user) when given."""
+                response: Any = None, grounding: bool = True, computed_state: Any = None,
+                style: str = "wmstudio") -> dict[str, list[dict]]:
+    """One chat row `{"messages": [system, user(, assistant)]}` within `max_chars` (system + user) when given;
+    `style` "patronus" writes the paper's own layout (world/patronus_prompt.py)."""
     budget = PromptBudget(max_chars) if max_chars is not None else None
+    if style == "patronus":
+        from wmstudio.world.patronus_prompt import render_patronus  # it builds on this module's `render`
+
+        return render_patronus(world, call, history, budget, grounding, computed_state).chat(response)
+    if style != "wmstudio":
+        raise InvalidInput(Problem("style", f"{style!r} is not a chat style: use one of {', '.join(CHAT_STYLES)}"))
     return render(world, call, history, budget, grounding, computed_state, chat=True).chat(response)
 
 
@@ -256,14 +265,16 @@ def turn_blocks(steps: Sequence[HistoryStep]) -> list[str]:
 
 
 def tool_schema_line(tool: Tool, compact: bool = False) -> str:
-    """A tool as one compact JSON line: name, description, parameters and the response schema when known;
-    `compact` drops every description inside the schemas (what a small budget keeps)."""
+    """A tool as one compact JSON line: name, description, parameters, the response schema and MCP annotations
+    when known; `compact` drops every description inside the schemas (what a small budget keeps)."""
     parameters, response = tool.parameters, tool.response
     if compact:
         parameters, response = _without_descriptions(parameters), _without_descriptions(response)
     entry: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": parameters}
     if response is not None:
         entry["response"] = response
+    if tool.annotations:  # MCP hints (readOnlyHint, destructiveHint...) tell the model what a call may change
+        entry["annotations"] = tool.annotations
     return compact_json(entry)
 
 

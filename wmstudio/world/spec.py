@@ -12,6 +12,7 @@ from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.json_types import describe_value
+from wmstudio.world.rule_references import reference_findings
 from wmstudio.world.rules import Rule, cel_syntax_problem
 from wmstudio.world.tools import Tool, parse_tools
 
@@ -122,6 +123,8 @@ def parse_world(data: Any, source: str | None = None) -> WorldSpec:
     if not isinstance(directives, list) or not all(isinstance(d, str) for d in directives):
         problems.append(Problem("directives", "must be a list of strings (one steering directive each)"))
         directives = []
+    if not problems:  # field names in the rules' checks, against the schemas (a typo is caught here)
+        problems.extend(reference_findings(tools, rules, data.get("initial_state", {}))[0])
     if problems:
         raise InvalidInput(problems, source)
     return WorldSpec(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.history import HistoryStep, parse_history
+from wmstudio.world.history import HistoryStep, parse_history, response_text
 from wmstudio.world.json_types import describe_value
 from wmstudio.world.spec import Call
 from wmstudio.world.tools.findings import Findings, at
@@ -281,3 +281,53 @@ def _content(content: Any) -> Any:
     if isinstance(content, list) and all(isinstance(part, dict) for part in content):
         return "".join(str(part.get("text", "")) for part in content)
     return content
+
+
+def messages_from_steps(steps: list[HistoryStep], task: str | None = None) -> list[dict[str, Any]]:
+    """The OpenAI message list an agent had seen after `steps` (the inverse of `steps_from_messages`): the task
+    as the user's message when given, then per step an assistant tool call and the `tool` message answering it."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task}] if task else []
+    for number, step in enumerate(steps, start=1):
+        call_id = f"call_{number}"
+        messages.append(tool_call_message(step.call, call_id))
+        messages.append({"role": "tool", "tool_call_id": call_id, "name": step.call.name,
+                         "content": response_text(step.response)})
+    return messages
+
+
+def tool_call_message(call: Call, call_id: str) -> dict[str, Any]:
+    """One assistant message calling `call`, arguments as JSON text (the OpenAI wire form)."""
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"id": call_id, "type": "function",
+         "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)}}]}
+
+
+def chat_row_step(messages: Any, where: str = "messages") -> tuple[list[HistoryStep], Call, Any]:
+    """(earlier steps, the call, the response) of a Patronus world-model chat row: its user turn
+    `State: <messages>\\n\\nAction: <[assistant tool call]>` and the assistant turn holding the response."""
+    if not isinstance(messages, list) or not messages:
+        raise InvalidInput(Problem(where, "must be a non-empty list of messages"))
+    state = _state_turn(messages, where)
+    if state is None:
+        raise InvalidInput(Problem(where, 'no user turn starting "State: ": not a Patronus world-model row'))
+    history = steps_from_messages(*state)
+    user = next(m for m in messages if isinstance(m, dict) and str(m.get("content", "")).startswith(STATE_PREFIX))
+    content = user["content"]
+    action_at = content.find(ACTION_MARK)
+    if action_at < 0:
+        raise InvalidInput(Problem(f"{where} user turn", 'has no "\\n\\nAction: " part after the state'))
+    action_text = content[action_at + len(ACTION_MARK):].strip()
+    try:
+        action = json.loads(action_text)
+    except json.JSONDecodeError as err:
+        raise InvalidInput(Problem(f"{where} Action", f"is not JSON ({err.msg} at column {err.colno}): it should "
+                                                      "be the assistant tool-call message list")) from None
+    problems: list[Problem] = []
+    message = action[0] if isinstance(action, list) and action else action
+    slots = _calls(message, f"{where} Action", problems) if isinstance(message, dict) else []
+    if problems or not slots:
+        raise InvalidInput(problems or [Problem(f"{where} Action", "holds no tool call: only tool-calling rows "
+                                                                   "(AppWorld style) are steps")])
+    last = messages[-1]
+    response = _content(last.get("content")) if isinstance(last, dict) and last.get("role") == "assistant" else None
+    return history, slots[0].call, response

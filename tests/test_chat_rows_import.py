@@ -1,0 +1,67 @@
+"""Another project's world-model chat rows imported as rollouts: one per row, steps marked imported, checked, and
+nothing written when a row is bad. The rows are written in the Patronus format by our own renderer."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from wmstudio.cli import app
+from wmstudio.locations import DEMO_WORLDS_DIR
+from wmstudio.store import filter_rollouts, open_store, rollout_steps
+from wmstudio.studio.chat_rows import looks_like_chat_rows
+from wmstudio.ui.rollouts_tab import import_upload
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.prompt import render_chat
+from wmstudio.world.spec import Call, load_world
+
+RETAIL = DEMO_WORLDS_DIR / "retail.json"
+
+
+def rows_file(tmp_path, bad_line: str | None = None):
+    world = load_world(RETAIL)
+    order = world.initial_state["orders"][0]["id"]
+    first = render_chat(world, Call("get_order", {"order_id": order}), [], response={"status": "ok",
+                                                                                      "order_id": order},
+                        style="patronus")
+    earlier = [HistoryStep(Call("get_order", {"order_id": order}), {"status": "ok", "order_id": order})]
+    second = render_chat(world, Call("refund_order", {"order_id": order, "amount_cents": 5, "reason": "late"}),
+                         earlier, response={"status": "error", "error": "not_delivered"}, style="patronus")
+    lines = [json.dumps(first), json.dumps(second)] + ([bad_line] if bad_line else [])
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path, order
+
+
+def test_each_row_becomes_a_rollout_of_its_history_and_step(tmp_path):
+    path, order = rows_file(tmp_path)
+    db = tmp_path / "studio.db"
+    result = CliRunner().invoke(app, ["rollouts", "import", str(path), "--world", str(RETAIL), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    created = json.loads(result.stdout)
+    assert created["steps"] == 3 and len(created["rollouts"]) == 2
+    store = open_store(db)
+    steps = rollout_steps(store, created["rollouts"][1])
+    assert [s.call["name"] for s in steps] == ["get_order", "refund_order"]
+    assert json.loads(steps[1].response) == {"status": "error", "error": "not_delivered"}
+    assert steps[1].made_by == {"kind": "imported", "source": "rows.jsonl:2"}
+    assert steps[0].check_report is not None  # checked against the world the rows were made in
+
+
+def test_one_bad_row_imports_nothing_and_names_its_line(tmp_path):
+    path, _ = rows_file(tmp_path, bad_line=json.dumps({"messages": [{"role": "user", "content": "hello"}]}))
+    db = tmp_path / "studio.db"
+    result = CliRunner().invoke(app, ["rollouts", "import", str(path), "--db", str(db)])
+    assert result.exit_code == 2
+    assert "rows.jsonl:3" in result.stderr and "State: " in result.stderr
+    assert filter_rollouts(open_store(db)).total == 0
+
+
+def test_the_studio_upload_tells_chat_rows_from_an_exported_dataset(tmp_path):
+    path, _ = rows_file(tmp_path)
+    assert looks_like_chat_rows(path)
+    store = open_store(tmp_path / "studio.db")
+    message = import_upload(store, str(path))
+    assert "Imported 2 rollout(s) with 3 steps" in message
+    assert filter_rollouts(store, world="imported-rows").total == 2  # no world given: one built from the calls

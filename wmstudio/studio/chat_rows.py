@@ -1,0 +1,95 @@
+"""Another project's world-model chat rows (the Patronus format) imported as rollouts, to curate and rate.
+
+Each row's user turn `State: <messages>\\n\\nAction: <[tool call]>` gives the earlier steps and the call, its
+assistant turn the response: one rollout per row, every step marked as imported from `file:line`. The rows name
+no world, so unless one is given they go into a world named after the file whose tools are the ones the calls
+name (open schemas). Every row is read and checked before anything is written: one bad row imports nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from wmstudio.problems import InvalidInput, Problem
+from wmstudio.store import MadeBy, Store, append_step, create_rollout, save_world_version
+from wmstudio.studio.curricula import ImportResult
+from wmstudio.world.checks import check_step
+from wmstudio.world.history import HistoryStep, response_text
+from wmstudio.world.spec import WorldSpec
+from wmstudio.world.tools import Tool
+from wmstudio.world.trajectories import STATE_PREFIX, chat_row_step
+
+MAX_CHAT_FILE_BYTES = 500_000_000
+SNIFF_BYTES = 200_000  # how much of a file is read to tell chat rows from an exported dataset
+
+
+def looks_like_chat_rows(path: Path) -> bool:
+    """Whether `path` is a JSON Lines file of world-model chat rows (a user turn starting "State: ")."""
+    if not path.is_file() or path.suffix.lower() not in (".jsonl", ".json"):
+        return False
+    with path.open("rb") as handle:
+        first = handle.readline(SNIFF_BYTES).decode("utf-8", "replace")
+    try:
+        row = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    messages = row.get("messages") if isinstance(row, dict) else None
+    return isinstance(messages, list) and any(
+        isinstance(m, dict) and m.get("role") == "user" and str(m.get("content", "")).startswith(STATE_PREFIX)
+        for m in messages)
+
+
+def import_chat_rows(store: Store, path: Path, world: WorldSpec | None = None) -> ImportResult:
+    """Import every row of the JSON Lines file `path` as a new pending rollout in `world` (or one made from the
+    calls); InvalidInput names each bad row by file and line, and nothing is written then."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInput(f"{path}: no such file")
+    if path.stat().st_size > MAX_CHAT_FILE_BYTES:
+        raise InvalidInput(f"{path}: over {MAX_CHAT_FILE_BYTES:,} bytes: split the file")
+    rows: list[tuple[str, list[HistoryStep]]] = []
+    problems: list[Problem] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path.name}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            problems.append(Problem(where, f"not JSON ({err.msg} at column {err.colno}): one row per line"))
+            continue
+        messages = row.get("messages") if isinstance(row, dict) else None
+        try:
+            history, call, response = chat_row_step(messages, f"{where}.messages")
+        except InvalidInput as err:
+            problems.extend(err.problems)
+            continue
+        if response is None:
+            problems.append(Problem(f"{where}.messages", "ends without an assistant turn: the response is missing"))
+            continue
+        rows.append((where, [*history, HistoryStep(call, response)]))
+    if problems:
+        raise InvalidInput(problems[:20], source=str(path))
+    if not rows:
+        raise InvalidInput(f"{path}: holds no rows")
+    the_world = world or world_from_calls(path.stem, [step for _, steps in rows for step in steps])
+    saved = save_world_version(store, the_world)
+    created, total = [], 0
+    for where, steps in rows:
+        rollout = create_rollout(store, saved.id, f"{where}", ["imported"])
+        for i, step in enumerate(steps):
+            text = response_text(step.response)
+            report = check_step(the_world, step.call, text, history=steps[:i])
+            append_step(store, rollout.id, step.call, text, MadeBy.imported_from(where), report)
+        created.append(rollout.id)
+        total += len(steps)
+    return ImportResult(created, total)
+
+
+def world_from_calls(name: str, steps: list[HistoryStep]) -> WorldSpec:
+    """A world for rows that name none: the tools their calls use, with open parameter schemas."""
+    names = list(dict.fromkeys(step.call.name for step in steps))
+    tools = [Tool(name=tool, description="(imported: known only from the calls made to it)",
+                  parameters={"type": "object"}) for tool in names]
+    return WorldSpec(name=f"imported-{name}", tools=tools,
+                     description=f"Tools seen in the imported rows of {name}; give their schemas to check responses.")
