@@ -300,7 +300,7 @@ def test_cli_prompt_reports_bad_input_with_exit_code_2(tmp_path):
         (["prompt", world, "--call", call, "--history", bad_history], "history[0].call.name"),
         (["prompt", world, "--call", str(broken)], "invalid JSON"),
         (["prompt", world, "--call", str(tmp_path / "absent.json")], "no such file"),
-        (["prompt", world, "--call", call, "--format", "yaml"], "sections or chat"),
+        (["prompt", world, "--call", call, "--format", "yaml"], "sections, chat or patronus"),
     ]
     for args, message in cases:
         result = runner.invoke(app, args)

@@ -20,9 +20,10 @@ it (call-local), within a budget counted in the model's own tokens:
 In a chat row the system turn holds the sections (TASK CONTEXT with the task only) and the user turn
 `State: <earlier turns>\\n\\nAction: <call>`, the paper's user turn.
 
-Budget: the call, its validation, the target line and the called tool are always shown (the tool compacted,
-descriptions dropped, when it alone is over budget); then, while they fit: directives, the computed query state,
-the newest turn, the state, the other turns (newest first, up to 85% of the budget), the rules, the task, the other tools' names, their descriptions. What did not
+Budget: the call, its validation, the target line and the called tool (descriptions inside its schema left
+out) are always shown; then, while they fit: directives, the computed query state, the state records the call
+names, the newest turn, the records that turn names, the called tool's descriptions, the other turns (newest
+first, up to 85% of the budget), the rules, the task, the other tools' names, their descriptions. What did not
 fit is listed in `RenderedPrompt.cut`, which the CLI prints on stderr and the studio in its report."""
 
 from __future__ import annotations
@@ -175,9 +176,8 @@ def render(
         if budget.measure(measured) <= budget.limit:
             return whole
 
-    if not fits() and tool is not None:
+    if tool is not None:  # compact first: call-local state and the newest turn matter more than descriptions
         parts.called = tool_schema_line(tool, compact=True)
-        cut.append("descriptions inside the called tool's schema")
     if grounding:
         parts.directives = _bullets(world.directives)
         shown.directives = list(world.directives)
@@ -204,8 +204,17 @@ def render(
             shown.turns.insert(0, (index + 1, steps[index]))
         parts.turns_cut = len(steps) - len(parts.turns)
 
-    add_turns(None, 1)  # the last turn first: it is what the call most often follows up on
-    _fit_state(world, call, [step for _, step in shown.turns], now, parts, shown, cut, fits)
+    state_notes = _fit_state(world, call, now, parts, shown, fits)  # the records the call names, first
+    add_turns(None, 1)  # then the last turn: it is what the call most often follows up on
+    if shown.turns and "state records the call names that did not fit" not in state_notes:
+        widened = _widen_state(call, [step for _, step in shown.turns], now, world, parts, shown, fits)
+        state_notes = state_notes if widened is None else widened
+    cut.extend(state_notes)
+    if tool is not None:
+        parts.called = tool_schema_line(tool)
+        if not fits():
+            parts.called = tool_schema_line(tool, compact=True)
+            cut.append("descriptions inside the called tool's schema")
     add_turns(None if budget is None else int(TURNS_SHARE * budget.limit), len(steps))
     if parts.turns_cut:
         cut.append(f"{parts.turns_cut} earlier turn(s) of {len(steps)}")
@@ -320,45 +329,54 @@ def query_state(world: WorldSpec, state: Any, call: Call) -> Any:
     return simulator.query_state(state, call) if simulator is not None and isinstance(state, dict) else None
 
 
-def _fit_state(world: WorldSpec, call: Call, shown_steps: list[HistoryStep], now: Any,
-               parts: _Parts, shown: Shown, cut: list[str], fits: Callable[[], bool]) -> None:
-    """The call-local state, or with needles from the call alone, or a cut text, whichever fits first."""
-    state = world.initial_state
-    label = "State (now, after the earlier turns):" if now is not None else "State:"
-    state = now if now is not None else state
+def _fit_state(world: WorldSpec, call: Call, now: Any, parts: _Parts, shown: Shown,
+               fits: Callable[[], bool]) -> list[str]:
+    """Show the state call-local (the records sharing a value with the call), cutting the records matched last
+    until it fits; returns the notes on what was left out."""
+    label = _state_label(now)
+    state = now if now is not None else world.initial_state
     if state is None or state == "" or state == {}:
-        return
+        return []
     if isinstance(state, str):
-        parts.state = f"{label} {state}"
-        shown.state = state
+        parts.state, shown.state = f"{label} {state}", state
         if not fits():
             parts.state, shown.state = None, None
-            cut.append("the environment state (text)")
-        return
-    call_needles = needles_of(call.arguments)
-    history_needles = set().union(*(needles_of(step.to_json(), strict=True) for step in shown_steps)) \
-        if shown_steps else set()
-    for needles, note in ((call_needles | history_needles, None),
-                          (call_needles, "state records matched only by earlier turns")):
-        local, omitted = call_local(state, needles)
-        parts.state, shown.state = f"{label} {compact_json(local)}", local
-        if fits():
-            break
-    else:
-        dropped = _fewest_drops(local, lambda trial: _try_state(parts, label, trial, fits))
-        if dropped is None:
-            parts.state, shown.state = None, None
-            cut.append("the environment state")
-            return
-        for _ in range(dropped):  # the records matched last go first
-            drop_last_record(local)
-        parts.state, shown.state = f"{label} {compact_json(local)}", local
-        omitted += dropped
-        note = "state records that did not fit"
-    if omitted:
-        cut.append(f"{omitted} state record(s) not shown")
-    if note:
-        cut.append(note)
+            return ["the environment state (text)"]
+        return []
+    local, omitted = call_local(state, needles_of(call.arguments))
+    parts.state, shown.state = f"{label} {compact_json(local)}", local
+    if fits():
+        return [f"{omitted} state record(s) not shown"] if omitted else []
+    dropped = _fewest_drops(local, lambda trial: _try_state(parts, label, trial, fits))
+    if dropped is None:
+        parts.state, shown.state = None, None
+        return ["the environment state"]
+    for _ in range(dropped):  # the records matched last go first
+        drop_last_record(local)
+    parts.state, shown.state = f"{label} {compact_json(local)}", local
+    return [f"{omitted + dropped} state record(s) not shown", "state records the call names that did not fit"]
+
+
+def _widen_state(call: Call, shown_steps: list[HistoryStep], now: Any, world: WorldSpec, parts: _Parts,
+                 shown: Shown, fits: Callable[[], bool]) -> list[str] | None:
+    """Also show the records the shown turns name, when that still fits; the new notes, or None if unchanged."""
+    state = now if now is not None else world.initial_state
+    if not isinstance(state, (dict, list)) or shown.state is None:
+        return None
+    before = (parts.state, shown.state)
+    needles = needles_of(call.arguments)
+    for step in shown_steps:
+        needles |= needles_of(step.to_json(), strict=True)
+    local, omitted = call_local(state, needles)
+    parts.state, shown.state = f"{_state_label(now)} {compact_json(local)}", local
+    if not fits():
+        parts.state, shown.state = before
+        return None
+    return [f"{omitted} state record(s) not shown"] if omitted else []
+
+
+def _state_label(now: Any) -> str:
+    return "State (now, after the earlier turns):" if now is not None else "State:"
 
 
 def _try_state(parts: _Parts, label: str, state: Any, fits: Callable[[], bool]) -> bool:
