@@ -36,7 +36,9 @@ app.add_typer(tools_app, name="tools")
 
 def fail(message: str, code: int = 2) -> None:
     """Print `error: message` on stderr and exit with `code` (2 = bad input)."""
-    typer.echo(f"error: {message}", err=True)
+    from wmstudio.world.input_limits import printable
+
+    typer.echo(f"error: {printable(message)}", err=True)  # a file name that is not UTF-8 still prints
     raise typer.Exit(code)
 
 
@@ -45,9 +47,39 @@ def emit(data: Any, out: Optional[Path] = None) -> None:
     text = json.dumps(data, indent=2, ensure_ascii=False)
     if out is None:
         typer.echo(text)
-    else:
+        return
+    _check_out_file(out)
+    try:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text + "\n", encoding="utf-8")
+    except OSError as err:
+        fail(f"--out {out}: cannot be written ({err.strerror or err}): choose a writable path")
+
+
+def _check_out_file(out: Optional[Path]) -> None:
+    """Exit 2 when `--out` cannot be a file: it is a folder, or a folder on its way is a file."""
+    if out is None:
+        return
+    if out.is_dir():
+        fail(f"--out {out}: is a folder: give a file path such as {out / 'out.json'}")
+    _check_parents(out)
+
+
+def _check_out_folder(out: Optional[Path]) -> None:
+    """Exit 2 when `--out` cannot be a folder: it is a file, or a folder on its way is a file."""
+    if out is None:
+        return
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out}: is a file: give a folder (it is created when missing)")
+    _check_parents(out)
+
+
+def _check_parents(out: Path) -> None:
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                fail(f"--out {out}: {parent} is a file, not a folder: give a path inside a folder")
+            return
 
 
 def _load_world(path: Path):
@@ -91,6 +123,7 @@ def tools_import(
     """Print (or write) the tools of PATH as a normalised JSON list of OpenAI-style functions."""
     from wmstudio.world.tools import import_tools_file
 
+    _check_out_file(out)
     try:
         result = import_tools_file(path, fmt)
     except InvalidInput as err:
@@ -124,14 +157,29 @@ def check(
         if problems:
             raise InvalidInput(problems)
         steps = _read_history(history)
-        if not response.exists():
-            raise InvalidInput(f"{response}: no such file")
-        text = response.read_bytes().decode("utf-8", errors="replace")
+        text = _read_response(response)
         report = check_step(spec, the_call, text, anchors=anchors, history=steps)
     except InvalidInput as err:
         fail(str(err))
     emit(report.to_json())
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _read_response(path: Path) -> str:
+    """The response to check, as text; JSON in it must keep within the input limits (nesting, numbers, lone
+    surrogates), while text that is not JSON is checked (and fails) rather than refused."""
+    from wmstudio.world.input_limits import MAX_RESPONSE_BYTES, InputRefused, loads_limited, read_limited
+
+    if path.is_dir():
+        raise InvalidInput(f"{path}: is a folder: give the file holding the response")
+    text = read_limited(path, MAX_RESPONSE_BYTES, "for a response").decode("utf-8", errors="replace")
+    try:
+        loads_limited(text)
+    except InputRefused as err:
+        raise InvalidInput(f"{path}: {err}") from None
+    except json.JSONDecodeError:
+        pass  # not JSON: the check says so (exit 1)
+    return text
 
 
 @app.command()
@@ -180,6 +228,7 @@ def corpus(
     """Write a world-model corpus from the simulated worlds, in the public chat format."""
     from wmstudio.world.corpus import write_corpus
 
+    _check_parents(out)
     try:
         stats = write_corpus(out, rows=rows, seed=seed)
     except InvalidInput as err:
@@ -189,7 +238,9 @@ def corpus(
 
 @app.command()
 def serve(
-    host: str = typer.Option("127.0.0.1", "--host"),
+    host: str = typer.Option("127.0.0.1", "--host", envvar="GRADIO_SERVER_NAME",
+                             help="Address to serve on (a Space sets GRADIO_SERVER_NAME); one other than loopback "
+                                  "(127.0.0.1, localhost, ::1) needs --auth or --insecure-no-auth, except on a Space."),
     port: int = typer.Option(7860, "--port"),
     db: Optional[Path] = typer.Option(None, "--db", help="SQLite file (default: WMSTUDIO_DB or the user data dir)."),
     model: Optional[str] = typer.Option(None, "--model", help="World model: local path or hub id (default: embedded)."),
@@ -198,9 +249,12 @@ def serve(
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow checkpoints' own model code."),
     overlap: int = typer.Option(2, "--overlap", min=1, help="Annotators who rate each step before new steps are "
                                                              "served (agreement needs steps rated twice)."),
+    insecure_no_auth: bool = typer.Option(False, "--insecure-no-auth",
+                                          help="Serve on a --host other than loopback without --auth: anyone who "
+                                               "can reach it can read and change the studio's data."),
 ) -> None:
-    """Open the studio in the browser at http://HOST:PORT."""
-    from wmstudio.ui.studio import launch
+    """Open the studio in the browser at http://HOST:PORT (a HOST other than 127.0.0.1 needs --auth)."""
+    from wmstudio.ui.access import exposure
 
     users = {}
     for item in auth:
@@ -208,9 +262,16 @@ def serve(
         if not sep or not user or not password:
             fail(f"--auth {item!r}: write USER:PASSWORD, e.g. --auth alice:s3cret")
         users[user] = password
+    opened = exposure(host, users, insecure_no_auth, port)
+    if opened.refusal is not None:
+        fail(opened.refusal)
+    if opened.warning is not None:
+        typer.echo(f"warning: {opened.warning}", err=True)
+    from wmstudio.ui.studio import launch
+
     try:
         launch(host=host, port=port, db=db, model=model, ar_model=ar_model or DEFAULT_AR_MODEL,
-               trust_remote_code=trust_remote_code, users=users, overlap=overlap)
+               trust_remote_code=trust_remote_code, users=users, overlap=overlap, insecure_no_auth=insecure_no_auth)
     except InvalidInput as err:
         fail(str(err))
 
@@ -231,6 +292,7 @@ def history_import(
     """Print (or write) the history in PATH as the JSON list [{"call": ..., "response": ...}] --history takes."""
     from wmstudio.world.trajectories import read_history_file
 
+    _check_out_file(out)
     try:
         steps = read_history_file(path, index)
     except InvalidInput as err:
@@ -314,6 +376,7 @@ def rollouts_export(
     from wmstudio.studio.datasets import export_dataset
     from wmstudio.studio.rollouts import exported_rollout
 
+    _check_out_folder(out)
     store = _store(db)
     try:
         folder = export_dataset([exported_rollout(store, rid) for rid in rollout_ids], out, name)
@@ -378,6 +441,7 @@ def curricula_export(
     from wmstudio.store import get_curriculum
     from wmstudio.studio.curricula import export_curriculum
 
+    _check_out_folder(out)
     store = _store(db)
     try:
         folder, label = export_curriculum(store, get_curriculum(store, name, version).id, out)
@@ -398,6 +462,8 @@ def curricula_import(
         result = import_dataset_file(_store(db), path)
     except InvalidInput as err:
         fail(str(err))
+    if result.repeated:
+        typer.echo(f"note: {path} was imported before: nothing was added; these are the rollouts it made", err=True)
     emit({"rollouts": result.rollout_ids, "steps": result.steps})
 
 

@@ -25,6 +25,7 @@ from wmstudio.store.curricula import (
     list_curricula,
 )
 from wmstudio.store.database import DB_ENV, Store, default_db_path, open_store
+from wmstudio.store.imports import Imported, NewRollout, NewStep, import_rollouts
 from wmstudio.store.provenance import MadeBy
 from wmstudio.store.rollouts import (
     append_step,
@@ -51,6 +52,7 @@ from wmstudio.store.tables import (
     RUN_STATUSES,
     Annotator,
     Curriculum,
+    DatasetImport,
     Rating,
     Rollout,
     RunMetric,
@@ -89,7 +91,11 @@ __all__ = [
     "AnnotatorProgress",
     "Curriculum",
     "CurriculumSummary",
+    "DatasetImport",
+    "Imported",
     "MadeBy",
+    "NewRollout",
+    "NewStep",
     "Rating",
     "RatingValue",
     "Rollout",
@@ -120,6 +126,7 @@ __all__ = [
     "get_run",
     "get_step",
     "get_world",
+    "import_rollouts",
     "latest_world",
     "list_annotators",
     "list_curricula",

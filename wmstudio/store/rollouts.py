@@ -26,6 +26,7 @@ from wmstudio.store.tables import (
 )
 from wmstudio.store.trace import pack_trace, unpack_trace
 from wmstudio.world.checks import CheckReport
+from wmstudio.world.input_limits import find_lone_surrogate, surrogate_message
 from wmstudio.world.spec import Call
 
 MAX_TAG_CHARS = 64
@@ -220,6 +221,8 @@ def _step_fields(call: Any, response: Any, made_by: Any, check_report: Any) -> d
         json.dumps(the_call.arguments)
     except (TypeError, ValueError):
         raise InvalidInput(Problem("call.arguments", "must hold JSON values only (text, numbers, lists, objects)"))
+    if (found := find_lone_surrogate(the_call.arguments, "call.arguments")) is not None:
+        raise InvalidInput(Problem(found[0], surrogate_message(found[1])))
     if not isinstance(made_by, MadeBy):
         raise InvalidInput(Problem("made_by", "expected a MadeBy (MadeBy.by_model(...) or MadeBy.by_hand(...))"))
     report, ok = _report(check_report)
@@ -237,7 +240,14 @@ def _response(response: Any) -> str:
     if not isinstance(response, str):
         raise InvalidInput(Problem("response", f"must be the response text, got {type(response).__name__}: "
                                                "serialise a JSON value with json.dumps first"))
+    _refuse_surrogate(response, "response")
     return response
+
+
+def _refuse_surrogate(text: str, field: str) -> None:
+    """A lone surrogate cannot be written to the database (it is not UTF-8): say so instead of failing there."""
+    if find_lone_surrogate(text) is not None:
+        raise InvalidInput(Problem(field, surrogate_message(text)))
 
 
 def _report(check_report: Any) -> tuple[dict[str, Any] | None, bool | None]:
@@ -259,6 +269,7 @@ def _title(title: Any) -> str:
     if not isinstance(title, str):
         raise InvalidInput(Problem("title", "must be text"))
     title = title.strip()
+    _refuse_surrogate(title, "title")
     if len(title) > MAX_TITLE_CHARS:
         raise InvalidInput(Problem("title", f"is {len(title)} characters; keep it under {MAX_TITLE_CHARS}"))
     return title
@@ -272,6 +283,7 @@ def _tags(tags: Iterable[str]) -> list[str]:
         if not isinstance(tag, str):
             raise InvalidInput(Problem(f"tags[{i}]", "must be text"))
         tag = tag.strip()
+        _refuse_surrogate(tag, f"tags[{i}]")
         if len(tag) > MAX_TAG_CHARS:
             raise InvalidInput(Problem(f"tags[{i}]", f"is {len(tag)} characters; keep tags under {MAX_TAG_CHARS}"))
         if tag and tag not in clean:

@@ -212,6 +212,20 @@ class CurriculumRollout(SQLModel, table=True):
     snapshot: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # the rollout as saved
 
 
+class DatasetImport(SQLModel, table=True):
+    """A dataset file imported as rollouts: its content's SHA-256 and the rollouts it made, written in the same
+    transaction as they are, so an import retried after a crash or a lost reply returns them instead of copies."""
+
+    __tablename__ = "dataset_import"
+    __table_args__ = (UniqueConstraint("fingerprint", name="uq_dataset_import_fingerprint"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    fingerprint: str
+    rollout_ids: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    steps: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class TrainingRun(SQLModel, table=True):
     """A background training job on a curriculum version: its config, process, status and log file."""
 
@@ -247,7 +261,7 @@ class RunMetric(SQLModel, table=True):
 
 
 STORE_TABLES = [t.__table__ for t in (World, Rollout, RolloutTag, Step, StepTrace, Annotator, Rating, Skip, Curriculum,
-                                      CurriculumRollout, TrainingRun, RunMetric)]
+                                      CurriculumRollout, DatasetImport, TrainingRun, RunMetric)]
 HAND_MADE_TABLE_PREFIXES = ("rollout_text", "step_fts")  # FTS5 search indexes and their tables (0002, 0003)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store, fetch_row
@@ -29,17 +29,22 @@ def save_world_version(store: Store, world: WorldSpec) -> World:
     if not isinstance(world, WorldSpec):
         raise InvalidInput(Problem("world", f"expected a WorldSpec (load or parse the world first), got "
                                             f"{type(world).__name__}"))
-    text = world.dumps()
     with store.write() as session:
-        latest = session.exec(
-            select(World).where(World.name == world.name).order_by(World.version.desc()).limit(1)
-        ).first()
-        if latest is not None and latest.text == text:
-            return latest
-        row = World(name=world.name, version=(latest.version + 1) if latest else 1, text=text)
-        session.add(row)
-        session.flush()
-        return row
+        return world_version_in(session, world)
+
+
+def world_version_in(session: Session, world: WorldSpec) -> World:
+    """`save_world_version` inside a write session the caller holds (a bulk import saves its worlds with its rows)."""
+    text = world.dumps()
+    latest = session.exec(
+        select(World).where(World.name == world.name).order_by(World.version.desc()).limit(1)
+    ).first()
+    if latest is not None and latest.text == text:
+        return latest
+    row = World(name=world.name, version=(latest.version + 1) if latest else 1, text=text)
+    session.add(row)
+    session.flush()
+    return row
 
 
 def list_worlds(store: Store) -> list[WorldSummary]:

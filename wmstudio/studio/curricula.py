@@ -5,6 +5,7 @@ Plain functions over the store; the Rollouts tab and `wmstudio curricula` call t
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -20,19 +21,20 @@ from wmstudio.store import (
     ROLLOUT_STATUSES,
     Curriculum,
     MadeBy,
+    NewRollout,
+    NewStep,
     Store,
-    append_step,
     create_curriculum_version,
-    create_rollout,
     curriculum_rollouts,
     curriculum_snapshots,
     get_curriculum,
     get_world,
+    import_rollouts,
     list_curricula,
-    save_world_version,
-    set_status,
 )
 from wmstudio.studio.datasets import (
+    JSONL_FILE,
+    PARQUET_FILE,
     ExportRollout,
     ExportStep,
     PushFailed,
@@ -43,14 +45,16 @@ from wmstudio.studio.datasets import (
 from wmstudio.world.spec import Call
 
 MAX_IMPORT_BYTES = 1_000_000_000
+HF_TOKEN_ENV = "HF_TOKEN"
 
 
 @dataclass
 class ImportResult:
-    """What an import created: the new rollouts' ids and how many steps they hold."""
+    """What an import created (or, for content imported before, had created): rollout ids and their step count."""
 
     rollout_ids: list[int]
     steps: int
+    repeated: bool = False
 
 
 def add_to_curriculum(store: Store, name: str, description: str, rollout_ids: Sequence[int]) -> tuple[Curriculum, int]:
@@ -102,11 +106,25 @@ def zip_folder(folder: Path) -> Path:
     return Path(shutil.make_archive(str(archive), "zip", root_dir=folder.parent, base_dir=folder.name))
 
 
-def push_curriculum(store: Store, curriculum_id: int, repo_id: str, token: str | None, private: bool) -> str:
-    """Export the curriculum and push it to a Hugging Face dataset repo (token given, or HF_TOKEN); its URL."""
-    token = (token or "").strip() or os.environ.get("HF_TOKEN", "")
-    if not token:
-        raise InvalidInput(Problem("token", "no Hugging Face token: paste a write token or set HF_TOKEN"))
+def push_token(typed: str | None, signed_in: str | None = None, single_user: bool = False) -> str:
+    """The token a push uses: the one typed in, else the signed-in Hugging Face user's (on a Space), else this
+    server's HF_TOKEN, but only for a local single-user studio: a shared studio never lends its token to a visitor."""
+    for token in (typed, signed_in):
+        if isinstance(token, str) and token.strip():
+            return token.strip()
+    server_token = os.environ.get(HF_TOKEN_ENV, "").strip()
+    if single_user and server_token:
+        return server_token
+    if single_user:
+        raise InvalidInput(Problem("token", f"no Hugging Face token: paste a write token or set {HF_TOKEN_ENV}"))
+    raise InvalidInput(Problem("token", "no Hugging Face token: paste a write token (or log in with Hugging Face on a "
+                                        f"Space); a shared studio does not push with its server's {HF_TOKEN_ENV}"))
+
+
+def push_curriculum(store: Store, curriculum_id: int, repo_id: str, token: str | None, private: bool,
+                    signed_in: str | None = None, single_user: bool = False) -> str:
+    """Export the curriculum and push it to a Hugging Face dataset repo with the token `push_token` picks; its URL."""
+    token = push_token(token, signed_in, single_user)
     folder, _ = export_curriculum(store, curriculum_id)
     try:
         return push_to_hub(folder, (repo_id or "").strip(), token, private=bool(private))
@@ -116,23 +134,37 @@ def push_curriculum(store: Store, curriculum_id: int, repo_id: str, token: str |
 
 def import_dataset_file(store: Store, path: Path) -> ImportResult:
     """Import an exported dataset (its folder, the zip, its parquet or its JSONL) as new rollouts; worlds are
-    saved as versions."""
+    saved as versions. All or nothing, in one transaction; rows imported before (the same rows file, also from
+    another zip of the same folder) return the rollouts their first import made (`repeated`) instead of copies."""
     path = Path(path)
     with tempfile.TemporaryDirectory(prefix="wmstudio-import-") as scratch:
         source = _unzip_dataset(path, Path(scratch)) if path.suffix.lower() == ".zip" else path
         rollouts = import_dataset(source)
-        steps = [[(s, MadeBy.from_json(s.made_by, f"rollouts[{i}].steps[{j}].made_by")) for j, s in enumerate(r.steps)]
-                 for i, r in enumerate(rollouts)]
-    created = []
-    for rollout, made in zip(rollouts, steps, strict=True):
-        world = save_world_version(store, rollout.world)
-        status = rollout.status if rollout.status in ROLLOUT_STATUSES else "pending"
-        row = create_rollout(store, world.id, rollout.title, rollout.tags)
-        for step, made_by in made:
-            append_step(store, row.id, step.call, step.response, made_by, step.check_report)
-        set_status(store, row.id, status)  # after the steps: appending to an accepted rollout un-accepts it
-        created.append(row.id)
-    return ImportResult(created, sum(map(len, steps)))
+        fingerprint = rows_fingerprint(source)
+    new = [NewRollout(world=r.world, title=r.title, tags=list(r.tags),
+                      status=r.status if r.status in ROLLOUT_STATUSES else "pending",
+                      steps=[NewStep(s.call, s.response, MadeBy.from_json(s.made_by, f"rollouts[{i}].steps[{j}]"
+                                                                                     ".made_by"), s.check_report)
+                             for j, s in enumerate(r.steps)])
+           for i, r in enumerate(rollouts)]
+    done = import_rollouts(store, new, fingerprint)
+    return ImportResult(done.rollout_ids, done.steps, done.repeated)
+
+
+def rows_fingerprint(source: Path) -> str:
+    """SHA-256 of the rows file a dataset import reads: the file given, or the folder's parquet (else its JSONL)."""
+    candidates = [source] if source.is_file() else [source / PARQUET_FILE, source / JSONL_FILE]
+    rows = next((c for c in candidates if c.is_file()), None)
+    if rows is None:
+        raise InvalidInput(f"{source}: neither {PARQUET_FILE} nor {JSONL_FILE} found: not an exported dataset")
+    digest = hashlib.sha256()
+    try:
+        with rows.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as err:
+        raise InvalidInput(f"{rows}: cannot be read ({err.strerror or err})") from None
+    return digest.hexdigest()
 
 
 def _unzip_dataset(archive: Path, into: Path) -> Path:

@@ -47,7 +47,7 @@ from wmstudio.studio.curricula import (
 from wmstudio.studio.rollouts import branch_at, edit_response, generate_next_step, step_at
 from wmstudio.ui.check_view import pretty_response
 from wmstudio.ui.forms import parse_json_field
-from wmstudio.ui.identity import request_username
+from wmstudio.ui.identity import on_spaces, request_username
 from wmstudio.ui.messages import failure_markdown
 from wmstudio.world.anchors import parse_anchors
 from wmstudio.world.spec import Call
@@ -261,8 +261,11 @@ def export_for_download(store: Store, curriculum_id: Any) -> tuple[str, str]:
                                      "ready to download.")
 
 
-def push(store: Store, curriculum_id: Any, repo_id: str, token: str | None, private: bool) -> str:
-    url = push_curriculum(store, _curriculum_id(curriculum_id, "push"), repo_id, token, private)
+def push(store: Store, curriculum_id: Any, repo_id: str, token: str | None, private: bool,
+         signed_in: str | None = None, single_user: bool = False) -> str:
+    """Push a curriculum version with the token typed in, the Space user's, or (single-user studio only) HF_TOKEN."""
+    url = push_curriculum(store, _curriculum_id(curriculum_id, "push"), repo_id, token, private, signed_in,
+                          single_user)
     return f"🚀 Pushed to {url}"
 
 
@@ -336,9 +339,12 @@ def _message_result(action, doing: str) -> str:
         return failure_markdown(err, doing)
 
 
-def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
-    """Lay out the Rollouts tab inside the current Blocks and wire its events."""
+def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool | None = None) -> None:
+    """Lay out the Rollouts tab inside the current Blocks and wire its events. `single_user` (default: no --auth
+    and not a Space) lets a push fall back to the server's HF_TOKEN; `launch` also requires a loopback host."""
     store = ctx.store
+    if single_user is None:
+        single_user = not ctx.users and not on_spaces()
     names, versions = world_choices(store)  # refreshed on every page load; custom values let API callers name
     curricula = curriculum_choices(store)   # worlds and curricula saved after the studio started
     gr.Markdown("#### Find rollouts")
@@ -389,7 +395,7 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                     branch_button = gr.Button("Branch from it", size="sm")
                     load = gr.Button("Load its response", size="sm")
                 response = gr.Code(label="Response (edit, then save: recorded as a human edit)", language="json",
-                                   lines=8)
+                                   lines=8, elem_id="rollout-edit")
                 save_response = gr.Button("Save edit")
             with gr.Accordion("Start a new rollout", open=False):
                 new_world = gr.Dropdown(versions, value=versions[0][1] if versions else None, label="World version",
@@ -411,7 +417,8 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             archive = gr.File(label="Download", scale=2)
         with gr.Row():
             repo = gr.Textbox(label="Hub dataset repo", placeholder="owner/name", scale=2)
-            token = gr.Textbox(label="Hugging Face token (or set HF_TOKEN)", type="password", scale=2)
+            token = gr.Textbox(label="Hugging Face token" + (" (or set HF_TOKEN)" if single_user else ""),
+                               type="password", scale=2)
             private = gr.Checkbox(label="Private", value=True, scale=1)
             push_button = gr.Button("Push to hub", scale=1)
         with gr.Row():
@@ -496,8 +503,12 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     save_curriculum.click(on_save_curriculum, [cur_name, cur_description, cur_ids], [cur_message, cur_pick],
                           api_name="curriculum_add")
     export.click(on_export, cur_pick, [archive, cur_message], api_name="curriculum_export")
-    push_button.click(lambda cid, r, t, p: _message_result(lambda: push(store, cid, r, t, p), "push"),
-                      [cur_pick, repo, token, private], cur_message, api_name="curriculum_push")
+
+    def on_push(cid: Any, repo_id: str, typed: str, private_repo: bool, oauth: gr.OAuthToken | None) -> str:
+        signed_in = oauth.token if oauth is not None and on_spaces() else None  # elsewhere a login is mocked locally
+        return _message_result(lambda: push(store, cid, repo_id, typed, private_repo, signed_in, single_user), "push")
+
+    push_button.click(on_push, [cur_pick, repo, token, private], cur_message, api_name="curriculum_push")
     import_button.click(lambda path: _message_result(lambda: import_upload(store, path), "import"), upload,
                         cur_message, api_name="dataset_import")
     studio.load(on_choices, None, [f_world, new_world, cur_pick], api_visibility="private")

@@ -12,16 +12,19 @@ import gradio as gr
 import torch
 
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
+from wmstudio.problems import InvalidInput
 from wmstudio.store import open_store
 from wmstudio.store.annotation import DEFAULT_OVERLAP
 from wmstudio.store.seeding import seed_first_run
 from wmstudio.studio.context import StudioContext
+from wmstudio.ui.access import exposure, single_user
 from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
 from wmstudio.ui.rollouts_tab import build_rollouts_tab
 from wmstudio.ui.simulate_tab import build_simulate_tab
 from wmstudio.ui.world_tab import build_world_tab
 
 TITLE = "World Model Studio"
+MAX_UPLOAD_BYTES = 1_000_000_000  # the largest dataset import; world and tool files have lower limits of their own
 
 
 def open_context(db: str | Path | None = None, model: str | None = None, ar_model: str | None = DEFAULT_AR_MODEL,
@@ -35,8 +38,9 @@ def open_context(db: str | Path | None = None, model: str | None = None, ar_mode
     return ctx
 
 
-def build_studio(ctx: StudioContext) -> gr.Blocks:
-    """The whole studio as a Blocks app."""
+def build_studio(ctx: StudioContext, single_user_studio: bool | None = None) -> gr.Blocks:
+    """The whole studio as a Blocks app; `single_user_studio` as in `build_rollouts_tab` (who may push with
+    the server's HF_TOKEN)."""
     with gr.Blocks(title=TITLE) as studio:
         gr.Markdown(f"# {TITLE}\nAuthor steered rollouts for a masked diffusion text world model.")
         with gr.Tab("World", id="world"):
@@ -44,7 +48,7 @@ def build_studio(ctx: StudioContext) -> gr.Blocks:
         with gr.Tab("Simulate", id="simulate"):
             build_simulate_tab(ctx, studio)
         with gr.Tab("Rollouts", id="rollouts"):
-            build_rollouts_tab(ctx, studio)
+            build_rollouts_tab(ctx, studio, single_user_studio)
         with gr.Tab("Annotate", id="annotate"):
             build_annotate_tab(ctx, studio)
     return studio
@@ -52,17 +56,23 @@ def build_studio(ctx: StudioContext) -> gr.Blocks:
 
 def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = None, model: str | None = None,
            ar_model: str | None = DEFAULT_AR_MODEL, trust_remote_code: bool = False,
-           users: dict[str, str] | None = None, overlap: int = DEFAULT_OVERLAP, **launch_kwargs) -> gr.Blocks:
+           users: dict[str, str] | None = None, overlap: int = DEFAULT_OVERLAP, insecure_no_auth: bool = False,
+           **launch_kwargs) -> gr.Blocks:
     """Open the context, load the world model once, and serve the studio (blocks unless prevent_thread_lock).
 
+    A host other than loopback needs `users` (or a Space's login) or `insecure_no_auth` (InvalidInput otherwise).
     Torch gets half the cores (one on a 2-core machine): the web server and the other requests need the rest,
     and on a loaded 2-core machine one thread drew a 64-token denoise 5x faster than two."""
+    refusal = exposure(host, dict(users or {}), insecure_no_auth, port).refusal
+    if refusal is not None:
+        raise InvalidInput(refusal)
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
     ctx = open_context(db, model, ar_model, trust_remote_code, users, overlap)
     ctx.backend()  # load now so the first Run does not wait for it
-    studio = build_studio(ctx)
+    studio = build_studio(ctx, single_user(host, ctx.users))
     studio.queue(default_concurrency_limit=4)
     auth = list(ctx.users.items()) or None
     launch_kwargs.setdefault("head", ANNOTATE_SHORTCUTS_HEAD)
+    launch_kwargs.setdefault("max_file_size", MAX_UPLOAD_BYTES)
     studio.launch(server_name=host, server_port=port, auth=auth, **launch_kwargs)
     return studio

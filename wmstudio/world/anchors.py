@@ -13,9 +13,11 @@ from typing import Any
 from jsonschema.validators import validator_for
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.input_limits import InputRefused, loads_limited, printable, surrogate_message
 from wmstudio.world.json_types import describe_type, json_type
 from wmstudio.world.jsonpath import NOT_FOUND, follow_pointer, format_path, parse_path
 
+SHOWN_CHARS = 60  # of an anchor's text in a message about it
 EXAMPLE = 'status="error", refund_processed=false or items[0].price=12.5'
 
 
@@ -35,7 +37,9 @@ class Anchor:
 
 def parse_anchor(text: str) -> Anchor:
     """Read `PATH=VALUE` where VALUE is JSON (`status="error"`); InvalidInput names the anchor and the fix."""
-    where = f"anchor {text.strip()}" if isinstance(text, str) else f"anchor {text!r}"
+    where = f"anchor {_shown(text)}" if isinstance(text, str) else f"anchor {text!r}"
+    if isinstance(text, str) and printable(text) != text:  # a byte that is not UTF-8 in a shell argument
+        raise InvalidInput(Problem(where, surrogate_message(text)))
     if not isinstance(text, str) or "=" not in text:
         raise InvalidInput(Problem(where, f"write PATH=VALUE with a JSON value, e.g. {EXAMPLE}"))
     path, value_text, path_error = _split(text)
@@ -44,13 +48,21 @@ def parse_anchor(text: str) -> Anchor:
     if not value_text:
         raise InvalidInput(Problem(where, f'no value after "=": give a JSON value, e.g. {path}="error" or {path}=0'))
     try:
-        value = json.loads(value_text, parse_constant=_reject_constant)
+        value = loads_limited(value_text)
+    except InputRefused as err:
+        raise InvalidInput(Problem(where, f"the value {err}")) from None
     except (json.JSONDecodeError, ValueError):
         quoted = f"{path}={json.dumps(value_text, ensure_ascii=False)}"
         raise InvalidInput(
             Problem(where, f"the value `{value_text}` is not JSON: quote text as {quoted} (in a shell: '{quoted}')")
         ) from None
     return Anchor(path=path, value=value)
+
+
+def _shown(text: str) -> str:
+    """An anchor as a message shows it: printable, and cut when it is long."""
+    shown = printable(text.strip())
+    return shown if len(shown) <= SHOWN_CHARS else shown[: SHOWN_CHARS - 3] + "..."
 
 
 def parse_anchors(texts: Iterable[str | Anchor]) -> list[Anchor]:
@@ -98,10 +110,6 @@ def _split(text: str) -> tuple[str | None, str, str]:
             continue
         return format_path(parse_path(candidate)), text[pos + 1 :].strip(), ""
     return None, "", error
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _anchor_problem(anchor: Anchor, root: dict[str, Any]) -> str | None:

@@ -21,6 +21,8 @@ from wmstudio.world.rules import evaluate_check
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 
+MAX_MESSAGE_CHARS = 500
+
 
 @dataclass
 class CheckReport:
@@ -82,14 +84,14 @@ def check_step(
 def parse_response(response_text: Any) -> tuple[bool, Any]:
     """(True, value) when the response is strict JSON (no NaN/Infinity), else (False, the text as given).
 
-    A value that is not text is taken as already parsed."""
+    A value that is not text is taken as already parsed; JSON nested deeper than Python can read counts as not JSON."""
     if isinstance(response_text, bytes):
         response_text = response_text.decode("utf-8", errors="replace")
     if not isinstance(response_text, str):
         return True, response_text
     try:
         return True, json.loads(response_text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, ValueError):
+    except (json.JSONDecodeError, ValueError, RecursionError):
         return False, response_text
 
 
@@ -108,11 +110,18 @@ def schema_errors_of(response: Any, tool: Tool, where: str = "response") -> list
         raise InvalidInput(
             Problem(where, f"not a valid JSON Schema ({err.message}): fix the tool's schema")
         ) from None
+    except RecursionError:  # the response (not the schema) is nested deeper than validation can follow
+        return ["(root): nested too deeply to check against the response schema"]
     except Exception as err:  # noqa: BLE001 - unknown types or unresolvable $refs inside the schema
         raise InvalidInput(
             Problem(where, f"cannot be applied ({err}): fix the tool's schema")
         ) from None
-    return [f"{format_path(list(e.absolute_path)) or '(root)'}: {e.message}" for e in errors]
+    return [f"{format_path(list(e.absolute_path)) or '(root)'}: {_shortened(e.message)}" for e in errors]
+
+
+def _shortened(message: str) -> str:
+    """A schema error quotes the value it is about; a huge value is cut so a report stays readable (and small)."""
+    return message if len(message) <= MAX_MESSAGE_CHARS else message[: MAX_MESSAGE_CHARS - 1] + "\u2026"
 
 
 def anchor_violation(response: Any, anchor: Anchor, json_valid: bool = True) -> str | None:

@@ -2,15 +2,17 @@
 
 A check sees `state` (initial state), `call`, `response` (parsed JSON) and `history` (earlier steps)
 and must be true; it runs in cel-python, a maintained CEL implementation, never in Python `eval`.
-Numbers compare as JSON numbers (100 == 100.0), and a check that cannot run says why in words."""
+Numbers compare as JSON numbers (100 == 100.0), and a check that cannot run says why in words. A check is at most
+MAX_CHECK_CHARS long and runs within a CPU-time budget (`input_limits.check_seconds`)."""
 
 from __future__ import annotations
 
 import operator
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import celpy
@@ -18,6 +20,8 @@ from celpy import celtypes
 from celpy.evaluation import base_functions
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.cel_budget import OverBudget, evaluate_within
+from wmstudio.world.input_limits import CHECK_SECONDS_ENV, MAX_CHECK_CHARS, check_seconds
 
 CEL_VARIABLES = ("state", "call", "response", "history")
 PLACES = {"response": "the response", "state": "the initial state", "call": "the call", "history": "the history"}
@@ -89,19 +93,44 @@ JSON_NUMBERS = {
 }
 
 _ENV = celpy.Environment()
+CACHE_CHARS = 100_000  # checks kept compiled, counted in characters: a compiled check holds ~600 bytes a character
+_CACHE: OrderedDict[str, Any] = OrderedDict()  # expression -> program, least recently used first
+_CACHE_LOCK = threading.Lock()  # the studio checks in several threads at once
 
 
-@lru_cache(maxsize=1024)
 def _compiled(expression: str) -> Any:
-    return _ENV.program(_ENV.compile(expression), functions=JSON_NUMBERS)
+    """The compiled check, from a cache bounded by the characters of the checks it holds (not their count: a long
+    check costs memory in proportion), so a server's memory stays bounded whatever rules its users write."""
+    with _CACHE_LOCK:
+        program = _CACHE.get(expression)
+        if program is not None:
+            _CACHE.move_to_end(expression)
+            return program
+    program = _ENV.program(_ENV.compile(expression), functions=JSON_NUMBERS)
+    with _CACHE_LOCK:
+        _CACHE[expression] = program
+        held = sum(map(len, _CACHE))
+        while held > CACHE_CHARS and len(_CACHE) > 1:
+            held -= len(_CACHE.popitem(last=False)[0])
+    return program
+
+
+def too_long_message(expression: str) -> str:
+    """Why a check over MAX_CHECK_CHARS is refused (it is never compiled: a 1 MB check took 26 s and 1.3 GB)."""
+    return (f"the check is {len(expression):,} characters, over the {MAX_CHECK_CHARS:,}-character limit: split it "
+            "into several rules")
 
 
 def cel_syntax_problem(expression: str, path: str = "check") -> Problem | None:
     """None when `expression` parses as CEL, else a Problem naming line, column and the offending text."""
     if not isinstance(expression, str) or not expression.strip():
         return Problem(path, "empty CEL expression: write one such as `response.total >= 0`, or drop `check`")
+    if len(expression) > MAX_CHECK_CHARS:
+        return Problem(path, too_long_message(expression))
     try:
         _compiled(expression)
+    except RecursionError:
+        return Problem(path, "CEL expression nested too deeply to compile: write it with fewer nested parentheses")
     except celpy.CELParseError as err:
         line, column = getattr(err, "line", None), getattr(err, "column", None)
         where = f"line {line}, column {column}" if line else "unknown position"
@@ -132,10 +161,27 @@ def evaluate_check(expression: str, variables: dict[str, Any]) -> tuple[bool, st
     """Evaluate one check: (True, None) when it holds, else (False, why). Eval errors count as violations.
 
     A missing field or a type mismatch means the response does not have the shape the rule expects,
-    which is itself an inconsistency, so it is reported rather than silently passed."""
-    activation = {name: _to_cel(variables.get(name)) for name in CEL_VARIABLES}
+    which is itself an inconsistency, so it is reported rather than silently passed; so is a check that is too long,
+    runs out of its CPU-time budget, or meets values nested too deeply to read."""
+    if len(expression) > MAX_CHECK_CHARS:
+        return False, f"check not run: {too_long_message(expression)}"
+    activation = {}
+    for name in CEL_VARIABLES:
+        try:
+            activation[name] = _to_cel(variables.get(name))
+        except RecursionError:
+            return False, f"check not run: {PLACES[name]} is nested too deeply for a check to read it"
+        except (ValueError, OverflowError) as err:  # cel-python's integers are 64-bit, as CEL's are
+            what = "a whole number beyond CEL's 64-bit range" if "overflow" in str(err) else f"a value ({err})"
+            return False, f"check not run: {PLACES[name]} holds {what}, which a check cannot read"
+    seconds = check_seconds()
     try:
-        result = _compiled(expression).evaluate(activation)
+        result = evaluate_within(_compiled(expression), activation, seconds)
+    except OverBudget:
+        return False, (f"check stopped after {seconds:g} s of CPU time, its budget: simplify it (nested .all(), "
+                       f".exists() or .map() multiply their lists' lengths) or raise {CHECK_SECONDS_ENV}")
+    except RecursionError:
+        return False, "check could not be evaluated: it or the values it reads are nested too deeply"
     except celpy.CELEvalError as err:
         return False, f"check could not be evaluated: {eval_message(err, expression)}"
     except celpy.CELParseError as err:

@@ -11,6 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.input_limits import (
+    InputRefused,
+    find_lone_surrogate,
+    loads_limited,
+    read_limited,
+    surrogate_message,
+)
 from wmstudio.world.json_types import describe_value
 from wmstudio.world.rule_references import reference_findings
 from wmstudio.world.rules import Rule, cel_syntax_problem
@@ -43,9 +50,11 @@ class Call:
         arguments = data.get("arguments", {})
         if isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
             try:
-                arguments = json.loads(arguments)
+                arguments = loads_limited(arguments)
             except json.JSONDecodeError as err:
                 problems.append(Problem(f"{source}.arguments", f"not valid JSON ({err.msg}): give an object"))
+            except InputRefused as err:
+                problems.append(Problem(f"{source}.arguments", str(err)))
         if not isinstance(arguments, dict) and not problems:
             problems.append(Problem(f"{source}.arguments", "must be an object of argument names to values"))
         if problems:
@@ -96,6 +105,8 @@ def parse_world(data: Any, source: str | None = None) -> WorldSpec:
     """Build a WorldSpec from parsed JSON; InvalidInput lists every problem with its JSON path."""
     if not isinstance(data, dict):
         raise InvalidInput(Problem("", "a world file must be a JSON object with at least `name`"), source)
+    if (found := find_lone_surrogate(data)) is not None:  # it would fail later, when saved or put in a prompt
+        raise InvalidInput(Problem(found[0], surrogate_message(found[1])), source)
     problems: list[Problem] = []
     for key in data:
         if key not in WORLD_FIELDS:
@@ -170,21 +181,18 @@ def _parse_rules(raw: Any, problems: list[Problem]) -> list[Rule]:
 
 
 def read_json_file(path: str | Path, max_bytes: int = MAX_WORLD_BYTES) -> Any:
-    """Read a JSON file with clear messages for missing, huge, non-UTF-8 and malformed files."""
+    """Read a JSON file with clear messages for missing, huge (devices and pipes too), non-UTF-8, malformed and
+    over-limit files (input_limits: nesting, number length, lone surrogates)."""
     p = Path(path)
     if not p.exists():
         raise InvalidInput(f"{p}: no such file")
     if p.is_dir():
         raise InvalidInput(f"{p}: is a folder, not a JSON file")
-    size = p.stat().st_size
-    if size > max_bytes:
-        raise InvalidInput(f"{p}: file is {size:,} bytes, over the {max_bytes:,}-byte limit: split or trim it")
-    raw = p.read_bytes()
-    return parse_json_text(raw, str(p))
+    return parse_json_text(read_limited(p, max_bytes), str(p))
 
 
 def parse_json_text(raw: bytes | str, source: str) -> Any:
-    """Parse JSON text, turning decode errors into 'source:line:col: what' messages."""
+    """Parse JSON text, turning decode errors into 'source:line:col: what' messages and limits into 'source: what'."""
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8-sig")
@@ -193,11 +201,13 @@ def parse_json_text(raw: bytes | str, source: str) -> Any:
                 f"{source}: not UTF-8 text (bad byte at offset {err.start}): save the file as UTF-8"
             ) from None
     try:
-        return json.loads(raw)
+        return loads_limited(raw)
     except json.JSONDecodeError as err:
         raise InvalidInput(
             f"{source}:{err.lineno}:{err.colno}: invalid JSON ({err.msg}): fix the syntax there"
         ) from None
+    except InputRefused as err:
+        raise InvalidInput(f"{source}: {err}") from None
 
 
 def load_world(path: str | Path) -> WorldSpec:

@@ -13,6 +13,7 @@ from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.history import HistoryStep, parse_history, response_text
+from wmstudio.world.input_limits import MAX_JSON_DEPTH, InputRefused, json_depth, loads_limited, read_limited
 from wmstudio.world.json_types import describe_value
 from wmstudio.world.spec import Call
 from wmstudio.world.tools.findings import Findings, at
@@ -42,17 +43,19 @@ def read_history_file(path: str | Path, index: int | None = None) -> list[Histor
         raise InvalidInput(f"{p}: no such file")
     if p.is_dir():
         raise InvalidInput(f"{p}: is a folder: give one history file (JSON or JSON Lines)")
-    size = p.stat().st_size
-    if size > MAX_HISTORY_BYTES:
-        raise InvalidInput(f"{p}: file is {size:,} bytes, over the {MAX_HISTORY_BYTES:,}-byte limit for a history: "
-                           "keep only the trajectory you need")
-    raw, lines = _parse(p)
+    raw, lines = _parse(p, read_limited(p, MAX_HISTORY_BYTES, "for a history", "keep only the trajectory you need"))
     try:
-        return history_from_data(raw, index, lines)
+        steps = history_from_data(raw, index, lines)
     except InvalidInput as err:
         found = Findings(problems=list(err.problems))
         found.fold_problems()  # 31 messages that are no call or response: one line, not 31
         raise InvalidInput(found.problems, source=str(p)) from None
+    for number, step in enumerate(steps):  # a response given as JSON text is parsed later, by prompts and checks
+        if isinstance(step.response, str) and (depth := json_depth(step.response)) > MAX_JSON_DEPTH:
+            raise InvalidInput(Problem(f"step {number + 1} response", f"nested {depth:,} levels deep, over the "
+                                                                      f"{MAX_JSON_DEPTH}-level limit: flatten it"),
+                               source=str(p))
+    return steps
 
 
 def history_from_data(raw: Any, index: int | None = None, lines: list[int] | None = None) -> list[HistoryStep]:
@@ -108,16 +111,18 @@ def steps_from_messages(messages: Any, where: str) -> list[HistoryStep]:
     return [HistoryStep(slot.call, slot.response) for slot in slots]
 
 
-def _parse(p: Path) -> tuple[Any, list[int] | None]:
-    """The file as JSON, or as JSON Lines (a list of records with their line numbers)."""
+def _parse(p: Path, raw: bytes) -> tuple[Any, list[int] | None]:
+    """The file's bytes as JSON, or as JSON Lines (a list of records with their line numbers)."""
     try:
-        text = p.read_bytes().decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise InvalidInput(f"{p}: not UTF-8 text (bad byte at offset {err.start}): save the file as UTF-8") from None
     if not text.strip():
         raise InvalidInput(f"{p}: file is empty: it should hold a history ({SHAPES})")
     try:
-        return json.loads(text), None
+        return loads_limited(text), None
+    except InputRefused as err:
+        raise InvalidInput(f"{p}: {err}") from None
     except json.JSONDecodeError as err:
         if err.msg != "Extra data":
             raise InvalidInput(f"{p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg}): fix the syntax there") \
@@ -126,7 +131,9 @@ def _parse(p: Path) -> tuple[Any, list[int] | None]:
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                records.append(json.loads(line))
+                records.append(loads_limited(line))
+            except InputRefused as err:
+                raise InvalidInput(f"{p}:{number}: {err}") from None
             except json.JSONDecodeError as err:
                 raise InvalidInput(f"{p}:{number}:{err.colno}: invalid JSON Lines record ({err.msg}): each line must "
                                    "be one complete JSON value; fix that line") from None
@@ -174,7 +181,9 @@ def _maybe_json_text(value: Any, where: str) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return loads_limited(value)
+    except InputRefused as err:
+        raise InvalidInput(Problem(where, str(err))) from None
     except json.JSONDecodeError as err:
         raise InvalidInput(Problem(where, f"is text that is not JSON ({err.msg} at column {err.colno}): "
                                           "give the messages as a list")) from None
@@ -191,7 +200,9 @@ def _state_turn(messages: Any, where: str) -> tuple[Any, str] | None:
             end = content.find(ACTION_MARK)
             text = content[len(STATE_PREFIX): end if end >= 0 else len(content)]
             try:
-                state = json.loads(text)
+                state = loads_limited(text)
+            except InputRefused as err:
+                raise InvalidInput(Problem(path, f"the state {err}")) from None
             except json.JSONDecodeError as err:
                 raise InvalidInput(Problem(path, f"the text after `State: ` is not JSON ({err.msg} at column "
                                                  f"{err.colno + len(STATE_PREFIX)}): it should be the message list "
@@ -238,8 +249,8 @@ def _text_calls(content: Any) -> list[dict[str, Any]]:
     if not isinstance(content, str) or not content.lstrip().startswith("["):
         return []
     try:
-        value = json.loads(content)
-    except json.JSONDecodeError:
+        value = loads_limited(content)
+    except (json.JSONDecodeError, InputRefused):
         return []
     if isinstance(value, list) and value and all(
             isinstance(v, dict) and "name" in v and ("parameters" in v or "arguments" in v) for v in value):
@@ -318,7 +329,9 @@ def chat_row_step(messages: Any, where: str = "messages") -> tuple[list[HistoryS
         raise InvalidInput(Problem(f"{where} user turn", 'has no "\\n\\nAction: " part after the state'))
     action_text = content[action_at + len(ACTION_MARK):].strip()
     try:
-        action = json.loads(action_text)
+        action = loads_limited(action_text)
+    except InputRefused as err:
+        raise InvalidInput(Problem(f"{where} Action", str(err))) from None
     except json.JSONDecodeError as err:
         raise InvalidInput(Problem(f"{where} Action", f"is not JSON ({err.msg} at column {err.colno}): it should "
                                                       "be the assistant tool-call message list")) from None

@@ -1,7 +1,8 @@
 """Reading a tool file: JSON, JSON Lines (BFCL's `.json` files are JSON Lines) or YAML (SWE-agent bundles).
 
 Every way a file can be unreadable gets a message with the file, the line and column where known, and
-what to do: missing, a folder, huge, empty, not UTF-8, Python source, bad JSON / JSON Lines / YAML."""
+what to do: missing, a folder, huge, empty, not UTF-8, Python source, bad JSON / JSON Lines / YAML, and input over
+the limits of `input_limits` (nesting, number length, YAML aliases, lone surrogates)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import yaml
 
 from wmstudio.problems import InvalidInput
+from wmstudio.world.input_limits import MAX_YAML_BYTES, InputRefused, loads_limited, read_limited, yaml_limited
 
 MAX_TOOLS_FILE_BYTES = 20_000_000
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -41,11 +43,7 @@ def read_tools_file(path: str | Path, max_bytes: int = MAX_TOOLS_FILE_BYTES) -> 
         raise InvalidInput(f"{p}: no such file")
     if p.is_dir():
         raise InvalidInput(f"{p}: is a folder: give one tool file (JSON, JSON Lines or YAML)")
-    size = p.stat().st_size
-    if size > max_bytes:
-        raise InvalidInput(f"{p}: file is {size:,} bytes, over the {max_bytes:,}-byte limit for a tool file: "
-                           "split it or keep only the tools you need")
-    text = _decode(p.read_bytes(), p)
+    text = _decode(read_limited(p, max_bytes, "for a tool file", "split it or keep only the tools you need"), p)
     if not text.strip():
         raise InvalidInput(f"{p}: file is empty: it should hold a JSON list of tools, JSON Lines "
                            "(one tool per line) or YAML")
@@ -57,14 +55,14 @@ def read_tools_file(path: str | Path, max_bytes: int = MAX_TOOLS_FILE_BYTES) -> 
     if suffix in JSON_LINES_SUFFIXES:
         return _parse_json_lines(text, p)
     try:
-        return ToolsFile(p, json.loads(text), "json")
-    except RecursionError:
-        raise InvalidInput(f"{p}: JSON nested too deeply to read: flatten it") from None
+        return ToolsFile(p, loads_limited(text), "json")
+    except InputRefused as err:
+        raise InvalidInput(f"{p}: {err}") from None
     except json.JSONDecodeError as err:
         if err.msg == "Extra data":  # more than one value: JSON Lines
             return _parse_json_lines(text, p)
         if text.lstrip()[:1] not in ("[", "{"):
-            data = _try_yaml(text)
+            data = _try_yaml(text, p)
             if isinstance(data, (dict, list)):
                 return ToolsFile(p, data, "yaml")
         raise InvalidInput(f"{p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg}): fix the syntax there") from None
@@ -95,9 +93,9 @@ def _parse_json_lines(text: str, p: Path) -> ToolsFile:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except RecursionError:
-            raise InvalidInput(f"{p}:{number}: JSON nested too deeply to read: flatten it") from None
+            records.append(loads_limited(line))
+        except InputRefused as err:
+            raise InvalidInput(f"{p}:{number}: {err}") from None
         except json.JSONDecodeError as err:
             raise InvalidInput(f"{p}:{number}:{err.colno}: invalid JSON Lines record ({err.msg}): each line must "
                                "be one complete JSON value; fix that line") from None
@@ -107,7 +105,9 @@ def _parse_json_lines(text: str, p: Path) -> ToolsFile:
 
 def _parse_yaml(text: str, p: Path) -> Any:
     try:
-        return _jsonable(yaml.safe_load(text))
+        return _jsonable(yaml_limited(text))
+    except InputRefused as err:
+        raise InvalidInput(f"{p}: {err}") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
@@ -117,9 +117,14 @@ def _parse_yaml(text: str, p: Path) -> Any:
         raise InvalidInput(f"{p}: YAML nested too deeply to read: flatten it") from None
 
 
-def _try_yaml(text: str) -> Any:
+def _try_yaml(text: str, p: Path) -> Any:
+    """The text as YAML when it reads as YAML, else None; YAML over a limit (an alias bomb) is refused."""
+    if len(text) > MAX_YAML_BYTES:  # not JSON and too large to try as YAML: the JSON error is the message
+        return None
     try:
-        return _jsonable(yaml.safe_load(text))
+        return _jsonable(yaml_limited(text))
+    except InputRefused as err:
+        raise InvalidInput(f"{p}: {err}") from None
     except (yaml.YAMLError, RecursionError):
         return None
 
