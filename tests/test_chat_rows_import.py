@@ -47,6 +47,10 @@ def test_each_row_becomes_a_rollout_of_its_history_and_step(tmp_path):
     assert json.loads(steps[1].response) == {"status": "error", "error": "not_delivered"}
     assert steps[1].made_by == {"kind": "imported", "source": "rows.jsonl:2"}
     assert steps[0].check_report is not None  # checked against the world the rows were made in
+    again = CliRunner().invoke(app, ["rollouts", "import", str(path), "--world", str(RETAIL), "--db", str(db)])
+    assert json.loads(again.stdout)["rollouts"] == created["rollouts"]  # the same file again adds nothing
+    assert "imported into that world before" in again.stderr
+    assert filter_rollouts(store).total == 2
 
 
 def test_one_bad_row_imports_nothing_and_names_its_line(tmp_path):

@@ -400,6 +400,9 @@ def rollouts_import(
         result = import_chat_rows(_store(db), path, spec)
     except InvalidInput as err:
         fail(str(err))
+    if result.repeated:
+        typer.echo(f"note: {path} was imported into that world before: nothing was added; these are the rollouts "
+                   "it made", err=True)
     emit({"rollouts": result.rollout_ids, "steps": result.steps})
 
 

@@ -7,11 +7,12 @@ name (open schemas). Every row is read and checked before anything is written: o
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.store import MadeBy, Store, append_step, create_rollout, save_world_version
+from wmstudio.store import MadeBy, NewRollout, NewStep, Store, import_rollouts
 from wmstudio.studio.curricula import ImportResult
 from wmstudio.world.checks import check_step
 from wmstudio.world.history import HistoryStep, response_text
@@ -73,17 +74,16 @@ def import_chat_rows(store: Store, path: Path, world: WorldSpec | None = None) -
     if not rows:
         raise InvalidInput(f"{path}: holds no rows")
     the_world = world or world_from_calls(path.stem, [step for _, steps in rows for step in steps])
-    saved = save_world_version(store, the_world)
-    created, total = [], 0
+    new = []
     for where, steps in rows:
-        rollout = create_rollout(store, saved.id, f"{where}", ["imported"])
-        for i, step in enumerate(steps):
-            text = response_text(step.response)
-            report = check_step(the_world, step.call, text, history=steps[:i])
-            append_step(store, rollout.id, step.call, text, MadeBy.imported_from(where), report)
-        created.append(rollout.id)
-        total += len(steps)
-    return ImportResult(created, total)
+        texts = [response_text(step.response) for step in steps]
+        new.append(NewRollout(world=the_world, title=where, tags=["imported"], steps=[
+            NewStep(step.call, text, MadeBy.imported_from(where),
+                    check_step(the_world, step.call, text, history=steps[:i]).to_json())
+            for i, (step, text) in enumerate(zip(steps, texts, strict=True))]))
+    fingerprint = hashlib.sha256(path.read_bytes() + the_world.dumps().encode("utf-8")).hexdigest()
+    done = import_rollouts(store, new, fingerprint)
+    return ImportResult(done.rollout_ids, done.steps, done.repeated)
 
 
 def world_from_calls(name: str, steps: list[HistoryStep]) -> WorldSpec:

@@ -277,6 +277,9 @@ def import_upload(store: Store, upload: str | None) -> str:
     path = Path(upload)
     result = import_chat_rows(store, path) if looks_like_chat_rows(path) else import_dataset_file(store, path)
     ids = ", ".join(map(str, result.rollout_ids[:20])) + (" …" if len(result.rollout_ids) > 20 else "")
+    if result.repeated:
+        return (f"📥 This file was imported before: nothing was added. Its {len(result.rollout_ids)} rollout(s) "
+                f"with {result.steps} steps are {ids or 'none'}.")
     return (f"📥 Imported {len(result.rollout_ids)} rollout(s) with {result.steps} steps as new rollouts: "
             f"{ids or 'none'}.")
 
