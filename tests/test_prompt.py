@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
+from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.problems import InvalidInput
 from wmstudio.world.history import HistoryStep, parse_history
 from wmstudio.world.prompt import (
@@ -18,7 +19,7 @@ from wmstudio.world.prompt import (
     render_prompt,
     tool_schema_line,
 )
-from wmstudio.world.spec import Call, parse_world
+from wmstudio.world.spec import Call, load_world, parse_world
 
 TASK = "Refund order A1 for the customer; she was charged twice."
 RULE = "an error status means no refund was processed"
@@ -323,3 +324,11 @@ def test_over_budget_prompts_name_the_other_tools_but_keep_the_called_schema():
     assert tool_schema_line(called) in budgeted.text  # the called tool keeps parameters and response
     assert "Other tools: get_order, list_orders, cancel_order" in budgeted.text
     assert "the other tools' descriptions" in budgeted.cut
+
+
+def test_a_budget_smaller_than_the_call_and_its_tool_says_so():
+    world = load_world(DEMO_WORLDS_DIR / "retail.json")
+    rendered = render(world, Call("get_order", {"order_id": "ORD-1"}), budget=PromptBudget(300))
+    assert len(rendered.text) > 300  # the call and the called tool are always shown
+    assert rendered.cut[-1].startswith("nothing more: the call, its validation and the called tool alone take")
+    assert "over the budget of 300" in rendered.cut[-1]

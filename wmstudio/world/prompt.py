@@ -238,6 +238,9 @@ def render(
             if not fits():
                 parts.other_tools = names
                 cut.append("the other tools' descriptions")
+    if not fits():  # only the parts that are always shown are left, and they alone are over the budget
+        cut.append(f"nothing more: the call, its validation and the called tool alone take {size():,}, over the "
+                   f"budget of {budget.limit:,}; give a larger budget")
     text, user = parts.sections(chat=False)
     system, _ = parts.sections(chat=True)
     return RenderedPrompt(text=text, system=system, user=user, shown=shown, cut=cut)
