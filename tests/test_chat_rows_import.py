@@ -69,3 +69,22 @@ def test_the_studio_upload_tells_chat_rows_from_an_exported_dataset(tmp_path):
     message = import_upload(store, str(path))
     assert "Imported 2 rollout(s) with 3 steps" in message
     assert filter_rollouts(store, world="imported-rows").total == 2  # no world given: one built from the calls
+
+
+def test_a_tau_bench_results_file_gives_one_rollout_per_trajectory(tmp_path):
+    def record(order: str) -> dict:
+        return {"traj": [
+            {"role": "user", "content": "Where is my order?"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "get_order_details", "arguments": json.dumps({"order_id": order})}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": json.dumps({"order_id": order, "status": "pending"})}]}
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps([record("#W1"), record("#W2")]))
+    store = open_store(tmp_path / "studio.db")
+    message = import_upload(store, str(path))
+    assert "Imported 2 rollout(s) with 2 steps" in message
+    page = filter_rollouts(store, world="imported-results")
+    assert page.total == 2
+    assert "was imported before" in import_upload(store, str(path))

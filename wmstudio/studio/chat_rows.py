@@ -1,9 +1,10 @@
-"""Another project's world-model chat rows (the Patronus format) imported as rollouts, to curate and rate.
+"""Another project's world-model chat rows (the Patronus format) and agent trajectories (OpenAI messages,
+tau-bench records) imported as rollouts, to curate and rate.
 
 Each row's user turn `State: <messages>\\n\\nAction: <[tool call]>` gives the earlier steps and the call, its
 assistant turn the response: one rollout per row, every step marked as imported from `file:line`. The rows name
 no world, so unless one is given they go into a world named after the file whose tools are the ones the calls
-name (open schemas). Every row is read and checked before anything is written: one bad row imports nothing."""
+name (open schemas). A trajectory file gives one rollout per trajectory in it. Every row is read and checked before anything is written: one bad row imports nothing."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from wmstudio.world.checks import check_step
 from wmstudio.world.history import HistoryStep, response_text
 from wmstudio.world.spec import WorldSpec
 from wmstudio.world.tools import Tool
-from wmstudio.world.trajectories import STATE_PREFIX, chat_row_step
+from wmstudio.world.trajectories import STATE_PREFIX, chat_row_step, read_trajectories_file
 
 MAX_CHAT_FILE_BYTES = 500_000_000
 SNIFF_BYTES = 200_000  # how much of a file is read to tell chat rows from an exported dataset
@@ -73,17 +74,7 @@ def import_chat_rows(store: Store, path: Path, world: WorldSpec | None = None) -
         raise InvalidInput(problems[:20], source=str(path))
     if not rows:
         raise InvalidInput(f"{path}: holds no rows")
-    the_world = world or world_from_calls(path.stem, [step for _, steps in rows for step in steps])
-    new = []
-    for where, steps in rows:
-        texts = [response_text(step.response) for step in steps]
-        new.append(NewRollout(world=the_world, title=where, tags=["imported"], steps=[
-            NewStep(step.call, text, MadeBy.imported_from(where),
-                    check_step(the_world, step.call, text, history=steps[:i]).to_json())
-            for i, (step, text) in enumerate(zip(steps, texts, strict=True))]))
-    fingerprint = hashlib.sha256(path.read_bytes() + the_world.dumps().encode("utf-8")).hexdigest()
-    done = import_rollouts(store, new, fingerprint)
-    return ImportResult(done.rollout_ids, done.steps, done.repeated)
+    return _import(store, path, world, rows)
 
 
 def world_from_calls(name: str, steps: list[HistoryStep]) -> WorldSpec:
@@ -93,3 +84,32 @@ def world_from_calls(name: str, steps: list[HistoryStep]) -> WorldSpec:
                   parameters={"type": "object"}) for tool in names]
     return WorldSpec(name=f"imported-{name}", tools=tools,
                      description=f"Tools seen in the imported rows of {name}; give their schemas to check responses.")
+
+
+def import_trajectories(store: Store, path: Path, world: WorldSpec | None = None) -> ImportResult:
+    """Import each trajectory of a history file (OpenAI messages, tau-bench records, our steps) as a new pending
+    rollout in `world` (or one made from the calls); all or nothing, once per file and world."""
+    path = Path(path)
+    histories = read_trajectories_file(path)
+    if not any(histories):
+        raise InvalidInput(f"{path}: holds no tool calls: nothing to import")
+    named = [(f"{path.name} trajectory {index}" if len(histories) > 1 else path.name, history)
+             for index, history in enumerate(histories)]
+    return _import(store, path, world, named)
+
+
+def _import(store: Store, path: Path, world: WorldSpec | None, rollouts: list[tuple[str, list[HistoryStep]]]) \
+        -> ImportResult:
+    """Write each (title, steps) as a pending rollout, every step checked and marked imported from its title;
+    one transaction, fingerprinted by the file and the world so a repeat adds nothing."""
+    the_world = world or world_from_calls(path.stem, [step for _, steps in rollouts for step in steps])
+    new = []
+    for where, steps in rollouts:
+        texts = [response_text(step.response) for step in steps]
+        new.append(NewRollout(world=the_world, title=where, tags=["imported"], steps=[
+            NewStep(step.call, text, MadeBy.imported_from(where),
+                    check_step(the_world, step.call, text, history=steps[:i]).to_json())
+            for i, (step, text) in enumerate(zip(steps, texts, strict=True))]))
+    fingerprint = hashlib.sha256(path.read_bytes() + the_world.dumps().encode("utf-8")).hexdigest()
+    done = import_rollouts(store, new, fingerprint)
+    return ImportResult(done.rollout_ids, done.steps, done.repeated)

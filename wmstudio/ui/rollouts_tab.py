@@ -35,7 +35,7 @@ from wmstudio.store import (
     set_tags,
     world_versions,
 )
-from wmstudio.studio.chat_rows import import_chat_rows, looks_like_chat_rows
+from wmstudio.studio.chat_rows import import_chat_rows, import_trajectories, looks_like_chat_rows
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.curricula import (
     add_to_curriculum,
@@ -275,7 +275,12 @@ def import_upload(store: Store, upload: str | None) -> str:
         raise InvalidInput(Problem("file", "choose an exported dataset (the .zip, or its .parquet / .jsonl file) "
                                            "or a JSON Lines file of world-model chat rows"))
     path = Path(upload)
-    result = import_chat_rows(store, path) if looks_like_chat_rows(path) else import_dataset_file(store, path)
+    if looks_like_chat_rows(path):
+        result = import_chat_rows(store, path)
+    elif path.suffix.lower() == ".json":  # a trajectory file: OpenAI messages, tau-bench records, our steps
+        result = import_trajectories(store, path)
+    else:
+        result = import_dataset_file(store, path)
     ids = ", ".join(map(str, result.rollout_ids[:20])) + (" …" if len(result.rollout_ids) > 20 else "")
     if result.repeated:
         return (f"📥 This file was imported before: nothing was added. Its {len(result.rollout_ids)} rollout(s) "
@@ -425,8 +430,9 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
             private = gr.Checkbox(label="Private", value=True, scale=1)
             push_button = gr.Button("Push to hub", scale=1)
         with gr.Row():
-            upload = gr.File(label="Import an exported dataset (.zip, .parquet or .jsonl) or world-model chat rows "
-                                   "(.jsonl, Patronus format)", type="filepath", scale=3)
+            upload = gr.File(label="Import an exported dataset (.zip, .parquet or .jsonl), world-model chat rows "
+                                   "(.jsonl, Patronus format) or trajectories (.json: OpenAI messages, tau-bench "
+                                   "records)", type="filepath", scale=3)
             import_button = gr.Button("Import as new rollouts", scale=1)
         cur_message = gr.Markdown(elem_id="curriculum-message")
 

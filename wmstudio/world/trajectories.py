@@ -58,6 +58,22 @@ def read_history_file(path: str | Path, index: int | None = None) -> list[Histor
     return steps
 
 
+def read_trajectories_file(path: str | Path) -> list[list[HistoryStep]]:
+    """Every trajectory of a history file, each as steps (one for a single history); read and parsed once."""
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidInput(f"{p}: no such file")
+    raw, lines = _parse(p, read_limited(p, MAX_HISTORY_BYTES, "for a history", "keep only the trajectory you need"))
+    records = _records(raw)
+    try:
+        return [history_from_data(raw, index, lines) for index in range(len(records))] if records \
+            else [history_from_data(raw, None, lines)]
+    except InvalidInput as err:
+        found = Findings(problems=list(err.problems))
+        found.fold_problems()
+        raise InvalidInput(found.problems, source=str(p)) from None
+
+
 def history_from_data(raw: Any, index: int | None = None, lines: list[int] | None = None) -> list[HistoryStep]:
     """Earlier steps from parsed data in any known shape; `index` picks one record of several.
 
