@@ -28,6 +28,7 @@ from wmstudio.model.constraints import completable
 from wmstudio.model.layout import KEY, ascii_json, dump
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.world.copy_sources import SOURCES, CopySource
+from wmstudio.world.json_types import value_at
 from wmstudio.world.jsonpath import parse_path
 
 HEAD_FILE, CONFIG_FILE = "copy_head.safetensors", "copy_head.json"
@@ -174,7 +175,7 @@ class CopyPlan:
         empty (generate) when the truth is neutral ("" or 0) or no candidate holds it."""
         found = []
         for s, slot in enumerate(self.slots):
-            truth = _at(value, slot.parts)
+            truth = value_at(value, slot.parts)
             hits = []
             if truth not in (None, "", 0) and not isinstance(truth, bool):
                 for c, index in enumerate(self.candidates[s]):
@@ -324,15 +325,3 @@ class CopyFiller:
 
 def _parent(source: CopySource) -> str:
     return next((str(p) for p in reversed(source.path[:-1]) if isinstance(p, str)), "")
-
-
-def _at(value: Any, parts: Sequence[str | int]) -> Any:
-    node = value
-    for part in parts:
-        if isinstance(part, int) and isinstance(node, list) and part < len(node):
-            node = node[part]
-        elif isinstance(part, str) and isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            return None
-    return node

@@ -14,6 +14,7 @@ from typing import Any
 
 from wmstudio.world.call_local import json_leaves
 from wmstudio.world.checks import json_equal
+from wmstudio.world.json_types import value_at
 
 KINDS = ("copy_call", "copy_state", "number_in_prompt", "derived_number", "status", "error_code", "bool", "enum",
          "neutral", "text")
@@ -93,7 +94,7 @@ class FieldScores:
         """Score one response (a parsed value, or None when it is not JSON) against the truth."""
         for path, value in field_leaves(truth):
             kind = classify(path, value, call_values, shown_values, enums)
-            got = _at(response, path)
+            got = value_at(response, path, missing=_MISSING)
             self.total[kind] += 1
             self.right[kind] += int(got is not _MISSING and json_equal(got, value))
             if kind != "neutral" and not (kind == "bool" and value is False):
@@ -116,18 +117,6 @@ def parse(text: str) -> Any:
 
 
 _MISSING = object()
-
-
-def _at(value: Any, path: tuple) -> Any:
-    node = value
-    for part in path:
-        if isinstance(part, int) and isinstance(node, list) and part < len(node):
-            node = node[part]
-        elif isinstance(part, str) and isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            return _MISSING
-    return node
 
 
 def _number_key(value: int | float) -> float:

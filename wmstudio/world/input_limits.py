@@ -113,6 +113,24 @@ def loads_limited(text: str) -> Any:
     return value
 
 
+def json_lines_limited(text: str, source: str) -> tuple[list[Any], list[int]]:
+    """(records, their line numbers) of JSON Lines text, each line read by `loads_limited`; InvalidInput names
+    `source`, the line and the column of the first bad record."""
+    records, lines = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(loads_limited(line))
+        except InputRefused as err:
+            raise InvalidInput(f"{source}:{number}: {err}") from None
+        except json.JSONDecodeError as err:
+            raise InvalidInput(f"{source}:{number}:{err.colno}: invalid JSON Lines record ({err.msg}): each line "
+                               "must be one complete JSON value; fix that line") from None
+        lines.append(number)
+    return records, lines
+
+
 class _Constant(Exception):
     def __init__(self, name: str):
         super().__init__(name)

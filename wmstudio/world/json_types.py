@@ -5,6 +5,7 @@ but "expected an integer" for a schema's `integer`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 TYPE_WORDS = {"string": "text", "integer": "an integer", "number": "a number", "boolean": "a boolean",
@@ -31,3 +32,16 @@ def describe_value(value: Any) -> str:
 def describe_type(name: str) -> str:
     """What a message says a schema type name asks for ("expected an integer")."""
     return TYPE_WORDS.get(name, name)
+
+
+def value_at(value: Any, parts: Sequence[str | int], missing: Any = None) -> Any:
+    """The value at the key/index `parts` inside `value`, or `missing` where the path leads nowhere."""
+    node = value
+    for part in parts:
+        if isinstance(part, int) and isinstance(node, list) and part < len(node):
+            node = node[part]
+        elif isinstance(part, str) and isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return missing
+    return node

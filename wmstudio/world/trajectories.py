@@ -13,7 +13,14 @@ from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.history import HistoryStep, parse_history, response_text
-from wmstudio.world.input_limits import MAX_JSON_DEPTH, InputRefused, json_depth, loads_limited, read_limited
+from wmstudio.world.input_limits import (
+    MAX_JSON_DEPTH,
+    InputRefused,
+    json_depth,
+    json_lines_limited,
+    loads_limited,
+    read_limited,
+)
 from wmstudio.world.json_types import describe_value
 from wmstudio.world.spec import Call
 from wmstudio.world.tools.findings import Findings, at
@@ -143,18 +150,7 @@ def _parse(p: Path, raw: bytes) -> tuple[Any, list[int] | None]:
         if err.msg != "Extra data":
             raise InvalidInput(f"{p}:{err.lineno}:{err.colno}: invalid JSON ({err.msg}): fix the syntax there") \
                 from None
-    records, lines = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                records.append(loads_limited(line))
-            except InputRefused as err:
-                raise InvalidInput(f"{p}:{number}: {err}") from None
-            except json.JSONDecodeError as err:
-                raise InvalidInput(f"{p}:{number}:{err.colno}: invalid JSON Lines record ({err.msg}): each line must "
-                                   "be one complete JSON value; fix that line") from None
-            lines.append(number)
-    return records, lines
+    return json_lines_limited(text, str(p))
 
 
 def _records(raw: Any) -> list[tuple[Any, str]] | None:

@@ -16,7 +16,14 @@ from typing import Any
 import yaml
 
 from wmstudio.problems import InvalidInput
-from wmstudio.world.input_limits import MAX_YAML_BYTES, InputRefused, loads_limited, read_limited, yaml_limited
+from wmstudio.world.input_limits import (
+    MAX_YAML_BYTES,
+    InputRefused,
+    json_lines_limited,
+    loads_limited,
+    read_limited,
+    yaml_limited,
+)
 
 MAX_TOOLS_FILE_BYTES = 20_000_000
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -88,18 +95,7 @@ def _decode(raw: bytes, p: Path) -> str:
 
 
 def _parse_json_lines(text: str, p: Path) -> ToolsFile:
-    records, lines = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(loads_limited(line))
-        except InputRefused as err:
-            raise InvalidInput(f"{p}:{number}: {err}") from None
-        except json.JSONDecodeError as err:
-            raise InvalidInput(f"{p}:{number}:{err.colno}: invalid JSON Lines record ({err.msg}): each line must "
-                               "be one complete JSON value; fix that line") from None
-        lines.append(number)
+    records, lines = json_lines_limited(text, str(p))
     return ToolsFile(p, records, "jsonl", lines)
 
 
