@@ -296,3 +296,17 @@ def test_string_budgets_follow_what_the_key_holds(tokenizer):
     assert lengths == {"session_token": budgets.secret, "expires_at": budgets.timestamp,
                        "account_id": budgets.identifier, "path": budgets.location, "error": budgets.string,
                        "message": budgets.long_string, "name": budgets.string, "when": 10}
+
+
+def test_the_grammar_table_cache_keeps_only_the_most_recently_used(tokenizer, monkeypatch):
+    import wmstudio.model.constraints as constraints
+
+    monkeypatch.setattr(constraints, "MAX_TABLES", 3)
+    vocab = vocabulary_for(tokenizer)
+    vocab.tables.clear()
+    first = vocab.table(Options(("a",)))
+    for word in ("b", "c", "d"):  # users' schemas make new grammars without end: enums, patterns, lengths
+        vocab.table(Options((word,)))
+    assert len(vocab.tables) == 3
+    assert vocab.table(Options(("d",))) is vocab.tables[("Options", Options(("d",)))]
+    assert vocab.table(Options(("a",))) is not first  # evicted, built again

@@ -12,6 +12,7 @@ has a hole in it. Tables are built once per tokenizer."""
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
@@ -20,6 +21,7 @@ import torch
 from wmstudio.model.grammars import AnyText
 
 DEAD = -1
+MAX_TABLES = 512  # grammar tables kept per vocabulary (a 16-tool world with patterns uses under 200)
 END = "end"  # the kind of a canvas span of one slot that may close an array before its item (layout.py)
 OTHER = "\x80"  # every non-ASCII character behaves alike in our grammars: plain string content
 
@@ -38,7 +40,7 @@ class Vocabulary:
     texts: list[str | None]
     pad_id: int
     byte_level: bool
-    tables: dict[Hashable, "GrammarTable"] = field(default_factory=dict)
+    tables: OrderedDict[Hashable, "GrammarTable"] = field(default_factory=OrderedDict)  # least recently used first
 
     @property
     def size(self) -> int:
@@ -51,11 +53,17 @@ class Vocabulary:
         return joined.encode("latin-1").decode("utf-8", errors="replace") if self.byte_level else joined
 
     def table(self, grammar: Any) -> "GrammarTable":
-        """The transition table of `grammar` over this vocabulary (built on first use, then cached)."""
+        """The transition table of `grammar` over this vocabulary (built on first use, then cached; the cache
+        keeps the MAX_TABLES most recently used, since users' schemas make new grammars without end)."""
         key = (type(grammar).__name__, grammar)
-        if key not in self.tables:
-            self.tables[key] = build_table(grammar, self)
-        return self.tables[key]
+        table = self.tables.get(key)
+        if table is None:
+            table = self.tables[key] = build_table(grammar, self)
+            while len(self.tables) > MAX_TABLES:
+                self.tables.popitem(last=False)
+        else:
+            self.tables.move_to_end(key)
+        return table
 
 
 _VOCABULARIES: "weakref.WeakKeyDictionary[Any, dict[tuple[int, int], Vocabulary]]" = weakref.WeakKeyDictionary()
