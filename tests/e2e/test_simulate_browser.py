@@ -14,9 +14,11 @@ import pytest
 import torch
 from playwright.sync_api import expect, sync_playwright
 from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from sqlmodel import func, select
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import open_store, rollout_steps, save_world_version, step_trace
+from wmstudio.store.tables import Rollout
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.simulate_tab import build_simulate_tab
 from wmstudio.world.spec import load_world
@@ -73,6 +75,11 @@ def page(studio):
         tab.get_by_role("tab", name="World").click()
         yield tab
         browser.close()
+
+
+def _newest_rollout_id(store) -> int:
+    with store.read() as session:
+        return session.exec(select(func.max(Rollout.id))).one() or 0
 
 
 def pick(page, dropdown_id: str, option: str) -> None:
@@ -159,25 +166,30 @@ def test_a_value_pasted_into_a_field_reaches_the_call_that_is_saved(studio, page
     pick(page, "simulate-tool", "cancel_order")
     expect(page.locator("#simulate-tool-note")).to_contain_text("cancel_order", timeout=10_000)
     order = page.get_by_label("order_id · text · required")
-    order.fill("")
     page.evaluate("navigator.clipboard.writeText('ORD-77777')")
     order.click()
-    order.press("Control+V")  # pasted, not typed
+    order.press("Control+A")
+    order.press("Control+V")  # pasted over whatever the field held, not typed
     expect(order).to_have_value("ORD-77777")
     expect(page.locator("#simulate-arguments")).to_contain_text('"order_id": "ORD-77777"', timeout=10_000)
     page.locator("#simulate-free-anchors textarea").fill("")
     page.locator("#simulate-run").click()
     expect(page.locator("#simulate-status")).to_contain_text("Done:", timeout=60_000)
+    pick(page, "simulate-rollout", "New rollout")
     page.get_by_label("Title of a new rollout (optional)").fill("pasted id")
+    newest = _newest_rollout_id(store)
     page.locator("#simulate-save").click()
     saved = page.locator("#simulate-save-status")
-    expect(saved).to_contain_text("Saved as step 1 of rollout #", timeout=10_000)
-    [step] = rollout_steps(store, int(saved.inner_text().split("rollout #")[1].split()[0]))
+    expect(saved).to_contain_text(f"Saved as step 1 of rollout #{newest + 1} ", timeout=10_000)
+    [step] = rollout_steps(store, newest + 1)
     assert step.call == {"name": "cancel_order", "arguments": {"order_id": "ORD-77777"}}
 
 
 def test_a_refused_run_clears_the_last_runs_canvas_and_report(studio, page):
     page.get_by_role("tab", name="Simulate").click()
+    pick(page, "simulate-tool", "get_order")  # its response has no field "colour"
+    expect(page.locator("#simulate-tool-note")).to_contain_text("get_order", timeout=10_000)
+    page.locator("#simulate-free-anchors textarea").fill("")
     page.locator("#simulate-run").click()
     expect(page.locator("#simulate-status")).to_contain_text("Done:", timeout=60_000)
     expect(page.locator("#simulate-report")).to_contain_text("JSON: valid")
