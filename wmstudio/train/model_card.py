@@ -81,6 +81,7 @@ def write_model_card(folder: Path) -> Path:
         "",
         "## Objective",
         objective + ".",
+        *_copy_head_lines(config, arch, evals),
         "",
         "## Size",
         f"- {training['parameters']:,} parameters; {config['layers']} layers, width {config['hidden']}, "
@@ -102,6 +103,18 @@ def write_model_card(folder: Path) -> Path:
     lines += _quality_lines(quality) if quality else ["Not evaluated yet: run `wmstudio eval-wm`."]
     (folder / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder / "README.md"
+
+
+def _copy_head_lines(config: dict, arch: str, evals: list[dict]) -> list[str]:
+    """A line on the copy (pointer) head when the MDLM was trained with one, with its held-out accuracy."""
+    if arch != "mdlm" or not config.get("copy_head"):
+        return []
+    scored = [p for p in evals if "eval_copy_accuracy" in p]
+    accuracy = (f"; on held-out masked value spans its choice (a leaf, or generate) is right "
+                f"{scored[-1]['eval_copy_accuracy']:.1%} of the time" if scored else "")
+    return ["", f"Beside it a copy (pointer) head, `copy_head.safetensors`, trained jointly (loss weight "
+                f"{config.get('copy_weight', 1.0)}): for each masked value span it scores the prompt's JSON leaves "
+                f"that fit the span against a generate gate{accuracy}."]
 
 
 def _corpus_summary(stats: dict) -> str:
