@@ -22,6 +22,7 @@ from wmstudio.model.repair import (
     fields_to_remask,
     held_anchors,
     problem_count,
+    solve_by_rules,
 )
 from wmstudio.model.sampler import Frame, SamplerSettings, denoise
 from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text, prompt_budget
@@ -50,7 +51,8 @@ class Sample:
     def to_json(self) -> dict[str, Any]:
         data = {"response": self.response, "checks": self.checks.to_json(), "steps": self.steps}
         if self.repairs:
-            data["repairs"] = [{"remasked": r.remasked, "candidates_passing": sum(r.passed)} for r in self.repairs]
+            data["repairs"] = [{"solved": r.solved} if r.solved else
+                               {"remasked": r.remasked, "candidates_passing": sum(r.passed)} for r in self.repairs]
         return data
 
 
@@ -228,7 +230,19 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
     """Rule-guided repair of one failed sample (model/repair.py): up to REPAIR_ROUNDS rounds of K candidates with
     the fields the failed checks read remasked and the rest held; the best sample found, with its rounds."""
     best, rounds = sample, []
+
+    def solved(sample: Sample) -> Sample:
+        found = solve_by_rules(world, call, sample.response, sample.checks, pinned, list(history))
+        if found is None:
+            return sample
+        text, report, fields = found
+        rounds.append(RepairRound(list(fields), [text], [report.ok], solved=fields))
+        return replace(sample, response=text, checks=report)
+
     for round_number in range(REPAIR_ROUNDS):
+        best = solved(best)
+        if best.checks.ok:
+            break
         value = _parsed(best.response)
         remask = fields_to_remask(world, best.checks, value) if isinstance(value, dict) else []
         if not remask:
@@ -261,6 +275,8 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
             best = replace(chosen, steps=best.steps + len(frames))
         if best.checks.ok:
             break
+    if not best.checks.ok:
+        best = solved(best)
     return replace(best, repairs=rounds)
 
 

@@ -3,37 +3,45 @@
 After denoising, the deterministic checks say what is wrong. The fields a failed rule's CEL expression reads
 (`response.refund_processed`) and the fields a schema error names are masked again; every other field stays as
 written (pinned like a user anchor) and K candidates are denoised in one batch; the first that passes every check
-is kept, else the one with the fewest problems goes into the next round (R rounds). Remasking what a verifier
+is kept, else the one with the fewest problems goes into the next round (R rounds). Before each round, fields a
+failed rule states as an equality (`response.count == size(response.entries)`) are set to the value it implies
+(world/rule_equations.py), kept only where that leaves fewer problems: arithmetic the small model does not do. Remasking what a verifier
 flags follows ReMDM (arXiv 2503.00307) and RemeDi (arXiv 2509.23653); picking among candidates by the checks is
 PRISM-like (arXiv 2505.18456). Reported apart from the model's raw output (`eval-wm`'s `steered` row)."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.world.anchors import Anchor
-from wmstudio.world.checks import CheckReport
-from wmstudio.world.spec import WorldSpec
+from wmstudio.world.checks import CheckReport, check_step, check_variables, parse_response
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.rule_equations import implied_values
+from wmstudio.world.spec import Call, WorldSpec
 
 REPAIR_CANDIDATES = 4  # K: candidates denoised together per round
 REPAIR_ROUNDS = 2  # R
 REPAIR_TEMPERATURE = 0.7  # candidates must differ from the greedy answer that failed
+SOLVE_PASSES = 4  # fields set one at a time, each leaving fewer problems
 _RESPONSE_FIELD = re.compile(r"\bresponse\.([A-Za-z_]\w*)")
 
 
 @dataclass
 class RepairRound:
     """One round: the fields remasked, the candidates' texts and checks, the one kept, and the round's canvas with
-    the kept candidate's frames (what the studio draws: the fields remasked and refilled)."""
+    the kept candidate's frames (what the studio draws: the fields remasked and refilled). A round without a
+    canvas set `solved` fields to what a failed rule's equalities say instead (no model call)."""
 
-    remasked: list[str]
+    remasked: list[str]  # fields denoised again; or, in a round that `solved` fields, the fields set
     candidates: list[str] = field(default_factory=list)
     passed: list[bool] = field(default_factory=list)
     kept: int = 0
     canvas: Any = None
     frames: list = field(default_factory=list)
+    solved: dict[str, Any] = field(default_factory=dict)  # field -> value a failed rule's equality implied
 
 
 def fields_to_remask(world: WorldSpec, report: CheckReport, response: Any) -> list[str]:
@@ -63,3 +71,52 @@ def problem_count(report: CheckReport) -> int:
     if not report.json_valid:
         return 1000
     return len(report.schema_errors) + len(report.rule_violations) + len(report.anchor_violations)
+
+
+def solve_by_rules(world: WorldSpec, call: Call, response_text: str, report: CheckReport, pinned: list[Anchor],
+                   history: list[HistoryStep]) -> tuple[str, CheckReport, dict[str, Any]] | None:
+    """Set, one at a time, top-level fields that a failed rule's equalities imply, keeping each change only when it
+    leaves fewer problems; (text, report, fields set) or None when nothing helped. Pinned fields are never set."""
+    json_valid, value = parse_response(response_text)
+    if not json_valid or not isinstance(value, dict):
+        return None
+    checks = {rule.text: rule.check for rule in world.rules if rule.check}
+    text, best, solved = response_text, report, {}
+    for _ in range(SOLVE_PASSES):
+        if best.ok:
+            break
+        step = _one_solving_step(world, call, value, best, checks, pinned, history)
+        if step is None:
+            break
+        value, text, best, name = step
+        solved[name] = value[name]
+    return (text, best, solved) if solved else None
+
+
+def _one_solving_step(world: WorldSpec, call: Call, value: dict[str, Any], report: CheckReport,
+                      checks: dict[str, str], pinned: list[Anchor], history: list[HistoryStep]):
+    """The first implied field value that leaves fewer problems: (response, text, report, field) or None."""
+    pinned_roots = {re.split(r"[.\[]", a.path, maxsplit=1)[0] for a in pinned}
+    variables = check_variables(world, call, value, history)
+    for violation in report.rule_violations:
+        for name, implied in implied_values(checks.get(violation["rule"], ""), variables):
+            fitted = _fitted(value.get(name), implied)
+            if name in pinned_roots or name not in value or fitted is None or fitted == value[name]:
+                continue
+            trial = {**value, name: fitted}
+            text = json.dumps(trial, ensure_ascii=False, separators=(",", ":"))
+            trial_report = check_step(world, call, text, anchors=pinned, history=history)
+            if problem_count(trial_report) < problem_count(report):
+                return trial, text, trial_report, name
+    return None
+
+
+def _fitted(current: Any, implied: Any) -> Any:
+    """`implied` in the JSON type of the field's current value, or None when the types disagree."""
+    if isinstance(current, bool) or isinstance(implied, bool):
+        return implied if isinstance(current, bool) and isinstance(implied, bool) else None
+    if isinstance(current, int) and isinstance(implied, float):
+        return int(implied) if implied.is_integer() else None
+    if isinstance(current, (int, float)) and isinstance(implied, (int, float)):
+        return implied
+    return implied if isinstance(current, str) and isinstance(implied, str) else None

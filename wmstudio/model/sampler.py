@@ -55,8 +55,9 @@ class SamplerSettings:
     seed: int = _setting(0, "Random seed: same seed, same response.")
     free: bool = _setting(False, "One free span instead of the response-schema skeleton.")
     free_length: int = _setting(64, "Slots of the free span (free mode).")
-    repair: bool = _setting(False, "Repair a response that fails a check: remask the fields the failed rules read "
-                                   "and denoise them again, the rest held (a few rounds of 4 candidates).")
+    repair: bool = _setting(False, "Repair a response that fails a check: set fields a failed rule states as an "
+                                   "equality, remask the fields the failed rules read and denoise them again, the "
+                                   "rest held (a few rounds of 4 candidates).")
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []

@@ -90,6 +90,12 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
              f"<b>{generation.elapsed_ms:.0f} ms</b>"]
     for k, sample in enumerate(generation.samples):
         for number, repair in enumerate(sample.repairs, start=1):
+            if repair.solved:
+                set_ = ", ".join(f"{name} = {json.dumps(value, ensure_ascii=False)}" for name, value in
+                                 repair.solved.items())
+                lines.append(f'<div class="wm-repair">🔧 {label} {k + 1}, repair round {number}: set '
+                             f"{html.escape(set_)} as a failed rule's equality says (no model call)</div>")
+                continue
             lines.append(f'<div class="wm-repair">🔧 {label} {k + 1}, repair round {number}: remasked '
                          f'{html.escape(", ".join(repair.remasked))}; {sum(repair.passed)} of '
                          f"{len(repair.candidates)} candidates pass every check</div>")

@@ -60,12 +60,7 @@ def check_step(
     json_valid, response = parse_response(response_text)
     where = f"tools[{world.tools.index(tool)}].response"
     schema_errors = schema_errors_of(response, tool, where) if json_valid else []
-    variables = {
-        "state": world.initial_state,
-        "call": the_call.to_json(),
-        "response": response,
-        "history": [{"call": s.call.to_json(), "response": s.response_value()} for s in steps],
-    }
+    variables = check_variables(world, the_call, response, steps)
     rule_violations = []
     for rule in world.rules:
         if rule.check is None:
@@ -79,6 +74,16 @@ def check_step(
     anchor_violations = [v for a in pinned if (v := anchor_violation(response, a, json_valid)) is not None]
     ok = json_valid and not schema_errors and not rule_violations and not anchor_violations
     return CheckReport(ok, json_valid, schema_errors, rule_violations, anchor_violations)
+
+
+def check_variables(world: WorldSpec, call: Call, response: Any, history: Sequence[HistoryStep]) -> dict[str, Any]:
+    """What a rule's CEL check reads: `state`, `call`, `response` and `history` as JSON values."""
+    return {
+        "state": world.initial_state,
+        "call": call.to_json(),
+        "response": response,
+        "history": [{"call": s.call.to_json(), "response": s.response_value()} for s in history],
+    }
 
 
 def parse_response(response_text: Any) -> tuple[bool, Any]:

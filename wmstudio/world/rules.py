@@ -157,6 +157,28 @@ def _to_cel(value: Any) -> Any:
     return celpy.json_to_cel(value)
 
 
+def evaluate_value(expression: str, variables: dict[str, Any]) -> Any:
+    """The JSON value (text, number or true/false) of a CEL expression over `variables`; ValueError when it
+    cannot be evaluated within the check budget or is not such a value. Repair uses it to compute what a rule
+    says a field must hold."""
+    if len(expression) > MAX_CHECK_CHARS:
+        raise ValueError(too_long_message(expression))
+    try:
+        activation = {name: _to_cel(variables.get(name)) for name in CEL_VARIABLES}
+        result = evaluate_within(_compiled(expression), activation, check_seconds())
+    except (OverBudget, RecursionError, OverflowError, celpy.CELEvalError, celpy.CELParseError) as err:
+        raise ValueError(f"cannot evaluate {expression!r}: {type(err).__name__}") from None
+    if isinstance(result, celtypes.BoolType):
+        return bool(result)
+    if isinstance(result, (celtypes.IntType, celtypes.UintType)):
+        return int(result)
+    if isinstance(result, celtypes.DoubleType):
+        return float(result)
+    if isinstance(result, celtypes.StringType):
+        return str(result)
+    raise ValueError(f"{expression!r} gives {type(result).__name__}, not text, a number or true/false")
+
+
 def evaluate_check(expression: str, variables: dict[str, Any]) -> tuple[bool, str | None]:
     """Evaluate one check: (True, None) when it holds, else (False, why). Eval errors count as violations.
 

@@ -1,0 +1,96 @@
+"""Rule-guided repair: the fields a failed rule reads are remasked, and a rule's equalities set what arithmetic
+the model got wrong, without touching what the user pinned."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from wmstudio.model.backends import load_backend
+from wmstudio.model.generation import generate
+from wmstudio.model.repair import fields_to_remask, held_anchors, solve_by_rules
+from wmstudio.model.sampler import SamplerSettings
+from wmstudio.world.anchors import Anchor
+from wmstudio.world.checks import check_step
+from wmstudio.world.rule_equations import implied_values
+from wmstudio.world.sims import get_simulator
+from wmstudio.world.spec import Call
+
+COUNT_RULE = "ls and find count every match, also those a truncated answer leaves out"
+LS_CHECK = ('call.name == "ls" ? (response.truncated ? size(response.entries) < response.count : '
+            'size(response.entries) == response.count) : call.name != "find" || size(response.matches) == '
+            'response.count')
+
+
+@pytest.fixture(scope="module")
+def filesystem():
+    sim = get_simulator("filesystem")
+    return sim.world(sim.initial_state(random.Random(0)))
+
+
+def _listing(count: int, truncated: bool = False) -> dict:
+    entries = [{"name": f"f{i}.txt", "type": "file", "size": 10 * i} for i in range(3)]
+    return {"path": "/home/maria", "entries": entries, "count": count, "truncated": truncated, "error": "",
+            "message": "", "status": "ok"}
+
+
+def test_an_equality_with_a_lone_response_field_says_what_the_field_must_hold():
+    variables = {"call": {"name": "ls"}, "response": _listing(7)}
+    assert implied_values(LS_CHECK, variables) == [("count", 3)]
+    sums = "response.total_due_cents == response.change_fee_cents + response.fare_difference_cents"
+    assert implied_values(sums, {"response": {"total_due_cents": 0, "change_fee_cents": 500,
+                                              "fare_difference_cents": -120}}) == [("total_due_cents", 380)]
+
+
+def test_sides_that_cannot_be_evaluated_alone_or_hold_the_field_itself_imply_nothing():
+    inside_a_macro = "state.flights.exists(f, response.charged_cents == f.fares[response.fare] * 2)"
+    assert implied_values(inside_a_macro, {"state": {"flights": []}, "response": {"charged_cents": 1}}) == []
+    assert implied_values("response.count == response.count + 0", {"response": {"count": 1}}) == []
+    assert implied_values("response.count + 1 == 4", {"response": {"count": 1}}) == []  # not alone on its side
+    assert implied_values("x.response.count == 4", {"response": {"count": 1}}) == []
+    # operators inside a string literal are text, not operators
+    assert implied_values('response.note == "a && b == c"', {"response": {"note": ""}}) == [("note", "a && b == c")]
+
+
+def test_solving_sets_the_count_the_rule_implies_and_the_response_then_passes(filesystem):
+    call = Call("ls", {"path": "/home/maria"})
+    text = json.dumps(_listing(7))
+    report = check_step(filesystem, call, text)
+    assert [v["rule"] for v in report.rule_violations] == [COUNT_RULE]
+    solved_text, solved_report, fields = solve_by_rules(filesystem, call, text, report, [], [])
+    assert fields == {"count": 3} and json.loads(solved_text)["count"] == 3 and solved_report.ok
+
+
+def test_solving_never_changes_a_pinned_field_nor_a_truncated_count(filesystem):
+    call = Call("ls", {"path": "/home/maria"})
+    text = json.dumps(_listing(7))
+    report = check_step(filesystem, call, text, anchors=[Anchor("count", 7)])
+    assert solve_by_rules(filesystem, call, text, report, [Anchor("count", 7)], []) is None
+    truncated = json.dumps(_listing(2, truncated=True))  # the rule asks count > 3: an inequality sets nothing
+    assert solve_by_rules(filesystem, call, truncated, check_step(filesystem, call, truncated), [], []) is None
+
+
+def test_remasking_takes_the_fields_a_failed_rule_reads_and_holds_the_rest(filesystem):
+    call = Call("ls", {"path": "/home/maria"})
+    response = _listing(7)
+    report = check_step(filesystem, call, json.dumps(response))
+    remask = fields_to_remask(filesystem, report, response)
+    assert set(remask) == {"truncated", "entries", "count"}
+    held = held_anchors(response, remask, [Anchor("status", "ok")])
+    assert {a.path for a in held} == {"status", "path", "error", "message"}
+
+
+def test_steered_generation_fixes_the_count_of_a_listing_the_user_pinned(filesystem):
+    """On the shipped model: nine pinned entries, the count left to the model; steered, the rule holds."""
+    backend = load_backend()
+    entries = [{"name": f"n{i}.md", "type": "file", "size": i} for i in range(9)]
+    pins = [Anchor("entries", entries), Anchor("truncated", False), Anchor("status", "ok")]
+    call = Call("ls", {"path": "/home/maria"})
+    raw = generate(backend, filesystem, call, pins, (), SamplerSettings()).samples[0]
+    steered = generate(backend, filesystem, call, pins, (), SamplerSettings(repair=True)).samples[0]
+    assert COUNT_RULE not in {v["rule"] for v in steered.checks.rule_violations}
+    assert json.loads(steered.response)["count"] == 9
+    if json.loads(raw.response)["count"] != 9:  # the model's own count was wrong: a solved round set it
+        assert any(r.solved == {"count": 9} for r in steered.repairs)

@@ -1,0 +1,98 @@
+"""Values a rule's equalities imply: `response.count == size(response.entries)` says what `count` must hold.
+
+A small model does not do the arithmetic a rule states (a fee plus a fare difference, a list's length); the rule
+itself can. In a check, each equality with a top-level response field alone on one side (`response.F == E` or
+`E == response.F`) gives a value for F: E evaluated on the current call, state and response. Sides that read a
+macro's variable (`f.fares` inside `.exists(f, ...)`) cannot be evaluated alone and give nothing. Repair tries
+these values as steering; they are never reported as the model's own output."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from wmstudio.world.rule_references import STRING_LITERAL
+from wmstudio.world.rules import evaluate_value
+
+_LONE_FIELD_LEFT = re.compile(r"response\.([A-Za-z_]\w*)\s*==(?!=)")
+_LONE_FIELD_RIGHT = re.compile(r"(?<![=!<>])==\s*response\.([A-Za-z_]\w*)")
+_OPENERS, _CLOSERS = "([{", ")]}"
+# operators that bind looser than `==` (or as loosely): an operand of `==` ends where one of them starts
+_TWO_CHAR = ("&&", "||", "==", "!=", "<=", ">=")
+_BOUNDARIES = (*_TWO_CHAR, "?", ":", ",", "<", ">")
+
+
+def implied_values(check: str, variables: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(field, value) for each equality of `check` with a top-level response field alone on one side whose other
+    side evaluates, in the order written; a field appears once per equality."""
+    bare = _blank_strings(check)
+    found: list[tuple[str, Any]] = []
+    for match in _LONE_FIELD_LEFT.finditer(bare):
+        if _stands_alone_before(bare, match.start()):
+            other = check[match.end():_operand_end(bare, match.end())]
+            found += _evaluated(match.group(1), other, variables)
+    for match in _LONE_FIELD_RIGHT.finditer(bare):
+        if _stands_alone_after(bare, match.end()):
+            other = check[_operand_start(bare, match.start()):match.start()]
+            found += _evaluated(match.group(1), other, variables)
+    return found
+
+
+def _evaluated(name: str, expression: str, variables: dict[str, Any]) -> list[tuple[str, Any]]:
+    if not expression.strip() or re.search(rf"\bresponse\.{name}\b", expression):
+        return []  # the field on both sides says nothing about its value
+    try:
+        return [(name, evaluate_value(expression.strip(), variables))]
+    except ValueError:
+        return []
+
+
+def _blank_strings(text: str) -> str:
+    """The text with every string literal's inside blanked (same length), so quotes hide no operators."""
+    return STRING_LITERAL.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], text)
+
+
+def _stands_alone_before(text: str, start: int) -> bool:
+    """Nothing that binds tighter than `==` sits just before `response.F` (so it is the whole left operand)."""
+    before = text[:start].rstrip()
+    if before.endswith(("!", ".", "-", "+", "*", "/", "%")) or re.search(r"[\w\]\)]$", before):
+        return False
+    return True
+
+
+def _stands_alone_after(text: str, end: int) -> bool:
+    """`response.F` is the whole right operand: what follows is an end, a closer or a looser operator."""
+    after = text[end:].lstrip()
+    return not after or after[0] in _CLOSERS or after.startswith(_BOUNDARIES)
+
+
+def _operand_end(text: str, start: int) -> int:
+    """Where the operand that begins at `start` ends: a looser operator or a closer at its own depth."""
+    depth, i = 0, start
+    while i < len(text):
+        if text[i] in _OPENERS:
+            depth += 1
+        elif text[i] in _CLOSERS:
+            if depth == 0:
+                return i
+            depth -= 1
+        elif depth == 0 and text.startswith(_BOUNDARIES, i):
+            return i
+        i += 1
+    return len(text)
+
+
+def _operand_start(text: str, end: int) -> int:
+    """Where the operand that ends at `end` begins, scanning back the same way."""
+    depth, i = 0, end - 1
+    while i >= 0:
+        if text[i] in _CLOSERS:
+            depth += 1
+        elif text[i] in _OPENERS:
+            if depth == 0:
+                return i + 1
+            depth -= 1
+        elif depth == 0 and (text[max(i - 1, 0):i + 1] in _TWO_CHAR or text[i] in "?:,<>"):
+            return i + 1
+        i -= 1
+    return 0
