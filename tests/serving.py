@@ -1,4 +1,5 @@
-"""What the studio's HTTP and browser tests share: a free loopback port, and how to start Debian's Chromium.
+"""What the studio's HTTP and browser tests share: a free loopback port, how to start Debian's Chromium, and
+calls and inputs for the Simulate API (the concurrency test and benchmark).
 
 On the path through `pythonpath = ["tests"]` in pyproject.toml."""
 
@@ -16,3 +17,21 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+SIMULATE_CALLS = [  # (world, tool, arguments): one call of each demo world that the simulators answer
+    ("retail", "get_order", '{"order_id": "ORD-22930"}'),
+    ("retail", "refund_order", '{"order_id": "ORD-22930", "amount_cents": 500}'),
+    ("airline", "search_flights", '{"origin": "DEN", "destination": "PHX", "date": "2025-08-09"}'),
+    ("filesystem", "ls", '{"path": "/home"}'),
+    ("records", "search_records", '{"city": "Lisbon"}'),
+]
+
+
+def simulate_inputs(world_id: int, tool: str, arguments: str, seed: int) -> list:
+    """The `/simulate` endpoint's inputs for a run with the default sampler and no anchor pinned."""
+    from wmstudio.ui.forms import MASKED
+    from wmstudio.ui.simulate_tab import ANCHOR_SLOTS
+
+    return [world_id, tool, arguments, "", 8, "low_confidence", 0.9, 0, 0.7, 1.0, 1, seed, False, 64,
+            *[MASKED] * ANCHOR_SLOTS]

@@ -1,6 +1,7 @@
 """eval-wm: the report's exact shape, constant baselines beside every figure, flips picked right, field scores."""
 
 import json
+import shutil
 
 import pytest
 from typer.testing import CliRunner
@@ -9,7 +10,8 @@ from wmstudio.cli import app
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.backends import resolve_model_path
 from wmstudio.train.chat_scoring import normalise, rouge_l, semantic_match
-from wmstudio.train.evaluation import EvalCase, Rates, evaluate_world_model, flip_anchor, load_cases, trivial_response
+from wmstudio.train.evaluation import EvalCase, Rates, evaluate_world_model, flip_anchor, load_cases, trivial_response,
+                                         write_quality
 from wmstudio.world.checks import check_step
 from wmstudio.world.corpus import write_corpus
 from wmstudio.world.sims import get_simulator
@@ -65,7 +67,7 @@ def test_rates_score_fields_by_kind_and_the_simulators_status():
 
 
 @pytest.mark.slow
-def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(corpus):
+def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(corpus, tmp_path):
     report = evaluate_world_model(DEFAULT_MODEL, DEFAULT_AR_MODEL, corpus, rows=2, diversity_calls=1, samples=2)
     figures = report.to_json()
     assert set(figures) == {"rows", "model", "raw", "steered", "ar", "flip", "free", "trivial", "prompt_use",
@@ -82,6 +84,12 @@ def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(cor
     assert not report.errors
     text = report.render()
     assert "field: copy_call" in text and "always error" in text
+    folder = tmp_path / "model"  # --write: quality.json beside the weights, the card shows raw and steered
+    shutil.copytree(resolve_model_path(DEFAULT_MODEL), folder)
+    write_quality(report, folder)
+    assert json.loads((folder / "quality.json").read_text())["figures"] == figures
+    card = (folder / "README.md").read_text()
+    assert "| measure | raw | steered | AR | always error | always ok |" in card and "| field: copy_call |" in card
 
 
 def test_a_chat_corpus_without_meta_is_scored_by_the_papers_protocol(corpus, tmp_path):

@@ -10,24 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from gradio_client import Client
-from serving import free_port
+from serving import SIMULATE_CALLS, free_port, simulate_inputs
 
 from wmstudio.store import list_worlds
-from wmstudio.ui.forms import MASKED
-from wmstudio.ui.simulate_tab import ANCHOR_SLOTS
 from wmstudio.ui.studio import build_studio, open_context
 
 pytestmark = pytest.mark.slow
 
 CLIENTS = 10
 CANVAS_STATE = re.compile(r'data-step="(-?\d+)" data-done="(\d)" data-masked="(\d+)"')
-CALLS = [
-    ("retail", "get_order", '{"order_id": "ORD-22930"}'),
-    ("retail", "refund_order", '{"order_id": "ORD-22930", "amount_cents": 500}'),
-    ("airline", "search_flights", '{"origin": "DEN", "destination": "PHX", "date": "2025-08-09"}'),
-    ("filesystem", "ls", '{"path": "/home"}'),
-    ("records", "search_records", '{"city": "Lisbon"}'),
-]
 
 
 @pytest.fixture(scope="module")
@@ -43,16 +34,15 @@ def studio_url(tmp_path_factory):
 
 def _simulate(url: str, world_id: int, tool: str, arguments: str, seed: int):
     client = Client(url, verbose=False)
-    inputs = [world_id, tool, arguments, "", 8, "low_confidence", 0.9, 0, 0.7, 1.0, 1, seed, False, 64,
-              *[MASKED] * ANCHOR_SLOTS]
-    job = client.submit(*inputs, api_name="/simulate")
+    job = client.submit(*simulate_inputs(world_id, tool, arguments, seed), api_name="/simulate")
     status, canvas, _, _, report, _ = job.result(timeout=300)
     return status, canvas, report, len(job.outputs())
 
 
 def test_ten_clients_generating_at_once_all_get_complete_results(studio_url):
     url, worlds = studio_url
-    jobs = [(worlds[w], tool, args, seed) for seed, (w, tool, args) in enumerate(CALLS * (CLIENTS // len(CALLS)))]
+    calls = SIMULATE_CALLS * (CLIENTS // len(SIMULATE_CALLS))
+    jobs = [(worlds[w], tool, args, seed) for seed, (w, tool, args) in enumerate(calls)]
     with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         results = list(pool.map(lambda job: _simulate(url, *job), jobs))
     assert len(results) == CLIENTS

@@ -21,7 +21,7 @@ import torch
 from wmstudio.model.grammars import AnyText
 
 DEAD = -1
-MAX_TABLES = 512  # grammar tables kept per vocabulary (a 16-tool world with patterns uses under 200)
+MAX_TABLES = 512  # grammar tables kept per vocabulary; one per distinct span grammar (type, enum, pattern, format)
 END = "end"  # the kind of a canvas span of one slot that may close an array before its item (layout.py)
 OTHER = "\x80"  # every non-ASCII character behaves alike in our grammars: plain string content
 

@@ -25,6 +25,7 @@ from wmstudio.world.spec import Call, WorldSpec
 REPAIR_CANDIDATES = 4  # K: candidates denoised together per round
 REPAIR_ROUNDS = 2  # R
 REPAIR_TEMPERATURE = 0.7  # candidates must differ from the greedy answer that failed
+OUTCOME_FIELD = "status"  # the response's outcome (ok / error): repair fixes the fields around it first
 SOLVE_PASSES = 4  # fields set one at a time, each leaving fewer problems
 _RESPONSE_FIELD = re.compile(r"\bresponse\.([A-Za-z_]\w*)")
 
@@ -45,7 +46,8 @@ class RepairRound:
 
 
 def fields_to_remask(world: WorldSpec, report: CheckReport, response: Any) -> list[str]:
-    """Top-level response fields a failed rule reads or a schema error names (anchored ones stay), in order."""
+    """Top-level response fields a failed rule reads or a schema error names, in order; the outcome field (`status`)
+    only when nothing else is named, so repair makes the fields agree with the model's outcome, not the reverse."""
     checks = {rule.text: rule.check for rule in world.rules if rule.check}
     names: list[str] = []
     for violation in report.rule_violations:
@@ -55,7 +57,9 @@ def fields_to_remask(world: WorldSpec, report: CheckReport, response: Any) -> li
         if path and path != "(root)":
             names.append(re.split(r"[.\[]", path, maxsplit=1)[0])
     present = response if isinstance(response, dict) else {}
-    return [name for name in dict.fromkeys(names) if name in present]
+    fields = [name for name in dict.fromkeys(names) if name in present]
+    others = [name for name in fields if name != OUTCOME_FIELD]
+    return others or fields  # the model's outcome stays unless it alone is what the failed checks read
 
 
 def held_anchors(response: dict[str, Any], remask: list[str], pinned: list[Anchor]) -> list[Anchor]:
@@ -76,7 +80,9 @@ def problem_count(report: CheckReport) -> int:
 def solve_by_rules(world: WorldSpec, call: Call, response_text: str, report: CheckReport, pinned: list[Anchor],
                    history: list[HistoryStep]) -> tuple[str, CheckReport, dict[str, Any]] | None:
     """Set, one at a time, top-level fields that a failed rule's equalities imply, keeping each change only when it
-    leaves fewer problems; (text, report, fields set) or None when nothing helped. Pinned fields are never set."""
+    leaves fewer problems; (text, report, fields set) or None when nothing helped. Pinned fields are never set;
+    the outcome may be (`response.status == "error" ? ...`): measured on 200 held-out rows, holding it kept 10 more
+    rows' status right but left 36 more responses inconsistent."""
     json_valid, value = parse_response(response_text)
     if not json_valid or not isinstance(value, dict):
         return None
@@ -95,7 +101,7 @@ def solve_by_rules(world: WorldSpec, call: Call, response_text: str, report: Che
 
 def _one_solving_step(world: WorldSpec, call: Call, value: dict[str, Any], report: CheckReport,
                       checks: dict[str, str], pinned: list[Anchor], history: list[HistoryStep]):
-    """The first implied field value that leaves fewer problems: (response, text, report, field) or None."""
+    """The first implied value of an unpinned field that leaves fewer problems: (response, text, report, field)."""
     pinned_roots = {re.split(r"[.\[]", a.path, maxsplit=1)[0] for a in pinned}
     variables = check_variables(world, call, value, history)
     for violation in report.rule_violations:

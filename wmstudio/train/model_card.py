@@ -132,6 +132,7 @@ def _quality_lines(quality: dict) -> list[str]:
     lines = [quality.get("summary", "")] if quality.get("summary") else []
     table = quality.get("table") or []
     if table:
-        lines += ["", "| measure | value | target |", "|---|---|---|"]
-        lines += [f"| {row['measure']} | {row['value']} | {row.get('target', '')} |" for row in table]
+        columns = list(dict.fromkeys(key for row in table for key in row))  # measure first, then each answerer
+        lines += ["", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join(str(row.get(column, "")) for column in columns) + " |" for row in table]
     return lines
