@@ -10,8 +10,15 @@ from wmstudio.cli import app
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.backends import resolve_model_path
 from wmstudio.train.chat_scoring import normalise, rouge_l, semantic_match
-from wmstudio.train.evaluation import EvalCase, Rates, evaluate_world_model, flip_anchor, load_cases, trivial_response,
-                                         write_quality
+from wmstudio.train.evaluation import (
+    EvalCase,
+    Rates,
+    evaluate_world_model,
+    flip_anchor,
+    load_cases,
+    trivial_response,
+    write_quality,
+)
 from wmstudio.world.checks import check_step
 from wmstudio.world.corpus import write_corpus
 from wmstudio.world.sims import get_simulator
