@@ -40,6 +40,8 @@ def main() -> None:
     model, trivial = FieldScores(), FieldScores()
     json_valid, objects, seconds, copied = 0, 0, [], 0
     state_values = prompt_values(world.initial_state)
+    unknown = [case["tool"] for case in cases if case["tool"] not in {tool.name for tool in world.tools}]
+    cases = [case for case in cases if case["tool"] not in unknown]  # the agent called a tool the world lacks
     for case in cases:
         call = Call(case["tool"], case["arguments"])
         started = time.perf_counter()
@@ -59,6 +61,7 @@ def main() -> None:
         trivial.add(truth, _resolved_neutral(schema), call_values, state_values, enums)
     report = {
         "world": "tau2-retail (tau2-bench, kept aside)", "model": args.model, "calls": len(cases),
+        "skipped_unknown_tools": unknown,
         "json_valid": round(json_valid / len(cases), 4), "object_responses": objects,
         "field_accuracy": model.accuracy(), "nonempty_recall": model.recall(),
         "trivial_empty": {"field_accuracy": trivial.accuracy(), "nonempty_recall": trivial.recall()},

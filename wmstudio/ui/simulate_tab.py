@@ -29,6 +29,7 @@ from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.store import filter_rollouts, get_world, list_worlds
 from wmstudio.studio.context import StudioContext
+from wmstudio.studio.memory import release_memory
 from wmstudio.studio.simulation import (
     Simulation,
     run_baseline,
@@ -227,6 +228,8 @@ def simulate(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: 
         cleared = gr.update(minimum=0, maximum=1, value=0, interactive=False)
         yield failure_markdown(err, "run"), EMPTY_CANVAS, cleared, None, "", None, skip
         return
+    finally:
+        release_memory()  # a burst of runs leaves freed blocks mapped in malloc's arenas
     yield finished_view(simulation)
 
 

@@ -17,6 +17,7 @@ from wmstudio.store import open_store
 from wmstudio.store.annotation import DEFAULT_OVERLAP
 from wmstudio.store.seeding import seed_first_run
 from wmstudio.studio.context import StudioContext
+from wmstudio.studio.memory import limit_malloc_arenas
 from wmstudio.ui.access import exposure, single_user
 from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
 from wmstudio.ui.rollouts_tab import build_rollouts_tab
@@ -67,6 +68,7 @@ def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = No
     if refusal is not None:
         raise InvalidInput(refusal)
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
+    limit_malloc_arenas()
     ctx = open_context(db, model, ar_model, trust_remote_code, users, overlap)
     ctx.backend()  # load now so the first Run does not wait for it
     studio = build_studio(ctx, single_user(host, ctx.users))
