@@ -227,8 +227,9 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
 
 def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor], history: Sequence[HistoryStep],
             settings: SamplerSettings, prompt_ids: list[int], prompt: Prompt, sample: Sample) -> Sample:
-    """Rule-guided repair of one failed sample (model/repair.py): up to REPAIR_ROUNDS rounds of K candidates with
-    the fields the failed checks read remasked and the rest held; the best sample found, with its rounds."""
+    """Rule-guided repair of one failed sample (model/repair.py): before each of up to REPAIR_ROUNDS rounds, fields a
+    failed rule's equality implies are set (a round without a model call); then K candidates with the fields the
+    failed checks read remasked and the rest held. The best sample found, with its rounds."""
     best, rounds = sample, []
 
     def solved(sample: Sample) -> Sample:
