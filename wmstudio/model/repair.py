@@ -11,15 +11,16 @@ PRISM-like (arXiv 2505.18456). Reported apart from the model's raw output (`eval
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from wmstudio.model.layout import dump
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport, check_step, check_variables, parse_response
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.rule_equations import implied_values
+from wmstudio.world.rule_references import references
 from wmstudio.world.spec import Call, WorldSpec
 
 REPAIR_CANDIDATES = 4  # K: candidates denoised together per round
@@ -27,7 +28,6 @@ REPAIR_ROUNDS = 2  # R
 REPAIR_TEMPERATURE = 0.7  # candidates must differ from the greedy answer that failed
 OUTCOME_FIELD = "status"  # the response's outcome (ok / error): repair fixes the fields around it first
 SOLVE_PASSES = 4  # fields set one at a time, each leaving fewer problems
-_RESPONSE_FIELD = re.compile(r"\bresponse\.([A-Za-z_]\w*)")
 
 
 @dataclass
@@ -51,7 +51,7 @@ def fields_to_remask(world: WorldSpec, report: CheckReport, response: Any) -> li
     checks = {rule.text: rule.check for rule in world.rules if rule.check}
     names: list[str] = []
     for violation in report.rule_violations:
-        names += _RESPONSE_FIELD.findall(checks.get(violation["rule"], ""))
+        names += [path[0] for root, path in references(checks.get(violation["rule"], "")) if root == "response"]
     for error in report.schema_errors:
         path = error.split(":", 1)[0]
         if path and path != "(root)":
@@ -110,7 +110,7 @@ def _one_solving_step(world: WorldSpec, call: Call, value: dict[str, Any], repor
             if name in pinned_roots or name not in value or fitted is None or fitted == value[name]:
                 continue
             trial = {**value, name: fitted}
-            text = json.dumps(trial, ensure_ascii=False, separators=(",", ":"))
+            text = dump(trial)
             trial_report = check_step(world, call, text, anchors=pinned, history=history)
             if problem_count(trial_report) < problem_count(report):
                 return trial, text, trial_report, name

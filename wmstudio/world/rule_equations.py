@@ -55,9 +55,7 @@ def _blank_strings(text: str) -> str:
 def _stands_alone_before(text: str, start: int) -> bool:
     """Nothing that binds tighter than `==` sits just before `response.F` (so it is the whole left operand)."""
     before = text[:start].rstrip()
-    if before.endswith(("!", ".", "-", "+", "*", "/", "%")) or re.search(r"[\w\]\)]$", before):
-        return False
-    return True
+    return not (before.endswith(("!", ".", "-", "+", "*", "/", "%")) or re.search(r"[\w\]\)]$", before))
 
 
 def _stands_alone_after(text: str, end: int) -> bool:
