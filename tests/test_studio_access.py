@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from wmstudio.network import is_loopback
 from wmstudio.problems import InvalidInput
 from wmstudio.studio.curricula import push_token
-from wmstudio.ui.access import exposure, is_loopback, single_user
+from wmstudio.ui.access import exposure, single_user
 
 
 @pytest.fixture(autouse=True)

@@ -252,8 +252,12 @@ def serve(
     insecure_no_auth: bool = typer.Option(False, "--insecure-no-auth",
                                           help="Serve on a --host other than loopback without --auth: anyone who "
                                                "can reach it can read and change the studio's data."),
+    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="WMSTUDIO_API_KEY",
+                                          help="Key for the world-model HTTP API served beside the studio (/v1/...); "
+                                               "needed for it on a --host other than loopback."),
 ) -> None:
-    """Open the studio in the browser at http://HOST:PORT (a HOST other than 127.0.0.1 needs --auth)."""
+    """Open the studio in the browser at http://HOST:PORT (a HOST other than 127.0.0.1 needs --auth), with the
+    world-model HTTP API of `serve-wm` beside it under /v1 (on loopback, or with --api-key)."""
     from wmstudio.ui.access import exposure
 
     users = {}
@@ -271,7 +275,62 @@ def serve(
 
     try:
         launch(host=host, port=port, db=db, model=model, ar_model=ar_model or DEFAULT_AR_MODEL,
-               trust_remote_code=trust_remote_code, users=users, overlap=overlap, insecure_no_auth=insecure_no_auth)
+               trust_remote_code=trust_remote_code, users=users, overlap=overlap, insecure_no_auth=insecure_no_auth,
+               on_started=lambda studio, ctx: _mount_world_api(studio, ctx, host, api_key))
+    except InvalidInput as err:
+        fail(str(err))
+
+
+def _mount_world_api(studio, ctx, host: str, api_key: Optional[str]) -> None:
+    """The world-model HTTP API beside the studio, on the studio's loaded model (not on an open host without a key)."""
+    from wmstudio.network import is_loopback
+    from wmstudio.serve.http_api import world_model_router
+    from wmstudio.serve.service import WorldModelService
+
+    if not is_loopback(host) and not api_key:
+        typer.echo(f"note: the world-model API (/v1/...) is not served on {host} without --api-key", err=True)
+        return
+    studio.app.include_router(world_model_router(WorldModelService.create(ctx.backend(), store=ctx.store,
+                                                                          api_key=api_key)))
+
+
+@app.command("serve-wm")
+def serve_wm(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to serve on; one other than loopback needs --api-key."),
+    port: int = typer.Option(8000, "--port"),
+    model: Optional[str] = typer.Option(None, "--model", help="World model: local path or hub id (default: embedded)."),
+    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="WMSTUDIO_API_KEY",
+                                          help="Require `Authorization: Bearer KEY` on every /v1 call."),
+    db: Optional[Path] = typer.Option(None, "--db", help="The studio's SQLite file: worlds named in requests and "
+                                                         "curricula for the OpenEnv server (default: the studio's)."),
+    world: Optional[str] = typer.Option(None, "--world", help="World for chat-format and proxy requests that name "
+                                                              "none: a saved world's name or a world file."),
+    batching: bool = typer.Option(True, "--batching/--no-batching", help="Share denoising forwards between "
+                                                                         "requests that arrive together."),
+    max_body_mb: float = typer.Option(8.0, "--max-body-mb", min=0.01, help="Refuse request bodies over this size."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow checkpoints' own model code."),
+) -> None:
+    """Serve the world model over HTTP for external trainers: /v1/world/step, the paper's /v1/world/proxy payload,
+    OpenAI /v1/chat/completions, and an OpenEnv environment under /openenv."""
+    from wmstudio.model.backends import load_backend
+    from wmstudio.serve.server import refuse_open_binding, run
+    from wmstudio.serve.service import WorldModelService
+    from wmstudio.store.seeding import seed_first_run
+    from wmstudio.studio.world_step import resolve_world
+
+    try:
+        refuse_open_binding(host, api_key)
+        store = _store(db)
+        seed_first_run(store)
+        default_world = None
+        if world:
+            default_world = _load_world(Path(world)) if Path(world).is_file() else resolve_world(world, store)
+        backend = load_backend(model, trust_remote_code=trust_remote_code)
+        service = WorldModelService.create(backend, batching=batching, store=store, world=default_world,
+                                           api_key=api_key, max_body_bytes=int(max_body_mb * 1_000_000))
+        typer.echo(f"serving {backend.name} on http://{host}:{port} (batching {'on' if batching else 'off'})",
+                   err=True)
+        run(service, host=host, port=port)
     except InvalidInput as err:
         fail(str(err))
 

@@ -5,12 +5,10 @@ The same answer decides whose Hugging Face token a dataset push may use (`single
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
+from wmstudio.network import is_loopback
 from wmstudio.ui.identity import on_spaces
-
-LOOPBACK_NAMES = ("localhost", "localhost.")
 
 
 @dataclass(frozen=True)
@@ -19,17 +17,6 @@ class Exposure:
 
     refusal: str | None = None
     warning: str | None = None
-
-
-def is_loopback(host: str) -> bool:
-    """True for addresses only this machine reaches: localhost, 127.0.0.0/8 and ::1."""
-    name = (host or "").strip().lower()
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name.strip("[]")).is_loopback
-    except ValueError:  # a host name other than localhost, or 0.0.0.0's kind: reachable from elsewhere
-        return False
 
 
 def exposure(host: str, users: dict[str, str], insecure_no_auth: bool, port: int = 7860) -> Exposure:

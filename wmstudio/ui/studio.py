@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import gradio as gr
@@ -58,12 +59,13 @@ def build_studio(ctx: StudioContext, single_user_studio: bool | None = None) -> 
 def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = None, model: str | None = None,
            ar_model: str | None = DEFAULT_AR_MODEL, trust_remote_code: bool = False,
            users: dict[str, str] | None = None, overlap: int = DEFAULT_OVERLAP, insecure_no_auth: bool = False,
-           **launch_kwargs) -> gr.Blocks:
+           on_started: Callable[[gr.Blocks, StudioContext], None] | None = None, **launch_kwargs) -> gr.Blocks:
     """Open the context, load the world model once, and serve the studio (blocks unless prevent_thread_lock).
 
     A host other than loopback needs `users` (or a Space's login) or `insecure_no_auth` (InvalidInput otherwise).
     Torch gets half the cores (one on a 2-core machine): the web server and the other requests need the rest,
-    and on a loaded 2-core machine one thread drew a 64-token denoise 5x faster than two."""
+    and on a loaded 2-core machine one thread drew a 64-token denoise 5x faster than two. `on_started` sees the
+    running app and its context before the call blocks (the CLI mounts the world-model HTTP API there)."""
     refusal = exposure(host, dict(users or {}), insecure_no_auth, port).refusal
     if refusal is not None:
         raise InvalidInput(refusal)
@@ -76,5 +78,10 @@ def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = No
     auth = list(ctx.users.items()) or None
     launch_kwargs.setdefault("head", ANNOTATE_SHORTCUTS_HEAD)
     launch_kwargs.setdefault("max_file_size", MAX_UPLOAD_BYTES)
-    studio.launch(server_name=host, server_port=port, auth=auth, **launch_kwargs)
+    block = not launch_kwargs.pop("prevent_thread_lock", False)
+    studio.launch(server_name=host, server_port=port, auth=auth, prevent_thread_lock=True, **launch_kwargs)
+    if on_started is not None:
+        on_started(studio, ctx)
+    if block:
+        studio.block_thread()
     return studio

@@ -1,0 +1,40 @@
+"""`wmstudio serve-wm`: the world-model endpoints and the OpenEnv environment in one FastAPI app under uvicorn.
+
+Binding to anything but loopback needs an API key, so a trainer's port is never an open model server."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from wmstudio.network import is_loopback
+from wmstudio.problems import InvalidInput
+from wmstudio.serve.http_api import world_model_router
+from wmstudio.serve.service import WorldModelService
+
+OPENENV_PATH = "/openenv"
+
+
+def create_app(service: WorldModelService, openenv: bool = True) -> FastAPI:
+    """The app: the world-model routes and, under /openenv, the OpenEnv server over the saved curricula."""
+    app = FastAPI(title="wmstudio world model", version="1")
+    app.include_router(world_model_router(service))
+    if openenv and service.store is not None:
+        from wmstudio.serve.openenv_server import openenv_app
+
+        app.mount(OPENENV_PATH, openenv_app(service))
+    return app
+
+
+def refuse_open_binding(host: str, api_key: str | None) -> None:
+    """InvalidInput when `host` is reachable from other machines and no API key protects the model."""
+    if not is_loopback(host) and not api_key:
+        raise InvalidInput(f"--host {host} can be reached from other machines: set --api-key KEY (or "
+                           "WMSTUDIO_API_KEY) so only your trainers can call the model, or serve on --host 127.0.0.1")
+
+
+def run(service: WorldModelService, host: str = "127.0.0.1", port: int = 8000, openenv: bool = True) -> None:
+    """Serve until interrupted."""
+    import uvicorn
+
+    refuse_open_binding(host, service.api_key)
+    uvicorn.run(create_app(service, openenv), host=host, port=port, log_level="warning")

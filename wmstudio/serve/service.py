@@ -1,0 +1,45 @@
+"""What every HTTP endpoint shares: the loaded world model (behind the request batcher), the saved worlds, the
+default world for chat-format requests, and the server's limits."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Iterator
+
+from wmstudio.model.backends import ArBaseline, Backend
+from wmstudio.model.batching import ForwardBatcher
+from wmstudio.store import Store
+from wmstudio.studio.chat_step import DEFAULT_FREE_TOKENS
+from wmstudio.world.spec import WorldSpec
+
+DEFAULT_MAX_BODY_BYTES = 8_000_000  # a world object with a large initial state fits; anything bigger is refused
+
+
+@dataclass
+class WorldModelService:
+    """One served world model. `batcher` None answers every request on its own (the benchmark's "without")."""
+
+    backend: Backend | ArBaseline
+    store: Store | None = None
+    world: WorldSpec | None = None
+    batcher: ForwardBatcher | None = None
+    api_key: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    free_tokens: int = DEFAULT_FREE_TOKENS
+
+    @classmethod
+    def create(cls, backend: Backend | ArBaseline, batching: bool = True, **settings) -> WorldModelService:
+        """A service over `backend`, batching concurrent requests when the backend allows it."""
+        batcher = ForwardBatcher(backend) if batching and isinstance(backend, Backend) else None
+        return cls(backend, batcher=batcher, **settings)
+
+    @contextmanager
+    def session(self) -> Iterator[Backend | ArBaseline]:
+        """The backend one request generates with (its forwards joined to the others' when batching)."""
+        with self.batcher.session() if self.batcher is not None else nullcontext(self.backend) as backend:
+            yield backend
+
+    @property
+    def model_name(self) -> str:
+        return self.backend.name

@@ -1,0 +1,139 @@
+"""One world-model step asked for from outside the studio: a trainer's call in, the checked response out.
+
+`read_step_request` turns a parsed JSON body into typed objects (a world given whole or by saved name, history,
+call, anchors, sampler settings), naming every bad field; `world_step` runs it on any backend, so the HTTP server,
+the OpenEnv environment and tests share one path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from wmstudio.model.backends import ArBaseline, Backend
+from wmstudio.model.generation import generate
+from wmstudio.model.sampler import SamplerSettings
+from wmstudio.problems import InvalidInput, Problem
+from wmstudio.store import Store
+from wmstudio.store.worlds import get_world, latest_world
+from wmstudio.world.anchors import Anchor, parse_anchor
+from wmstudio.world.history import HistoryStep, parse_history
+from wmstudio.world.spec import Call, WorldSpec, parse_world
+
+STEP_FIELDS = ("world", "history", "call", "anchors", "sampler", "repair")
+MISSING = {"world": "missing: give a world object or the name of a world saved in the studio",
+           "call": 'missing: give the tool call {"name": TOOL, "arguments": {...}}'}
+
+
+@dataclass
+class StepRequest:
+    """A world step, parsed: the world, the earlier steps, the call, the pinned anchors and the sampler."""
+
+    world: WorldSpec
+    call: Call
+    history: list[HistoryStep] = field(default_factory=list)
+    anchors: list[Anchor] = field(default_factory=list)
+    settings: SamplerSettings = SamplerSettings()
+
+
+def read_step_request(body: Any, store: Store | None) -> StepRequest:
+    """A StepRequest from `{"world", "history", "call", "anchors", "sampler", "repair"}`; InvalidInput names each
+    bad field (`call.name`, `sampler.temperature`, `anchors.status`) with its fix."""
+    if not isinstance(body, dict):
+        raise InvalidInput(Problem("body", 'must be a JSON object {"world": ..., "call": {...}}'))
+    problems = [Problem(name, f"unknown field: use {', '.join(STEP_FIELDS)}") for name in body
+                if name not in STEP_FIELDS]
+    parsed: dict[str, Any] = {}
+    readers = {"world": lambda raw: resolve_world(raw, store), "call": Call.from_json, "history": parse_history,
+               "anchors": read_anchors, "settings": lambda _: read_sampler(body.get("sampler"), body.get("repair"))}
+    for name, read in readers.items():
+        if name in ("world", "call") and name not in body:
+            problems.append(Problem(name, MISSING[name]))
+            continue
+        try:
+            parsed[name] = read(body.get(name))
+        except InvalidInput as err:
+            problems.extend(err.problems)
+    if problems:
+        raise InvalidInput(problems)
+    return StepRequest(parsed["world"], parsed["call"], parsed["history"], parsed["anchors"], parsed["settings"])
+
+
+def resolve_world(raw: Any, store: Store | None) -> WorldSpec:
+    """A world given whole (a world object) or by the name (or numeric id) of a world saved in the studio."""
+    if isinstance(raw, dict):
+        try:
+            return parse_world(raw)
+        except InvalidInput as err:
+            raise InvalidInput([Problem(f"world.{p.path}" if p.path else "world", p.message)
+                                for p in err.problems]) from None
+    if isinstance(raw, bool) or not isinstance(raw, (str, int)) or raw == "":
+        raise InvalidInput(Problem("world", "must be a world object or the name of a saved world"))
+    if store is None:
+        raise InvalidInput(Problem("world", "this server has no saved worlds: send the world object itself"))
+    if isinstance(raw, int) or raw.isdigit():
+        try:
+            return get_world(store, int(raw)).spec()
+        except InvalidInput:
+            raise InvalidInput(Problem("world", f"no saved world version with id {raw}")) from None
+    saved = latest_world(store, raw)
+    if saved is None:
+        raise InvalidInput(Problem("world", f"no saved world named {raw!r}: save it in the studio or send it whole"))
+    return saved.spec()
+
+
+def read_anchors(raw: Any) -> list[Anchor]:
+    """Anchors as `{"path": value}` (JSON values) or a list of `PATH=VALUE` texts."""
+    if raw is None:
+        return []
+    if isinstance(raw, dict):
+        return [Anchor(str(path), value) for path, value in raw.items()]
+    if isinstance(raw, list):
+        anchors, problems = [], []
+        for i, item in enumerate(raw):
+            try:
+                anchors.append(parse_anchor(item))
+            except InvalidInput as err:
+                problems.extend(Problem(f"anchors[{i}]", p.message) for p in err.problems)
+        if problems:
+            raise InvalidInput(problems)
+        return anchors
+    raise InvalidInput(Problem("anchors", 'must be an object {"status": "error"} or a list of "PATH=VALUE" texts'))
+
+
+def read_sampler(raw: Any, repair: Any = None) -> SamplerSettings:
+    """SamplerSettings from a JSON object of settings (the names `wmstudio simulate` takes) and the repair switch."""
+    raw = {} if raw is None else raw
+    repair = False if repair is None else repair
+    if not isinstance(raw, dict):
+        raise InvalidInput(Problem("sampler", "must be an object of sampler settings, e.g. {\"temperature\": 0.7}"))
+    known = {f.name for f in fields(SamplerSettings)} - {"repair"}
+    problems = [Problem(f"sampler.{name}", f"not a sampler setting: use {', '.join(sorted(known))}")
+                for name in raw if name not in known]
+    if not isinstance(repair, bool):
+        problems.append(Problem("repair", f"must be true or false, got {repair!r}"))
+    if problems:
+        raise InvalidInput(problems)
+    try:
+        return SamplerSettings(**raw, repair=repair)
+    except InvalidInput as err:
+        raise InvalidInput([Problem(f"sampler.{p.path}" if p.path else "sampler", p.message)
+                            for p in err.problems]) from None
+
+
+def world_step(backend: Backend | ArBaseline, request: StepRequest) -> dict[str, Any]:
+    """Generate and check the response to one call: `{"response", "checks", "timing_ms", "model"}` (and every
+    sample's response and checks under `samples` when more than one was asked for)."""
+    try:
+        generation = generate(backend, request.world, request.call, request.anchors, request.history,
+                              request.settings)
+    except InvalidInput as err:  # the canvas names an anchor as "anchor PATH": the request's field is anchors.PATH
+        raise InvalidInput([Problem("anchors." + p.path.removeprefix("anchor ").split("=")[0], p.message)
+                            if p.path.startswith("anchor ") else p for p in err.problems]) from None
+    first = generation.samples[0]
+    result: dict[str, Any] = {"response": first.response, "checks": first.checks.to_json(),
+                              "timing_ms": round(generation.elapsed_ms, 1), "model": generation.model}
+    if generation.prompt_cut:
+        result["prompt_cut"] = list(generation.prompt_cut)
+    if len(generation.samples) > 1:
+        result["samples"] = [{"response": s.response, "checks": s.checks.to_json()} for s in generation.samples]
+    return result
