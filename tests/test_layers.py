@@ -10,7 +10,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "wmstudio"
 LAYERS = {  # lower number = lower layer; a module may import its own layer and any lower one
-    "problems": 0, "locations": 0,
+    "problems": 0, "locations": 0, "network": 0,
     "world": 1,
     "model": 2, "metrics": 2,
     "store": 3,

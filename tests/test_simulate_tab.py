@@ -15,6 +15,7 @@ from gradio_client import Client
 from serving import free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
+from wmstudio.model.generation import generate_stream
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput
 from wmstudio.store import (
@@ -421,3 +422,22 @@ def test_refreshing_the_worlds_moves_to_the_newest_version_of_the_chosen_world(c
     update = client.predict(old, api_name="/simulate_worlds")
     assert update["value"] == newer.id and ["filesystem (v2)", newer.id] in update["choices"]
     assert client.predict(worlds["retail"], api_name="/simulate_worlds")["value"] == worlds["retail"]
+
+
+def test_a_context_can_route_the_denoising_through_its_own_stream(ctx, worlds):
+    """What a Space on ZeroGPU does with its @spaces.GPU function: Simulate runs through ctx.generation_stream."""
+    seen = []
+
+    def on_device(backend, world, call, anchors, history, settings):
+        seen.append(call.name)
+        yield from generate_stream(backend, world, call, anchors, history, settings)
+
+    call = {"name": "get_order", "arguments": {"order_id": "ORD-23411"}}
+    ctx.generation_stream = on_device
+    try:
+        routed = list(run_simulation(ctx, worlds["retail"], *parsed(call), SamplerSettings(steps=4)))[-1]
+    finally:
+        ctx.generation_stream = None
+    plain = list(run_simulation(ctx, worlds["retail"], *parsed(call), SamplerSettings(steps=4)))[-1]
+    assert seen == ["get_order"]
+    assert routed.generation.samples[0].response == plain.generation.samples[0].response

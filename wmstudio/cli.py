@@ -305,8 +305,8 @@ def serve_wm(
                                                          "curricula for the OpenEnv server (default: the studio's)."),
     world: Optional[str] = typer.Option(None, "--world", help="World for chat-format and proxy requests that name "
                                                               "none: a saved world's name or a world file."),
-    batching: bool = typer.Option(True, "--batching/--no-batching", help="Share denoising forwards between "
-                                                                         "requests that arrive together."),
+    batching: str = typer.Option("auto", "--batching", help="on: share denoising forwards between requests that "
+                                                            "arrive together; off; auto: on with a GPU only."),
     max_body_mb: float = typer.Option(8.0, "--max-body-mb", min=0.01, help="Refuse request bodies over this size."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow checkpoints' own model code."),
 ) -> None:
@@ -326,13 +326,38 @@ def serve_wm(
         if world:
             default_world = _load_world(Path(world)) if Path(world).is_file() else resolve_world(world, store)
         backend = load_backend(model, trust_remote_code=trust_remote_code)
-        service = WorldModelService.create(backend, batching=batching, store=store, world=default_world,
-                                           api_key=api_key, max_body_bytes=int(max_body_mb * 1_000_000))
-        typer.echo(f"serving {backend.name} on http://{host}:{port} (batching {'on' if batching else 'off'})",
-                   err=True)
+        if batching not in ("auto", "on", "off"):
+            fail(f"--batching {batching!r}: use on, off or auto")
+        service = WorldModelService.create(backend, batching={"auto": None, "on": True, "off": False}[batching],
+                                           store=store, world=default_world, api_key=api_key,
+                                           max_body_bytes=int(max_body_mb * 1_000_000))
+        typer.echo(f"serving {backend.name} on http://{host}:{port} (batching "
+                   f"{'on' if service.batcher else 'off'})", err=True)
         run(service, host=host, port=port)
     except InvalidInput as err:
         fail(str(err))
+
+
+space_app = typer.Typer(help="The Hugging Face Space: assemble a deployable folder.", no_args_is_help=True)
+app.add_typer(space_app, name="space")
+
+
+@space_app.command("build")
+def space_build(
+    out: Path = typer.Argument(..., help="Folder to write the Space into (new or empty)."),
+    hardware: str = typer.Option("cpu-upgrade", "--hardware", help="suggested_hardware of the Space "
+                                                                   "(zero-a10g runs the denoising on ZeroGPU)."),
+    model_repo: list[str] = typer.Option([], "--model-repo", help="Hub model ids to list under `models`."),
+    force: bool = typer.Option(False, "--force", help="Replace the contents of a non-empty OUT."),
+) -> None:
+    """Assemble the Space: package, embedded models, demo worlds, entry app.py, requirements and README."""
+    from wmstudio.serve.space import build_space
+
+    try:
+        built = build_space(out, hardware=hardware, models=model_repo, force=force)
+    except InvalidInput as err:
+        fail(str(err))
+    emit({"folder": str(built.folder), "front_matter": built.front_matter, "requirements": built.requirements})
 
 
 # --- histories (earlier steps) from the trajectory files people already have ---------------------------

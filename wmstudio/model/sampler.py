@@ -215,7 +215,8 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
             logits, hidden = backend.full_logits(torch.tensor([list(prompt_ids)]), x), None
         logits = penalise_repeats(logits.float(), x, span_slots & ~masked, repetition_penalty)
         logits = logits.masked_fill(~constraints.allowed, -math.inf)
-        guess = sample_tokens(logits, temperature, generator)
+        guess = x.clone()  # only masked slots are sampled: the noise over the vocabulary is most of a step's cost
+        guess[masked] = sample_tokens(logits[masked], temperature, generator)
         confidence = score(logits, guess, strategy, generator).masked_fill(~eligible, -math.inf)
 
         forced = torch.zeros_like(masked)

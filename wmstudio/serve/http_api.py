@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 import time
 import uuid
 from typing import Any, Callable, Iterator
@@ -273,5 +274,6 @@ def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
     yield from rest
 
 
-def _path_parts(path: str) -> list[str]:
-    return [part for part in path.replace("[", ".[").split(".") if part] if path else []
+def _path_parts(path: str) -> list[str | int]:
+    """`history[0].call.name` -> ["history", 0, "call", "name"], as FastAPI writes a `loc`."""
+    return [int(piece[1:-1]) if piece.startswith("[") else piece for piece in re.findall(r"\[\d+\]|[^.\[\]]+", path)]

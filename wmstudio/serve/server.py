@@ -4,6 +4,8 @@ Binding to anything but loopback needs an API key, so a trainer's port is never 
 
 from __future__ import annotations
 
+import sys
+
 from fastapi import FastAPI
 
 from wmstudio.network import is_loopback
@@ -19,9 +21,12 @@ def create_app(service: WorldModelService, openenv: bool = True) -> FastAPI:
     app = FastAPI(title="wmstudio world model", version="1")
     app.include_router(world_model_router(service))
     if openenv and service.store is not None:
-        from wmstudio.serve.openenv_server import openenv_app
-
-        app.mount(OPENENV_PATH, openenv_app(service))
+        try:
+            from wmstudio.serve.openenv_server import openenv_app
+        except ImportError:  # openenv-core is the `serve` extra
+            print("note: no OpenEnv server: pip install 'wmstudio[serve]' for one under /openenv", file=sys.stderr)
+        else:
+            app.mount(OPENENV_PATH, openenv_app(service))
     return app
 
 

@@ -29,8 +29,12 @@ class WorldModelService:
     free_tokens: int = DEFAULT_FREE_TOKENS
 
     @classmethod
-    def create(cls, backend: Backend | ArBaseline, batching: bool = True, **settings) -> WorldModelService:
-        """A service over `backend`, batching concurrent requests when the backend allows it."""
+    def create(cls, backend: Backend | ArBaseline, batching: bool | None = None, **settings) -> WorldModelService:
+        """A service over `backend`; `batching` None batches on an accelerator only. On this 2-core CPU a forward
+        is about a quarter of a request and its throughput does not grow with the batch, so batching cost
+        throughput there (benchmarks/serve_load_bench.py)."""
+        if batching is None:
+            batching = isinstance(backend, Backend) and backend.device.type != "cpu"
         batcher = ForwardBatcher(backend) if batching and isinstance(backend, Backend) else None
         return cls(backend, batcher=batcher, **settings)
 

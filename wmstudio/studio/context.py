@@ -6,6 +6,7 @@ from loading the same checkpoint twice."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,9 @@ class StudioContext:
     trust_remote_code: bool = False
     users: dict[str, str] = field(default_factory=dict)  # name -> password from --auth; empty = open studio
     overlap: int = DEFAULT_OVERLAP  # annotators who rate each step before the queue moves on to new steps
+    # what runs a Simulate denoising (generate_stream's arguments): None for generate_stream itself; a Space on
+    # ZeroGPU puts its @spaces.GPU function here
+    generation_stream: Callable[..., Iterator[Any]] | None = None
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

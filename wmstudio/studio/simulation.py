@@ -65,7 +65,8 @@ def run_simulation(ctx: StudioContext, world_id: int | None, call: Call, anchors
                            "start the studio with a masked diffusion model (--model)")
     warnings = argument_problems(tool, the_call)
     simulation = None
-    for item in generate_stream(backend, world, the_call, pinned, history, settings):
+    stream = ctx.generation_stream or generate_stream
+    for item in stream(backend, world, the_call, pinned, history, settings):
         if isinstance(item, Canvas):  # the layout comes first: draw it before the first step
             simulation = Simulation(world_id, world, tool, the_call, pinned, settings, item, warnings=warnings,
                                     traces=[DecodeTrace() for _ in range(settings.samples)])

@@ -15,6 +15,7 @@ from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import Store
 from wmstudio.store.worlds import get_world, latest_world
+from wmstudio.studio.simulation import tool_of
 from wmstudio.world.anchors import Anchor, parse_anchor
 from wmstudio.world.history import HistoryStep, parse_history
 from wmstudio.world.spec import Call, WorldSpec, parse_world
@@ -51,6 +52,11 @@ def read_step_request(body: Any, store: Store | None) -> StepRequest:
             continue
         try:
             parsed[name] = read(body.get(name))
+        except InvalidInput as err:
+            problems.extend(err.problems)
+    if "world" in parsed and "call" in parsed:
+        try:
+            tool_of(parsed["world"], parsed["call"])
         except InvalidInput as err:
             problems.extend(err.problems)
     if problems:

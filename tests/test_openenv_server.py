@@ -1,0 +1,57 @@
+"""The OpenEnv environment (serve/openenv_server.py): `openenv-core`'s own client drives reset / step / state
+for one curriculum scenario end to end over its WebSocket session, the scenario's steering holding."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from openenv.core.generic_client import GenericEnvClient
+from test_serve_http import serve
+
+from wmstudio.model.backends import load_backend
+from wmstudio.serve.service import WorldModelService
+from wmstudio.store import MadeBy, append_step, create_rollout, open_store
+from wmstudio.store.curricula import create_curriculum_version
+from wmstudio.store.rollouts import set_status
+from wmstudio.store.seeding import demo_worlds
+from wmstudio.store.worlds import save_world_version
+from wmstudio.world.anchors import Anchor
+from wmstudio.world.spec import Call
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory, one_thread):
+    store = open_store(tmp_path_factory.mktemp("openenv") / "studio.db")
+    retail = save_world_version(store, next(w for w in demo_worlds() if w.name == "retail"))
+    rollout = create_rollout(store, retail.id, "the order lookup fails")
+    append_step(store, rollout.id, Call("get_order", {"order_id": "ORD-23411"}),
+                '{"status": "error", "error": "timeout"}', MadeBy.by_model("m", {}, 0, [Anchor("status", "error")]))
+    set_status(store, rollout.id, "accepted")
+    create_curriculum_version(store, "lookups", [rollout.id])
+    server, url = serve(WorldModelService.create(load_backend(), store=store))
+    yield f"{url}/openenv"
+    server.should_exit = True
+
+
+def test_an_openenv_client_plays_one_scenario_end_to_end(url):
+    with GenericEnvClient(base_url=url).sync() as env:
+        start = env.reset(curriculum="lookups", scenario=0)
+        assert not start.done
+        assert "the order lookup fails" in start.observation["task"]
+        assert [tool["function"]["name"] for tool in start.observation["tools"]][:1] == ["get_order"]
+
+        answered = env.step({"tool": "get_order", "arguments": {"order_id": "ORD-23411"}})
+        response = json.loads(answered.observation["response"])
+        assert response["status"] == "error"  # the scenario's steering: its rollout pinned status=error here
+        assert response["order_id"] == "ORD-23411" and answered.reward == 1.0 and not answered.done
+        assert answered.observation["checks"]["anchor_violations"] == []
+
+        refused = env.step({"tool": "launch_rocket", "arguments": {}})
+        assert "get_order" in refused.observation["error"] and refused.reward == 0.0
+
+        state = env.state()
+        assert state["curriculum"] == "lookups" and state["step_count"] == 2
+        assert [c["call"]["name"] for c in state["calls"]] == ["get_order"]
+
+        assert env.step({"final_answer": "Your order lookup failed; please try later."}).done

@@ -1,0 +1,193 @@
+"""The world model over HTTP (serve/): a plain httpx client exercises the world step, the paper's proxy payload
+and OpenAI chat completions (plain and streamed) on a real uvicorn server; bad payloads are 422s naming the
+field; the API key, the body limit and the loopback rule hold; `wmstudio serve-wm` runs as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from serving import free_port
+
+from wmstudio.model.backends import load_backend
+from wmstudio.serve.server import create_app
+from wmstudio.serve.service import WorldModelService
+from wmstudio.store import open_store
+from wmstudio.store.seeding import demo_worlds, seed_first_run
+
+KEY = "test-key-123"
+STATE = [{"role": "user", "content": "Where is my order ORD-23411?"}]
+ACTION = [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+    "name": "get_order", "arguments": json.dumps({"order_id": "ORD-23411"})}}]}]
+STEP = {"world": "retail", "call": {"name": "get_order", "arguments": {"order_id": "ORD-23411"}}}
+
+
+def serve(service: WorldModelService) -> tuple[uvicorn.Server, str]:
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="error"))
+    threading.Thread(target=server.run, daemon=True).start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    store = open_store(tmp_path_factory.mktemp("serve") / "studio.db")
+    seed_first_run(store)
+    return store
+
+
+@pytest.fixture(scope="module")
+def api(store, one_thread):
+    retail = next(world for world in demo_worlds() if world.name == "retail")
+    service = WorldModelService.create(load_backend(), batching=True, store=store, world=retail,
+                                       max_body_bytes=200_000)
+    server, url = serve(service)
+    yield httpx.Client(base_url=url, timeout=120)
+    server.should_exit = True
+
+
+def locs(reply: httpx.Response) -> list[str]:
+    assert reply.status_code == 422, reply.text
+    return [".".join(str(part) for part in item["loc"][1:]) for item in reply.json()["detail"]]
+
+
+def test_world_step_by_saved_name_and_by_object_answers_with_a_checked_response(api):
+    reply = api.post("/v1/world/step", json={**STEP, "anchors": {"status": "error"}})
+    assert reply.status_code == 200, reply.text
+    data = reply.json()
+    assert set(data) >= {"response", "checks", "timing_ms", "model"}
+    assert json.loads(data["response"])["status"] == "error"  # the pinned anchor holds
+    assert data["checks"]["json_valid"] and data["checks"]["anchor_violations"] == []
+    world = next(w for w in demo_worlds() if w.name == "retail").to_json()
+    by_object = api.post("/v1/world/step", json={**STEP, "world": world, "anchors": {"status": "error"}}).json()
+    assert by_object["response"] == data["response"]  # the same world, the same greedy answer
+    samples = api.post("/v1/world/step", json={**STEP, "sampler": {"samples": 3, "temperature": 1.0}}).json()
+    assert len(samples["samples"]) == 3 and samples["response"] == samples["samples"][0]["response"]
+
+
+def test_bad_world_step_payloads_are_422s_naming_each_field(api):
+    assert locs(api.post("/v1/world/step", json={"call": {"arguments": {}}, "sampler": {"temperature": 9},
+                                                  "colour": 1})) == ["colour", "world", "call.name",
+                                                                     "sampler.temperature"]
+    assert locs(api.post("/v1/world/step", json={**STEP, "anchors": {"status": "processing"}})) == ["anchors.status"]
+    assert locs(api.post("/v1/world/step", json={**STEP, "world": "atlantis"})) == ["world"]
+    assert locs(api.post("/v1/world/step", json={**STEP, "call": {"name": "launch_rocket"}})) == ["call.name"]
+    assert locs(api.post("/v1/world/step", json={**STEP, "history": [{"call": {}}]})) == ["history.0"]
+    reply = api.post("/v1/world/step", content=b'{"world": "retail", "call": ', headers={"content-type": "json"})
+    assert reply.status_code == 422 and "not JSON" in reply.json()["detail"][0]["msg"]
+
+
+def test_the_papers_proxy_payload_round_trips(api):
+    payload = {"input": {"system_prompt": "You simulate the shop's API.", "state": STATE, "action": ACTION,
+                         "max_tokens": 2048, "num_diffusion_steps": 1}}
+    reply = api.post("/v1/world/proxy", json=payload)
+    assert reply.status_code == 200, reply.text
+    data = reply.json()
+    assert set(data) == {"generated_text", "usage"}
+    answer = json.loads(data["generated_text"])  # the server's world knows get_order: a skeleton answer
+    assert answer["order_id"] == "ORD-23411" and answer["status"] in ("ok", "error")
+    as_text = {"input": {**payload["input"], "state": json.dumps(STATE), "action": json.dumps(ACTION)}}
+    assert api.post("/v1/world/proxy", json=as_text).json()["generated_text"] == data["generated_text"]
+    assert locs(api.post("/v1/world/proxy", json={"input": {"state": STATE, "max_tokens": 0}})) == \
+        ["input.action", "input.max_tokens"]
+
+
+def test_chat_completions_plain_and_streamed_agree(api):
+    user = {"role": "user", "content": f"State: {json.dumps(STATE)}\n\nAction: {json.dumps(ACTION)}"}
+    body = {"model": "anything", "messages": [user], "temperature": 0}
+    reply = api.post("/v1/chat/completions", json=body)
+    assert reply.status_code == 200, reply.text
+    data = reply.json()
+    content = data["choices"][0]["message"]["content"]
+    assert data["object"] == "chat.completion" and data["usage"]["completion_tokens"] > 0
+    assert json.loads(content)["order_id"] == "ORD-23411" and data["wmstudio"]["checks"]["json_valid"]
+    deltas, finish = [], None
+    with api.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in stream.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    for line in lines[:-1]:
+        choice = json.loads(line[len("data: "):])["choices"][0]
+        deltas.append(choice["delta"].get("content", ""))
+        finish = choice["finish_reason"] or finish
+    assert "".join(deltas) == content and finish == "stop"
+    assert len([d for d in deltas if d]) > 2  # the answer arrived in pieces as the canvas settled
+    free = api.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "list the files"}],
+                                                  "max_tokens": 16}).json()
+    assert free["wmstudio"]["mode"] == "free" and free["usage"]["completion_tokens"] <= 16
+    assert locs(api.post("/v1/chat/completions", json={"messages": [{"role": "robot", "content": "hi"}],
+                                                       "temperature": "hot"})) == ["messages.0.role", "temperature"]
+
+
+def test_an_api_key_guards_every_v1_call_and_bodies_over_the_limit_are_refused(store, api):
+    assert api.post("/v1/world/step", content=b"x" * 300_000).status_code == 413
+    keyed = WorldModelService.create(load_backend(), store=store, api_key=KEY)
+    server, url = serve(keyed)
+    try:
+        assert httpx.post(f"{url}/v1/world/step", json=STEP).status_code == 401
+        assert httpx.post(f"{url}/v1/world/step", json=STEP, headers={"Authorization": "Bearer nope"}).status_code \
+            == 401
+        assert httpx.post(f"{url}/v1/world/step", json=STEP, headers={"Authorization": f"Bearer {KEY}"},
+                          timeout=60).status_code == 200
+        assert httpx.get(f"{url}/v1/models", headers={"X-API-Key": KEY}).json()["data"][0]["object"] == "model"
+        assert httpx.get(f"{url}/health").status_code == 200  # a load balancer's probe needs no key
+    finally:
+        server.should_exit = True
+
+
+@pytest.mark.slow
+def test_serve_wm_runs_as_a_process_and_refuses_an_open_host_without_a_key(tmp_path):
+    env = {**os.environ, "WMSTUDIO_HOME": str(tmp_path)}
+    refused = subprocess.run([sys.executable, "-m", "wmstudio.cli", "serve-wm", "--host", "0.0.0.0"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--api-key" in refused.stderr
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "wmstudio.cli", "serve-wm", "--port", str(port), "--db",
+                               str(tmp_path / "s.db")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        reply = httpx.post(f"{url}/v1/world/step", json=STEP, timeout=60)  # "retail" was seeded on first run
+        assert reply.status_code == 200 and json.loads(reply.json()["response"])["order_id"] == "ORD-23411"
+        assert httpx.get(f"{url}/v1/health").json()["batching"] is False  # auto: batching on a GPU only
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+@pytest.mark.slow
+def test_the_studio_serves_the_world_model_api_beside_itself(tmp_path):
+    port = free_port()
+    env = {**os.environ, "WMSTUDIO_HOME": str(tmp_path), "GRADIO_ANALYTICS_ENABLED": "False"}
+    studio = subprocess.Popen([sys.executable, str(Path(__file__).parents[1] / "app.py"), "--port", str(port), "--db", str(tmp_path / "s.db")],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        reply = httpx.post(f"{url}/v1/world/step", json=STEP, timeout=60)
+        assert reply.status_code == 200 and json.loads(reply.json()["response"])["order_id"] == "ORD-23411"
+        assert "World Model Studio" in httpx.get(f"{url}/config", timeout=10).text  # and the studio itself
+    finally:
+        studio.terminate()
+        studio.wait(30)

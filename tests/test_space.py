@@ -1,0 +1,113 @@
+"""The Hugging Face Space (spaces/, serve/space.py): `wmstudio space build` assembles a folder whose front matter
+matches what we test, whose app starts locally and serves the studio, and whose database export commits a
+consistent snapshot (the hub itself is faked: it lies outside)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+import gradio
+import httpx
+import pytest
+from serving import free_port
+
+from wmstudio.serve.space import (
+    EXPORT_FILE,
+    package_requirements,
+    read_front_matter,
+    snapshot_database,
+    start_database_export,
+)
+from wmstudio.store import open_store
+from wmstudio.store.seeding import seed_first_run
+
+
+def build(out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "wmstudio.cli", "space", "build", str(out), *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_built_space_has_the_front_matter_and_files_a_space_needs(tmp_path):
+    done = build(tmp_path / "space", "--model-repo", "someone/wm-mdlm-small")
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "space"
+    front = read_front_matter(out / "README.md")
+    assert front["sdk"] == "gradio" and front["sdk_version"] == gradio.__version__
+    assert front["app_file"] == "app.py" and (out / front["app_file"]).is_file()
+    assert front["python_version"] == "3.11" and front["hf_oauth"] is True
+    assert front["suggested_hardware"] == "cpu-upgrade" and front["models"] == ["someone/wm-mdlm-small"]
+    assert (out / "requirements.txt").read_text().split() == package_requirements()
+    assert (out / "assets/models/wm-mdlm-small/model.safetensors").is_file()
+    assert (out / "wmstudio/serve/space.py").is_file() and not list(out.rglob("__pycache__"))
+    zero = build(tmp_path / "zero", "--hardware", "zero-a10g")
+    assert "spaces" in (tmp_path / "zero/requirements.txt").read_text() and zero.returncode == 0
+    again = build(out)
+    assert again.returncode == 2 and "not an empty folder" in again.stderr
+    assert build(tmp_path / "x", "--hardware", "quantum").returncode == 2
+
+
+@pytest.mark.slow
+def test_the_built_spaces_app_starts_and_serves_the_studio(tmp_path):
+    out = tmp_path / "space"
+    assert build(out).returncode == 0
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("WMSTUDIO_")}
+    env.update(GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port), GRADIO_ANALYTICS_ENABLED="False")
+    app = subprocess.Popen([sys.executable, "app.py"], cwd=out, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+    try:
+        deadline, config = time.monotonic() + 120, None
+        while time.monotonic() < deadline and config is None:
+            try:
+                config = httpx.get(f"http://127.0.0.1:{port}/config", timeout=2).json()
+            except (httpx.HTTPError, json.JSONDecodeError):
+                assert app.poll() is None, app.stderr.read().decode()
+                time.sleep(0.5)
+        assert config is not None and config["title"] == "World Model Studio"
+        assert (out / "data/studio.db").is_file()  # the database on the Space's local disk, beside the app
+    finally:
+        app.terminate()
+        app.wait(30)
+
+
+class FakeHub:
+    """The few HfApi calls CommitScheduler makes, recorded instead of sent (the hub is outside this machine)."""
+
+    def __init__(self):
+        self.commits: list[list[str]] = []
+
+    def create_repo(self, **kwargs):
+        return type("RepoUrl", (), {"repo_id": kwargs["repo_id"]})()
+
+    def create_commit(self, operations, **kwargs):
+        self.commits.append([op.path_in_repo for op in operations])
+
+    def run_as_future(self, function, *args, **kwargs) -> Future:
+        done: Future = Future()
+        done.set_result(function(*args, **kwargs))
+        return done
+
+
+def test_the_database_export_commits_a_consistent_snapshot(tmp_path):
+    store = open_store(tmp_path / "studio.db")
+    seed_first_run(store)
+    snapshot = snapshot_database(store.path, tmp_path / "export")
+    with sqlite3.connect(snapshot) as copy:
+        assert copy.execute("select count(*) from world").fetchone()[0] == 5
+    hub = FakeHub()
+    scheduler = start_database_export(store.path, tmp_path / "export", "me/studio-data", "token",
+                                      every_minutes=60, hf_api=hub)
+    try:
+        deadline = time.monotonic() + 60
+        while not hub.commits and time.monotonic() < deadline:  # the first export runs at start
+            time.sleep(0.1)
+    finally:
+        scheduler.stop()
+    assert hub.commits and hub.commits[0] == [EXPORT_FILE]
