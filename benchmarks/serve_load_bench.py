@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from serving import SIMULATE_CALLS, free_port  # noqa: E402
+from serving import SIMULATE_CALLS, free_port, wait_for_http  # noqa: E402
 
 
 def start_server(batching: bool, folder: Path) -> tuple[subprocess.Popen, str]:
@@ -36,15 +36,12 @@ def start_server(batching: bool, folder: Path) -> tuple[subprocess.Popen, str]:
                "--batching", "on" if batching else "off"]
     server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
-                return server, url
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    server.kill()
-    raise RuntimeError("serve-wm did not start within 120 s")
+    try:
+        wait_for_http(f"{url}/v1/health", process=server)
+    except (RuntimeError, TimeoutError):
+        server.kill()
+        raise
+    return server, url
 
 
 def step_body(i: int) -> dict:

@@ -35,3 +35,22 @@ def simulate_inputs(world_id: int, tool: str, arguments: str, seed: int) -> list
 
     return [world_id, tool, arguments, "", 8, "low_confidence", 0.9, 0, 0.7, 1.0, 1, seed, False, 64,
             *[MASKED] * ANCHOR_SLOTS]
+
+
+def wait_for_http(url: str, seconds: float = 120, process=None) -> None:
+    """Return once GET `url` answers 200; fail after `seconds`, or as soon as `process` (a Popen) has exited."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the server exited with code {process.returncode} before answering {url}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer within {seconds:.0f} s")

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
-from serving import free_port
+from serving import free_port, wait_for_http
 
 from wmstudio.model.backends import load_backend
 from wmstudio.serve.server import create_app
@@ -154,15 +154,10 @@ def test_serve_wm_runs_as_a_process_and_refuses_an_open_host_without_a_key(tmp_p
     assert refused.returncode == 2 and "--api-key" in refused.stderr
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "wmstudio.cli", "serve-wm", "--port", str(port), "--db",
-                               str(tmp_path / "s.db")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               str(tmp_path / "s.db")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
+        url = f"http://127.0.0.1:{port}"
+        wait_for_http(f"{url}/v1/health", process=server)
         reply = httpx.post(f"{url}/v1/world/step", json=STEP, timeout=60)  # "retail" was seeded on first run
         assert reply.status_code == 200 and json.loads(reply.json()["response"])["order_id"] == "ORD-23411"
         assert httpx.get(f"{url}/v1/health").json()["batching"] is False  # auto: batching on a GPU only
@@ -178,13 +173,8 @@ def test_the_studio_serves_the_world_model_api_beside_itself(tmp_path):
     studio = subprocess.Popen([sys.executable, str(Path(__file__).parents[1] / "app.py"), "--port", str(port), "--db", str(tmp_path / "s.db")],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
+        url = f"http://127.0.0.1:{port}"
+        wait_for_http(f"{url}/v1/health", process=studio)
         reply = httpx.post(f"{url}/v1/world/step", json=STEP, timeout=60)
         assert reply.status_code == 200 and json.loads(reply.json()["response"])["order_id"] == "ORD-23411"
         assert "World Model Studio" in httpx.get(f"{url}/config", timeout=10).text  # and the studio itself
