@@ -9,6 +9,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from wmstudio.model.architecture import new_model, prefix_causal_mask
 from wmstudio.model.backends import ArBaseline, load_backend
+from wmstudio.model.copy_head import load_copy_head
 from wmstudio.model.generation import generate
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
@@ -147,6 +148,12 @@ def test_base_checkpoint_is_fine_tuned_with_its_own_tokenizer(trained_mdlm, corp
     before = AutoTokenizer.from_pretrained(config.out)
     after = AutoTokenizer.from_pretrained(tmp_path / "tuned")
     assert after.get_vocab() == before.get_vocab()  # the base's tokenizer is kept, not retrained
+    kept = train_world_model(TrainConfig(corpus=corpus, out=tmp_path / "kept", base=str(config.out), steps=1,
+                                         max_rows=8, **{**TINY, "learning_rate": 1e-12}))
+    assert kept.steps == 1
+    base_head, kept_head = load_copy_head(config.out), load_copy_head(tmp_path / "kept")
+    for name, weight in base_head.state_dict().items():  # the base's copy head goes on training, not a new one
+        assert torch.allclose(weight, kept_head.state_dict()[name], atol=1e-6), name
 
 
 def test_bad_corpus_rows_are_named_by_file_and_line(tmp_path):

@@ -20,7 +20,7 @@ from transformers.cache_utils import DynamicCache
 
 from wmstudio.model.architecture import MDLM, model_kind
 from wmstudio.model.backends import CanvasCache
-from wmstudio.model.copy_head import CopyHead
+from wmstudio.model.copy_head import CopyHead, load_copy_head
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.batches import Batch, SplitBatch, make_batch, plan_batches
 from wmstudio.train.config import TrainConfig
@@ -253,7 +253,10 @@ def train_world_model(
     say(f"{len(train.examples)} training examples ({len(train.skipped)} rows skipped), {len(held_out.examples)} "
         f"held out; {train.copy_spans:,} copy spans ({train.copy_hits:,} with a candidate holding the value); "
         f"data ready in {time.perf_counter() - started:.0f}s")
-    head = CopyHead(model.config.hidden_size).to(device) if copy else None
+    head = None
+    if copy:  # a base checkpoint of ours goes on training its own copy head
+        saved = load_copy_head(Path(config.base), device) if config.base and Path(config.base).is_dir() else None
+        head = saved.train() if saved is not None else CopyHead(model.config.hidden_size).to(device)
     parameters = list(model.parameters()) + (list(head.parameters()) if head is not None else [])
     optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay,
                                   betas=(0.9, 0.98))
