@@ -644,6 +644,48 @@ def eval_wm(
     emit(report.to_json())
 
 
+@app.command("evaluate")
+def evaluate_cmd(
+    policy: str = typer.Option(..., "--policy", help="A scripted policy: expert, noisy or random."),
+    curriculum: str = typer.Option("demo", "--curriculum", help="The scenarios: demo (the five simulated worlds)."),
+    split: str = typer.Option("heldout", "--split", help="train or heldout."),
+    env: str = typer.Option("world-model", "--env", help="Where the estimate's calls are answered: world-model, "
+                                                         "simulator or hybrid."),
+    episodes: Optional[int] = typer.Option(None, "--episodes", min=1, help="Scenarios to play (default: all)."),
+    model: str = typer.Option(DEFAULT_MODEL, "--model", help="The world model."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the noisy and random policies."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
+) -> None:
+    """Estimate a policy's success rate from world-model rollouts alone (with a 95% interval), beside the ground
+    truth from the simulators on the same scenarios (off-policy evaluation)."""
+    from wmstudio.model.backends import load_backend
+    from wmstudio.train.environments import MODES, SIMULATOR
+    from wmstudio.train.off_policy import evaluate_policy, report
+    from wmstudio.train.scenarios import demo_scenarios, split_of
+    from wmstudio.train.scripted_policies import scripted_policy
+
+    def progress(done: int, total: int) -> None:
+        if not as_json:
+            typer.echo(f"\r{done}/{total} episodes", err=True, nl=done == total)
+
+    try:
+        if curriculum != "demo":
+            fail(f"--curriculum {curriculum!r}: only the demo curriculum has success conditions so far: use demo")
+        if env not in MODES:
+            fail(f"--env {env!r} is not an environment: use {', '.join(MODES)}")
+        chosen = scripted_policy(policy, seed)
+        scenarios = split_of(demo_scenarios(), split)[:episodes]
+        backend = None if env == SIMULATOR else load_backend(model)
+        estimate = evaluate_policy(chosen, scenarios, backend, env, progress)
+    except InvalidInput as err:
+        fail(str(err))
+    data = report(policy, curriculum, split, estimate)
+    if not as_json:
+        typer.echo(f"{policy} on {curriculum}/{split} in {env}: {data['estimate']:.1%} "
+                   f"[{data['ci95'][0]:.1%}, {data['ci95'][1]:.1%}], ground truth {data['ground_truth']:.1%}", err=True)
+    emit(data)
+
+
 # --- generation and the denoising benchmark (engine) ---------------------------------------------------
 
 bench_app = typer.Typer(help="Measure how fast the engine runs on this machine.", no_args_is_help=True)

@@ -179,23 +179,25 @@ def evaluate_value(expression: str, variables: dict[str, Any]) -> Any:
     raise ValueError(f"{expression!r} gives {type(result).__name__}, not text, a number or true/false")
 
 
-def evaluate_check(expression: str, variables: dict[str, Any]) -> tuple[bool, str | None]:
+def evaluate_check(expression: str, variables: dict[str, Any],
+                   names: tuple[str, ...] = CEL_VARIABLES) -> tuple[bool, str | None]:
     """Evaluate one check: (True, None) when it holds, else (False, why). Eval errors count as violations.
 
     A missing field or a type mismatch means the response does not have the shape the rule expects,
     which is itself an inconsistency, so it is reported rather than silently passed; so is a check that is too long,
-    runs out of its CPU-time budget, or meets values nested too deeply to read."""
+    runs out of its CPU-time budget, or meets values nested too deeply to read. `names` are the variables it sees
+    (a step's four by default; a scenario's success condition sees `state` and `trajectory`)."""
     if len(expression) > MAX_CHECK_CHARS:
         return False, f"check not run: {too_long_message(expression)}"
     activation = {}
-    for name in CEL_VARIABLES:
+    for name in names:
         try:
             activation[name] = _to_cel(variables.get(name))
         except RecursionError:
-            return False, f"check not run: {PLACES[name]} is nested too deeply for a check to read it"
+            return False, f"check not run: {PLACES.get(name, name)} is nested too deeply for a check to read it"
         except (ValueError, OverflowError) as err:  # cel-python's integers are 64-bit, as CEL's are
             what = "a whole number beyond CEL's 64-bit range" if "overflow" in str(err) else f"a value ({err})"
-            return False, f"check not run: {PLACES[name]} holds {what}, which a check cannot read"
+            return False, f"check not run: {PLACES.get(name, name)} holds {what}, which a check cannot read"
     seconds = check_seconds()
     try:
         result = evaluate_within(_compiled(expression), activation, seconds)

@@ -1,0 +1,80 @@
+"""Where an agent's calls are answered during an episode: the world model, the simulator, or both.
+
+`world-model`: the MDLM answers every call (under the scenario's steering: its anchors for that tool), with the
+episode's earlier steps as history. `simulator`: the world's simulator answers (ground truth). `hybrid`: the world
+model answers the calls whose outcome a task turns on (the state-changing tools the tasks ask for: a refund, a
+booking, a move) and the simulator everything it computes exactly (lookups, listings, logins), as the paper's RL
+loop answered most calls from a deterministic responder and the world model the rest. The simulator's state
+follows the simulator in every mode."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from wmstudio.model.backends import Backend
+from wmstudio.model.generation import generate
+from wmstudio.model.sampler import SamplerSettings
+from wmstudio.problems import InvalidInput, Problem
+from wmstudio.train.scenarios import TASKS, Scenario, Step, Trajectory
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.sims import get_simulator
+from wmstudio.world.spec import Call
+
+WORLD_MODEL, SIMULATOR, HYBRID = "world-model", "simulator", "hybrid"
+MODES = (WORLD_MODEL, SIMULATOR, HYBRID)
+MAX_TURNS = 6
+
+Action = Call | str  # a tool call, or the agent's final answer
+Policy = Callable[[Scenario, Trajectory], Action]
+
+
+class EpisodeWorld:
+    """Answers one episode's calls in `mode`; `answered_by` counts who answered (for the hybrid share)."""
+
+    def __init__(self, scenario: Scenario, mode: str, backend: Backend | None = None,
+                 settings: SamplerSettings = SamplerSettings()):
+        if mode not in MODES:
+            raise InvalidInput(Problem("env", f"{mode!r} is not an environment: use {', '.join(MODES)}"))
+        if mode != SIMULATOR and backend is None:
+            raise InvalidInput(Problem("env", f"the {mode} environment needs a world model"))
+        if mode != WORLD_MODEL and not scenario.world.simulator:
+            raise InvalidInput(Problem("env", f"world {scenario.world.name!r} has no simulator: use {WORLD_MODEL}"))
+        self.scenario, self.mode, self.backend, self.settings = scenario, mode, backend, settings
+        self.simulator = get_simulator(scenario.world.simulator) if scenario.world.simulator else None
+        self.state = scenario.world.initial_state
+        self.history: list[HistoryStep] = []
+        self.answered_by = {WORLD_MODEL: 0, SIMULATOR: 0}
+
+    def answer(self, call: Call) -> str:
+        """The response to `call` as the agent sees it (JSON text)."""
+        truth = None
+        if self.simulator is not None:
+            self.state, truth = self.simulator.step(self.state, call)
+        if self.mode == SIMULATOR or (self.mode == HYBRID and call.name not in TASKS):
+            self.answered_by[SIMULATOR] += 1
+            text = json.dumps(truth, ensure_ascii=False, separators=(",", ":"))
+        else:
+            self.answered_by[WORLD_MODEL] += 1
+            anchors = self.scenario.steering.get(call.name, [])
+            try:
+                text = generate(self.backend, self.scenario.world, call, anchors, self.history,
+                                self.settings).samples[0].response
+            except InvalidInput as err:  # an unknown tool, say: the world answers as an API would
+                text = json.dumps({"error": "INVALID_CALL", "message": str(err), "status": "error"})
+        self.history.append(HistoryStep(call=call, response=text))
+        return text
+
+
+def run_episode(policy: Policy, scenario: Scenario, mode: str, backend: Backend | None = None,
+                max_turns: int = MAX_TURNS) -> tuple[Trajectory, EpisodeWorld]:
+    """Let `policy` act until it answers or runs out of turns; every call answered in `mode`."""
+    world = EpisodeWorld(scenario, mode, backend)
+    trajectory = Trajectory()
+    for _ in range(max_turns):
+        action = policy(scenario, trajectory)
+        if isinstance(action, str):
+            trajectory.final_answer = action
+            break
+        trajectory.steps.append(Step(action, world.answer(action)))
+    return trajectory, world

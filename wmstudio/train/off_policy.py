@@ -1,0 +1,84 @@
+"""Off-policy evaluation: a policy's success rate estimated from world-model rollouts alone, beside the truth.
+
+The ADWM point: if a world model answers like the real environment, a policy can be scored without it. Each
+scenario is played in the chosen environment (the estimate, with a Wilson 95% interval) and, where the world has a
+simulator, again against the simulator (the ground truth on the same scenarios)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from wmstudio.model.backends import Backend
+from wmstudio.train.environments import HYBRID, SIMULATOR, WORLD_MODEL, Policy, run_episode
+from wmstudio.train.scenarios import Scenario, succeeded
+
+Z95 = 1.959964
+
+
+def wilson_interval(successes: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a success rate (sound at 0 and 1, unlike the normal approximation)."""
+    if total == 0:
+        return 0.0, 1.0
+    rate = successes / total
+    centre = (rate + z * z / (2 * total)) / (1 + z * z / total)
+    half = z * math.sqrt(rate * (1 - rate) / total + z * z / (4 * total * total)) / (1 + z * z / total)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class Estimate:
+    """Successes per world in the evaluated environment and in the simulator, and who answered the calls."""
+
+    env: str
+    successes: dict[str, int] = field(default_factory=dict)
+    truths: dict[str, int] = field(default_factory=dict)
+    episodes: dict[str, int] = field(default_factory=dict)
+    answered_by_model: int = 0
+    calls: int = 0
+    seconds: float = 0.0
+
+    def summary(self, worlds: list[str] | None = None) -> dict[str, Any]:
+        names = worlds or sorted(self.episodes)
+        n = sum(self.episodes.get(w, 0) for w in names)
+        hits = sum(self.successes.get(w, 0) for w in names)
+        truth = sum(self.truths.get(w, 0) for w in names)
+        low, high = wilson_interval(hits, n)
+        true_low, true_high = wilson_interval(truth, n)
+        return {"episodes": n, "estimate": round(hits / n, 4) if n else None, "ci95": [round(low, 4), round(high, 4)],
+                "ground_truth": round(truth / n, 4) if n else None,
+                "ground_truth_ci95": [round(true_low, 4), round(true_high, 4)]}
+
+
+def evaluate_policy(policy: Policy, scenarios: list[Scenario], backend: Backend | None, env: str = WORLD_MODEL,
+                    progress: Callable[[int, int], None] | None = None) -> Estimate:
+    """Play every scenario in `env` and in the simulator; count successes per world."""
+    started = time.perf_counter()
+    estimate = Estimate(env)
+    for i, scenario in enumerate(scenarios):
+        world = scenario.world.name
+        trajectory, played = run_episode(policy, scenario, env, backend)
+        truth, _ = run_episode(policy, scenario, SIMULATOR) if env != SIMULATOR else (trajectory, played)
+        estimate.episodes[world] = estimate.episodes.get(world, 0) + 1
+        estimate.successes[world] = estimate.successes.get(world, 0) + int(succeeded(scenario, trajectory))
+        estimate.truths[world] = estimate.truths.get(world, 0) + int(succeeded(scenario, truth))
+        estimate.answered_by_model += played.answered_by[WORLD_MODEL]
+        estimate.calls += sum(played.answered_by.values())
+        if progress is not None:
+            progress(i + 1, len(scenarios))
+    estimate.seconds = time.perf_counter() - started
+    return estimate
+
+
+def report(policy_name: str, curriculum: str, split: str, estimate: Estimate) -> dict[str, Any]:
+    """The `wmstudio evaluate` JSON: overall figures, then per world, and the share of calls the model answered."""
+    data = {"policy": policy_name, "curriculum": curriculum, "split": split, "env": estimate.env,
+            **estimate.summary()}
+    data["per_world"] = {world: estimate.summary([world]) for world in sorted(estimate.episodes)}
+    if estimate.env == HYBRID and estimate.calls:
+        data["model_answered_share"] = round(estimate.answered_by_model / estimate.calls, 4)
+    data["seconds"] = round(estimate.seconds, 1)
+    return data

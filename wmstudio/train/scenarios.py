@@ -1,0 +1,183 @@
+"""Scenarios an agent is trained and evaluated on: a world, the agent's task, steering, and a success condition.
+
+A success condition is CEL over the episode: `trajectory.calls` (each `{"name", "arguments", "response",
+"status"}`, the response parsed when it is JSON) and `trajectory.final_answer`, beside `state` (the world's initial
+state). The demo curriculum is drawn from the five simulated worlds: each scenario asks for one state-changing call
+that the simulator accepts from the scenario's initial state (a refund, a booking, a move, a tag, a charge...), and
+succeeds when the agent made that call with the task's arguments and the world answered it ok."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.anchors import Anchor
+from wmstudio.world.rules import evaluate_check
+from wmstudio.world.sims import SIMULATORS, get_simulator
+from wmstudio.world.spec import Call, WorldSpec
+
+TRAIN, HELDOUT = "train", "heldout"
+SESSION_ARGUMENT = "session_token"
+COULD_NOT = "Could not"  # how an answer reports a task the world refused
+INFEASIBLE_SHARE = 1 / 3  # scenarios whose task the world refuses (an undelivered order to refund, a full flight)  # a credential the agent gets by logging in, never part of what the task asks
+ARGUMENT_ERRORS = ("INVALID_ARGUMENT", "MISSING_ARGUMENT", "UNKNOWN_TOOL")  # malformed calls, not the world's refusals
+TASKS = {  # what a user would ask for, per target tool
+    "refund_order": "The customer asks for a refund of {amount_cents} cents on order {order_id}.",
+    "cancel_order": "The customer wants to cancel order {order_id}.",
+    "book_flight": "Book flight {flight} in the {fare} fare for {passengers} passenger(s).",
+    "cancel_booking": "Cancel booking {booking_id}.",
+    "change_booking": "Move booking {booking_id} to flight {new_flight}.",
+    "mkdir": "Create the folder {path}.",
+    "mv": "Move {source} to {destination}.",
+    "rm": "Delete {path}.",
+    "tag_records": "Tag the accounts {ids} with \"{tag}\".",
+    "create_charge": "Charge customer {customer_id} {amount_cents} cents in {currency}.",
+    "refund_charge": "Refund charge {charge_id}.",
+    "create_api_key": "Create an API key labelled \"{label}\".",
+}
+
+
+@dataclass
+class Scenario:
+    """One episode's setting: the world (with its initial state), the task, the anchors pinned per tool (steering
+    the world model), the success condition, and the target call an expert makes, which the world accepts
+    (`feasible`) or refuses (then success is trying it and reporting that it could not be done)."""
+
+    id: str
+    split: str
+    world: WorldSpec
+    task: str
+    success: str
+    target: Call
+    feasible: bool = True
+    steering: dict[str, list[Anchor]] = field(default_factory=dict)
+
+    @property
+    def needs_login(self) -> bool:
+        return SESSION_ARGUMENT in self.target.arguments
+
+
+@dataclass
+class Step:
+    """One call of an episode and the world's answer to it."""
+
+    call: Call
+    response: str
+
+    def to_json(self) -> dict[str, Any]:
+        parsed = _parsed(self.response)
+        status = parsed.get("status") if isinstance(parsed, dict) else None
+        return {"name": self.call.name, "arguments": self.call.arguments, "response": parsed, "status": status}
+
+
+@dataclass
+class Trajectory:
+    """An episode: the calls made and answered, and the agent's final answer."""
+
+    steps: list[Step] = field(default_factory=list)
+    final_answer: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"calls": [step.to_json() for step in self.steps], "final_answer": self.final_answer}
+
+
+def succeeded(scenario: Scenario, trajectory: Trajectory) -> bool:
+    """Whether the episode meets the scenario's success condition (a condition that cannot run counts as not met)."""
+    ok, _ = evaluate_check(scenario.success, {"state": scenario.world.initial_state,
+                                              "trajectory": trajectory.to_json()}, names=("state", "trajectory"))
+    return ok
+
+
+def success_condition(target: Call, feasible: bool = True) -> str:
+    """CEL. Feasible: some call like `target` (each task argument equal) answered ok. Infeasible (the world refuses
+    it): such a call answered with an error, none answered ok, and a final answer that says it could not be done."""
+    parts = [f"c.name == {json.dumps(target.name)}"]
+    for name, value in target.arguments.items():
+        if name != SESSION_ARGUMENT:
+            parts.append(f"c.arguments.{name} == {json.dumps(value)}" if not isinstance(value, list) else
+                         f"size(c.arguments.{name}) == {len(value)} && "
+                         f"{json.dumps(value)}.all(v, v in c.arguments.{name})")
+    like = " && ".join(parts)
+    if feasible:
+        return f'trajectory.calls.exists(c, {like} && c.status == "ok")'
+    return (f'trajectory.calls.exists(c, {like} && c.status == "error") && '
+            f'!trajectory.calls.exists(c, {like} && c.status == "ok") && '
+            f'trajectory.final_answer.startsWith({json.dumps(COULD_NOT)})')
+
+
+def demo_scenarios(per_world: int = 12, heldout_per_world: int = 6, seed: int = 0) -> list[Scenario]:
+    """The demo curriculum: for each simulated world, `per_world` training and `heldout_per_world` held-out
+    scenarios, each from its own seeded initial state (held-out states are never training states)."""
+    scenarios = []
+    for world_name in sorted(SIMULATORS):
+        for split, count, offset in ((TRAIN, per_world, 0), (HELDOUT, heldout_per_world, 10_000)):
+            for index in range(count):
+                scenarios.append(_scenario(world_name, split, index, seed * 100_000 + offset + index))
+    return scenarios
+
+
+def split_of(scenarios: list[Scenario], split: str) -> list[Scenario]:
+    """The scenarios of one split, the worlds taking turns (so the first N cover every world); InvalidInput naming
+    the splits when there is no such split."""
+    if split not in (TRAIN, HELDOUT):
+        raise InvalidInput(Problem("split", f"{split!r} is not a split: use {TRAIN} or {HELDOUT}"))
+    chosen = [scenario for scenario in scenarios if scenario.split == split]
+    return sorted(chosen, key=lambda s: (int(s.id.rsplit("-", 1)[1]), s.world.name))  # worlds take turns
+
+
+def _scenario(world_name: str, split: str, index: int, seed: int) -> Scenario:
+    """A scenario whose target call the simulator accepts, or (a seeded third) refuses for a reason of the world's
+    (after logging in, in a world that needs it)."""
+    simulator = get_simulator(world_name)
+    rng = random.Random(seed)
+    state = simulator.initial_state(rng)
+    ready = _logged_in(world_name, state)
+    feasible = rng.random() >= INFEASIBLE_SHARE
+    for attempt in range(2000):
+        mistake = not feasible and attempt % 2 == 1  # a world-specific mistake: an unknown id, a forbidden call
+        call = simulator.invalid_call(ready, rng) if mistake else simulator.valid_call(ready, rng)
+        if call.name not in TASKS:
+            continue
+        after, response = simulator.step(ready, call)
+        accepted = response.get("status") == "ok" and after != ready
+        refused = response.get("status") == "error" and response.get("error") not in ARGUMENT_ERRORS
+        if (accepted and feasible) or (refused and not feasible):
+            return Scenario(f"{world_name}-{split}-{index}", split, simulator.world(state), task_text(call),
+                            success_condition(call, feasible), call, feasible)
+    raise RuntimeError(f"no {'accepted' if feasible else 'refused'} call found for {world_name} seed {seed}")
+
+
+def task_text(target: Call) -> str:
+    """The user's request for `target`: its template, then any argument the success condition pins that the
+    template does not say (`Use parents=true.`)."""
+    template = TASKS[target.name]
+    said = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    shown = {name: ", ".join(value) if isinstance(value, list) else value for name, value in target.arguments.items()}
+    extra = [f"{name}={json.dumps(value)}" for name, value in target.arguments.items()
+             if name not in said and name != SESSION_ARGUMENT]
+    return template.format_map(_Blank(shown)) + (f" Use {', '.join(extra)}." if extra else "")
+
+
+def _logged_in(world_name: str, state: dict[str, Any]) -> dict[str, Any]:
+    """The state after the agent logs in with the credentials it shows (payments); other worlds as they are."""
+    login = state.get("login") if isinstance(state, dict) else None
+    if not isinstance(login, dict):
+        return state
+    after, _ = get_simulator(world_name).step(state, Call("login", dict(login)))
+    return after
+
+
+class _Blank(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return text
