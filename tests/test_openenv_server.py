@@ -16,6 +16,7 @@ from wmstudio.store.curricula import create_curriculum_version
 from wmstudio.store.rollouts import set_status
 from wmstudio.store.seeding import demo_worlds
 from wmstudio.store.worlds import save_world_version
+from wmstudio.train.scenarios import demo_scenarios, split_of
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.spec import Call
 
@@ -55,3 +56,21 @@ def test_an_openenv_client_plays_one_scenario_end_to_end(url):
         assert [c["call"]["name"] for c in state["calls"]] == ["get_order"]
 
         assert env.step({"final_answer": "Your order lookup failed; please try later."}).done
+
+
+def test_a_demo_scenario_rewards_the_episode_by_its_success_condition(url):
+    with GenericEnvClient(base_url=url).sync() as env:
+        start = env.reset(curriculum="demo", split="heldout", scenario=4)  # the retail world's first
+        assert "order" in start.observation["task"]
+        state = env.state()
+        assert state["curriculum"] == "demo" and state["world"] == "retail"
+        scenario = split_of(demo_scenarios(), "heldout")[4]
+        answered = env.step({"tool": scenario.target.name, "arguments": scenario.target.arguments})
+        status = json.loads(answered.observation["response"])["status"]
+        verdict = "Done" if status == "ok" else "Could not"
+        ended = env.step({"final_answer": f"{verdict}: {scenario.task}"})
+        expected = (status == "ok") == scenario.feasible  # what the world model said decides the episode
+        assert ended.done and ended.reward == (1.0 if expected else 0.0)
+        wrong = env.reset(curriculum="demo", split="heldout", scenario=4)
+        assert not wrong.done
+        assert env.step({"final_answer": "Done without calling anything"}).reward == 0.0

@@ -1,17 +1,18 @@
-"""An OpenEnv environment (reset / step / state) whose tools are answered by the world model, over a saved
-curriculum's scenarios, so OpenEnv-speaking trainers train against it with `openenv-core`'s own clients.
+"""An OpenEnv environment (reset / step / state) whose tools are answered by the world model, over a curriculum's
+scenarios, so OpenEnv-speaking trainers train against it with `openenv-core`'s own clients.
 
-A scenario is one rollout of a curriculum version: its world, its task and its steering (the anchors its steps
-pinned, per tool). `reset(curriculum=NAME, scenario=I)` starts one (a seeded random one without `scenario`);
-`step` takes a tool call, or a final answer that ends the episode. Rewards are format terms only (1 for a call to a
-known tool whose arguments fit its parameters, else 0): task-success conditions arrive with GRPO's scenarios."""
+`reset(curriculum=NAME, scenario=I, split=...)` starts one scenario (a seeded random one without `scenario`):
+`demo` is the demo curriculum of the five simulated worlds (train/scenarios.py, with success conditions); a saved
+curriculum's rollouts are scenarios too (their world, task, and the anchors their steps pinned as steering).
+`step` takes a tool call, or a final answer that ends the episode. Each call earns a format reward (1 for a known
+tool with arguments that fit its parameters, else 0); the final answer earns 1 when the scenario's success
+condition holds over the episode (a saved rollout has none: 0)."""
 
 from __future__ import annotations
 
 import json
 import random
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from openenv.core.env_server.http_server import create_fastapi_app
@@ -25,12 +26,14 @@ from wmstudio.problems import InvalidInput
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store.curricula import curriculum_snapshots, get_curriculum, list_curricula
 from wmstudio.store.worlds import get_world
+from wmstudio.train.scenarios import TRAIN, Scenario, Step, Trajectory, demo_scenarios, split_of, succeeded
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import argument_problems
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call, WorldSpec
 
 MAX_TURNS = 8
+DEMO = "demo"  # the demo curriculum's name: its scenarios are made, not saved
 MAX_SESSIONS = 16
 
 
@@ -63,15 +66,6 @@ class WorldState(State):
     calls: list[dict[str, Any]] = Field(default_factory=list)
 
 
-@dataclass
-class Scenario:
-    """One curriculum rollout as an episode: its world, the task, and the anchors pinned per tool."""
-
-    world: WorldSpec
-    task: str
-    steering: dict[str, list[Anchor]] = field(default_factory=dict)
-
-
 class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldState]):
     """One episode at a time per session; sessions share the service's batched world model."""
 
@@ -81,18 +75,18 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
         super().__init__()
         self.service, self.max_turns = service, max_turns
         self._scenario: Scenario | None = None
-        self._history: list[HistoryStep] = []
+        self._trajectory = Trajectory()
         self._state = WorldState()
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, curriculum: Optional[str] = None,
-              scenario: Optional[int] = None, **kwargs: Any) -> WorldObservation:
-        name, scenarios = self._curriculum(curriculum)
+              scenario: Optional[int] = None, split: str = TRAIN, **kwargs: Any) -> WorldObservation:
+        name, scenarios = self._curriculum(curriculum, split)
         if scenario is None:
             scenario = random.Random(seed).randrange(len(scenarios))
         if not isinstance(scenario, int) or not 0 <= scenario < len(scenarios):
             raise InvalidInput(f"scenario: curriculum {name!r} has scenarios 0 to {len(scenarios) - 1}")
         self._scenario = scenarios[scenario]
-        self._history = []
+        self._trajectory = Trajectory()
         self._state = WorldState(episode_id=episode_id or uuid.uuid4().hex, step_count=0, curriculum=name,
                                  scenario=scenario, world=self._scenario.world.name)
         world = self._scenario.world
@@ -106,7 +100,9 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
         turn = self._state.step_count
         out_of_turns = turn >= self.max_turns
         if action.final_answer is not None:
-            return WorldObservation(turn=turn, done=True, reward=0.0)
+            self._trajectory.final_answer = action.final_answer
+            success = succeeded(self._scenario, self._trajectory)
+            return WorldObservation(turn=turn, done=True, reward=1.0 if success else 0.0)
         world = self._scenario.world
         try:
             tool = world.tool(action.tool)
@@ -116,10 +112,11 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
                                     done=out_of_turns, reward=0.0)
         call = Call(tool.name, dict(action.arguments))
         anchors = self._scenario.steering.get(tool.name, [])
+        history = [HistoryStep(call=step.call, response=step.response) for step in self._trajectory.steps]
         with self.service.session() as backend:
-            generation = generate(backend, world, call, anchors, self._history, SamplerSettings())
+            generation = generate(backend, world, call, anchors, history, SamplerSettings())
         sample = generation.samples[0]
-        self._history.append(HistoryStep(call=call, response=sample.response))
+        self._trajectory.steps.append(Step(call, sample.response))
         self._state.calls.append({"call": call.to_json(), "response": sample.response})
         valid = not argument_problems(tool, call)
         return WorldObservation(response=sample.response, checks=sample.checks.to_json(), turn=turn,
@@ -129,23 +126,27 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
     def state(self) -> WorldState:
         return self._state
 
-    def _curriculum(self, name: Optional[str]) -> tuple[str, list[Scenario]]:
+    def _curriculum(self, name: Optional[str], split: str) -> tuple[str, list[Scenario]]:
+        """The named curriculum's scenarios: `demo`, else a saved one (the newest saved, else demo, by default)."""
         store = self.service.store
         if name is None:
-            summaries = list_curricula(store)
-            if not summaries:
-                raise InvalidInput("curriculum: none is saved yet: gather rollouts into one in the studio")
-            name = summaries[0].curriculum.name
+            summaries = list_curricula(store) if store is not None else []
+            name = summaries[0].curriculum.name if summaries else DEMO
+        if name == DEMO:
+            return name, split_of(demo_scenarios(), split)
+        if store is None:
+            raise InvalidInput(f"curriculum: this server has no saved curricula: use {DEMO!r}")
         curriculum = get_curriculum(store, name)
-        scenarios = [scenario_of(get_world(store, snap.world_id).spec(), snap.title, snap.steps)
-                     for snap in curriculum_snapshots(store, curriculum.id)]
+        scenarios = [scenario_of(f"{name}-{i}", get_world(store, snap.world_id).spec(), snap.title, snap.steps)
+                     for i, snap in enumerate(curriculum_snapshots(store, curriculum.id))]
         if not scenarios:
             raise InvalidInput(f"curriculum: {name!r} holds no rollouts")
         return name, scenarios
 
 
-def scenario_of(world: WorldSpec, title: str, steps: list[dict[str, Any]]) -> Scenario:
-    """A rollout as a scenario: the world's task (and the rollout's title), the first anchors pinned per tool."""
+def scenario_of(scenario_id: str, world: WorldSpec, title: str, steps: list[dict[str, Any]]) -> Scenario:
+    """A saved rollout as a scenario: the world's task (and the rollout's title), the first anchors pinned per tool,
+    no success condition."""
     steering: dict[str, list[Anchor]] = {}
     for step in steps:
         made_by = _json(step.get("made_by")) or {}
@@ -154,7 +155,7 @@ def scenario_of(world: WorldSpec, title: str, steps: list[dict[str, Any]]) -> Sc
         if anchors and call.get("name") and call["name"] not in steering:
             steering[call["name"]] = anchors
     task = world.task if not title else f"{world.task}\n\nScenario: {title}"
-    return Scenario(world, task, steering)
+    return Scenario(scenario_id, TRAIN, world, task, steering=steering)
 
 
 def openenv_app(service: WorldModelService, max_turns: int = MAX_TURNS):

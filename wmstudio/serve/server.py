@@ -17,10 +17,10 @@ OPENENV_PATH = "/openenv"
 
 
 def create_app(service: WorldModelService, openenv: bool = True) -> FastAPI:
-    """The app: the world-model routes and, under /openenv, the OpenEnv server over the saved curricula."""
+    """The app: the world-model routes and, under /openenv, the OpenEnv server over the demo and saved curricula."""
     app = FastAPI(title="wmstudio world model", version="1")
     app.include_router(world_model_router(service))
-    if openenv and service.store is not None:
+    if openenv:
         try:
             from wmstudio.serve.openenv_server import openenv_app
         except ImportError:  # openenv-core is the `serve` extra

@@ -51,14 +51,14 @@ class Scenario:
     split: str
     world: WorldSpec
     task: str
-    success: str
-    target: Call
+    success: str = ""  # empty: no success condition (a curated rollout replayed as a scenario)
+    target: Call | None = None
     feasible: bool = True
     steering: dict[str, list[Anchor]] = field(default_factory=dict)
 
     @property
     def needs_login(self) -> bool:
-        return SESSION_ARGUMENT in self.target.arguments
+        return self.target is not None and SESSION_ARGUMENT in self.target.arguments
 
 
 @dataclass
@@ -86,7 +86,10 @@ class Trajectory:
 
 
 def succeeded(scenario: Scenario, trajectory: Trajectory) -> bool:
-    """Whether the episode meets the scenario's success condition (a condition that cannot run counts as not met)."""
+    """Whether the episode meets the scenario's success condition (a condition that cannot run counts as not met,
+    and so does a scenario without one)."""
+    if not scenario.success:
+        return False
     ok, _ = evaluate_check(scenario.success, {"state": scenario.world.initial_state,
                                               "trajectory": trajectory.to_json()}, names=("state", "trajectory"))
     return ok

@@ -27,7 +27,7 @@ def expert(scenario: Scenario, trajectory: Trajectory) -> Action:
     names = [step.call.name for step in trajectory.steps]
     if scenario.needs_login and "login" not in names:
         return Call("login", dict(scenario.world.initial_state["login"]))
-    if scenario.target.name not in names:
+    if scenario.target is not None and scenario.target.name not in names:
         return _with_session(scenario.target, trajectory)
     return answer(scenario, trajectory)
 
@@ -45,7 +45,8 @@ def noisy(share: float = 0.5, seed: int = 0) -> Policy:
 
     def act(scenario: Scenario, trajectory: Trajectory) -> Action:
         action = expert(scenario, trajectory)
-        if not isinstance(action, Call) or action.name != scenario.target.name or not _unlucky(scenario, share, seed):
+        if not isinstance(action, Call) or scenario.target is None or action.name != scenario.target.name \
+                or not _unlucky(scenario, share, seed):
             return action
         return _wrong_argument(scenario, action, random.Random(f"{seed}-{scenario.id}"))
 
