@@ -11,6 +11,7 @@ import json
 import re
 import time
 import uuid
+from contextlib import ExitStack
 from typing import Any, Callable, Iterator
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -178,18 +179,18 @@ def _chat_stream_response(service: WorldModelService, body: Any) -> StreamingRes
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **(extra or {})}
         return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
-    session = service.session()
-    backend = session.__enter__()
+    held = ExitStack()  # the batcher session lives as long as the stream, closed when the client is done or gone
+    backend = held.enter_context(service.session())
     items = chat_stream(backend, messages, max_tokens, settings, world, service.free_tokens)
     try:
         first = next(items)
     except BaseException:
-        session.__exit__(None, None, None)
+        held.close()
         raise
 
     def events() -> Iterator[str]:
         sent = ""
-        try:
+        with held:
             yield chunk({"role": "assistant", "content": ""})
             for item in _chain(first, items):
                 text = item.text if isinstance(item, ChatAnswer) else item
@@ -199,8 +200,6 @@ def _chat_stream_response(service: WorldModelService, body: Any) -> StreamingRes
                 if isinstance(item, ChatAnswer):
                     yield chunk({}, "stop", {"usage": _usage(item)})
             yield "data: [DONE]\n\n"
-        finally:
-            session.__exit__(None, None, None)
 
     return StreamingResponse(events(), media_type="text/event-stream")
 
