@@ -14,8 +14,8 @@ from wmstudio.model.generation import generate
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import Store
-from wmstudio.store.worlds import get_world, latest_world
-from wmstudio.studio.simulation import tool_of
+from wmstudio.store.worlds import latest_world
+from wmstudio.studio.simulation import tool_of, world_spec
 from wmstudio.world.anchors import Anchor, parse_anchor
 from wmstudio.world.history import HistoryStep, parse_history
 from wmstudio.world.spec import Call, WorldSpec, parse_world
@@ -78,13 +78,13 @@ def resolve_world(raw: Any, store: Store | None) -> WorldSpec:
         raise InvalidInput(Problem("world", "this server has no saved worlds: send the world object itself"))
     if isinstance(raw, int) or raw.isdigit():
         try:
-            return get_world(store, int(raw)).spec()
+            return world_spec(store, int(raw))
         except InvalidInput:
             raise InvalidInput(Problem("world", f"no saved world version with id {raw}")) from None
     saved = latest_world(store, raw)
     if saved is None:
         raise InvalidInput(Problem("world", f"no saved world named {raw!r}: save it in the studio or send it whole"))
-    return saved.spec()
+    return world_spec(store, saved.id)  # parsed once per version
 
 
 def read_anchors(raw: Any) -> list[Anchor]:
