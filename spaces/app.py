@@ -25,7 +25,6 @@ GPU_SECONDS = 60
 def on_zero_gpu(ctx) -> None:
     """Route the studio's denoising through a ZeroGPU function over a CUDA copy of the world model."""
     import spaces
-
     from wmstudio.model.backends import load_backend
 
     gpu_backend = load_backend(ctx.model, device="cuda")
@@ -47,11 +46,9 @@ def on_started(studio, ctx) -> None:
         start_database_export(ctx.store.path, user_home() / "export", repo, token)
         print(f"exporting the studio's database to the dataset repo {repo}", file=sys.stderr)
     if os.environ.get("WMSTUDIO_API_KEY"):
-        from wmstudio.serve.http_api import world_model_router
-        from wmstudio.serve.service import WorldModelService
+        from wmstudio.serve.http_api import mount_beside_studio
 
-        service = WorldModelService.create(ctx.backend(), store=ctx.store, api_key=os.environ["WMSTUDIO_API_KEY"])
-        studio.app.include_router(world_model_router(service))
+        mount_beside_studio(studio.app, ctx.backend(), ctx.store, os.environ["WMSTUDIO_API_KEY"])
 
 
 if __name__ == "__main__":

@@ -284,14 +284,12 @@ def serve(
 def _mount_world_api(studio, ctx, host: str, api_key: Optional[str]) -> None:
     """The world-model HTTP API beside the studio, on the studio's loaded model (not on an open host without a key)."""
     from wmstudio.network import is_loopback
-    from wmstudio.serve.http_api import world_model_router
-    from wmstudio.serve.service import WorldModelService
+    from wmstudio.serve.http_api import mount_beside_studio
 
     if not is_loopback(host) and not api_key:
         typer.echo(f"note: the world-model API (/v1/...) is not served on {host} without --api-key", err=True)
         return
-    studio.app.include_router(world_model_router(WorldModelService.create(ctx.backend(), store=ctx.store,
-                                                                          api_key=api_key)))
+    mount_beside_studio(studio.app, ctx.backend(), ctx.store, api_key)
 
 
 @app.command("serve-wm")

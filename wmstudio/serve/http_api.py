@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.serve.service import WorldModelService
-from wmstudio.studio.chat_step import ChatAnswer, chat_stream, read_messages
+from wmstudio.studio.chat_step import ChatAnswer, chat_answer, chat_stream, read_messages
 from wmstudio.studio.world_step import read_sampler, read_step_request, resolve_world, world_step
 
 PROXY_REPETITION_PENALTY = 1.3  # the paper's serving default, kept for plugins written against it
@@ -73,6 +73,11 @@ def world_model_router(service: WorldModelService) -> APIRouter:
             return unprocessable(err)
 
     return router
+
+
+def mount_beside_studio(app: Any, backend: Any, store: Any, api_key: str | None) -> None:
+    """Add the routes to a running studio's app, sharing its loaded world model and saved worlds."""
+    app.include_router(world_model_router(WorldModelService.create(backend, store=store, api_key=api_key)))
 
 
 def unprocessable(err: InvalidInput) -> JSONResponse:
@@ -257,10 +262,7 @@ def _request_world(service: WorldModelService, data: dict[str, Any], where: str)
 
 def _chat(service: WorldModelService, messages, max_tokens, settings, world) -> ChatAnswer:
     with service.session() as backend:
-        for item in chat_stream(backend, messages, max_tokens, settings, world, service.free_tokens):
-            if isinstance(item, ChatAnswer):
-                return item
-    raise RuntimeError("no answer")  # pragma: no cover - chat_stream always ends with one
+        return chat_answer(backend, messages, max_tokens, settings, world, service.free_tokens)
 
 
 def _usage(answer: ChatAnswer) -> dict[str, int]:

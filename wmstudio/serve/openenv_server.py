@@ -20,12 +20,11 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store.curricula import curriculum_snapshots, get_curriculum, list_curricula
 from wmstudio.store.worlds import get_world
+from wmstudio.train.environments import model_answer
 from wmstudio.train.scenarios import TRAIN, Scenario, Step, Trajectory, demo_scenarios, split_of, succeeded
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import argument_problems
@@ -111,11 +110,9 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
             return WorldObservation(error=f"no tool {action.tool!r}: call one of {known}", turn=turn,
                                     done=out_of_turns, reward=0.0)
         call = Call(tool.name, dict(action.arguments))
-        anchors = self._scenario.steering.get(tool.name, [])
         history = [HistoryStep(call=step.call, response=step.response) for step in self._trajectory.steps]
         with self.service.session() as backend:
-            generation = generate(backend, world, call, anchors, history, SamplerSettings())
-        sample = generation.samples[0]
+            sample = model_answer(backend, self._scenario, call, history)
         self._trajectory.steps.append(Step(call, sample.response))
         self._state.calls.append({"call": call.to_json(), "response": sample.response})
         valid = not argument_problems(tool, call)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 
 from wmstudio.model.backends import Backend
-from wmstudio.model.generation import generate
+from wmstudio.model.generation import Sample, generate
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.scenarios import TASKS, Scenario, Step, Trajectory
@@ -56,14 +56,20 @@ class EpisodeWorld:
             text = json.dumps(truth, ensure_ascii=False, separators=(",", ":"))
         else:
             self.answered_by[WORLD_MODEL] += 1
-            anchors = self.scenario.steering.get(call.name, [])
             try:
-                text = generate(self.backend, self.scenario.world, call, anchors, self.history,
-                                self.settings).samples[0].response
+                text = model_answer(self.backend, self.scenario, call, self.history, self.settings).response
             except InvalidInput as err:  # an unknown tool, say: the world answers as an API would
                 text = json.dumps({"error": "INVALID_CALL", "message": str(err), "status": "error"})
         self.history.append(HistoryStep(call=call, response=text))
         return text
+
+
+def model_answer(backend: Backend, scenario: Scenario, call: Call, history: list[HistoryStep],
+                 settings: SamplerSettings = SamplerSettings()) -> Sample:
+    """The world model's answer to an episode's call, checked, under the scenario's anchors for that tool
+    (InvalidInput for a call it cannot lay out, such as an unknown tool)."""
+    anchors = scenario.steering.get(call.name, [])
+    return generate(backend, scenario.world, call, anchors, history, settings).samples[0]
 
 
 def run_episode(policy: Policy, scenario: Scenario, mode: str, backend: Backend | None = None,
