@@ -158,6 +158,26 @@ def test_blocks_fill_left_to_right(backend, canvas):
     assert order == sorted(order)
 
 
+def test_a_model_trained_outcome_first_settles_the_outcome_before_any_other_value(backend, canvas):
+    outcome = canvas.outcome_span()
+    assert outcome is not None and outcome.path == "status"
+    plain = run(backend, canvas, samples=2, temperature=1.0)
+    backend.decide_first = "status"
+    try:
+        for settings in ({"samples": 2, "temperature": 1.0}, {"block": 8, "steps": 12, "threshold": None}):
+            frames = run(backend, canvas, **settings)
+            first = [f for f in frames if any(p in range(outcome.start, outcome.end) for p in f.unmasked[0])][0]
+            assert frames.index(first) == 0 and all(p in range(outcome.start, outcome.end)
+                                                    for p in frames[0].unmasked[0])
+            assert frames[-1].done and json.loads(canvas.decode(frames[-1].tokens[0]))["status"] in ("ok", "error")
+        assert len(frames) <= 12 + outcome.length  # its own step, then the asked schedule
+        pinned = build_canvas(backend.tokenizer, SCHEMA, parse_anchors(['status="ok"']), vocab_size=backend.vocab_size)
+        assert pinned.outcome_span() is None  # a pinned outcome is the user's: nothing to decide
+    finally:
+        backend.decide_first = None
+    assert any(p not in range(outcome.start, outcome.end) for p in plain[0].unmasked[0])  # untrained: any order
+
+
 def test_same_seed_same_responses_and_greedy_samples_agree(backend, canvas):
     a = run(backend, canvas, temperature=1.0, samples=4, seed=7)[-1].tokens
     b = run(backend, canvas, temperature=1.0, samples=4, seed=7)[-1].tokens

@@ -117,11 +117,23 @@ def test_training_lowers_the_loss_and_saves_a_loadable_model(trained_mdlm, corpu
     assert copy_points and 0.0 <= copy_points[-1]["eval_copy_accuracy"] <= 1.0
 
     backend = load_backend(out)
+    assert backend.decide_first == "status"  # trained outcome first (the default), so its sampler decides it first
     row = json.loads((corpus / "test.jsonl").read_text().splitlines()[0])
     meta = row["meta"]
     world = get_simulator(meta["world"]).world(meta["initial_state"], meta["directives"])
-    sample = generate(backend, world, Call.from_json(meta["call"]), (), parse_history(meta["history"])).samples[0]
-    assert sample.checks.json_valid  # the skeleton canvas makes any model's output parse
+    generation = generate(backend, world, Call.from_json(meta["call"]), (), parse_history(meta["history"]))
+    assert generation.samples[0].checks.json_valid  # the skeleton canvas makes any model's output parse
+    outcome = generation.canvas.outcome_span()
+    assert generation.frames[0].unmasked[0] == [outcome.start]
+
+
+def test_a_model_trained_without_outcome_first_is_not_decoded_outcome_first(corpus, tmp_path):
+    config = TrainConfig(corpus=corpus, out=tmp_path / "plain", steps=1, outcome_first=0.0, max_rows=8, **TINY)
+    train_world_model(config)
+    assert "decide_first" not in json.loads((tmp_path / "plain" / "config.json").read_text())["wmstudio"]
+    assert load_backend(tmp_path / "plain").decide_first is None
+    with pytest.raises(InvalidInput, match="outcome_first"):
+        TrainConfig(corpus=corpus, out=tmp_path / "x", outcome_first=1.5)
 
 
 def test_ar_baseline_trains_on_the_same_rows_and_loads_as_ar(corpus, tmp_path):
@@ -222,5 +234,24 @@ def test_a_skeleton_scores_each_values_content_and_first_pad_and_may_be_masked_s
         assert not bool(scored[[3, 7]].any())  # trailing pads are settled by the sampler, never scored
         assert set(scored.nonzero().flatten().tolist()) <= set(masked.nonzero().flatten().tolist())
         span_wise += all(bool(masked[s:s + n].all()) or not bool(masked[s:s + n].any()) for s, n in canvas.spans)
-        assert weight > 0
+        assert bool((weight > 0).all())
     assert 100 < span_wise < 200  # about half the draws mask whole values (and some token draws happen to)
+
+
+def test_outcome_first_draws_mask_the_whole_canvas_and_weigh_the_outcome_like_the_rest(tokenizer):
+    canvas = CanvasTarget(tokens=[50, 51, 1, 1, 9, 60, 1, 70], maskable=[True, True, True, True, False, True, True,
+                                                                       True], style="skeleton",
+                          scored=[True, True, True, False, False, True, True, True], spans=[(0, 4), (5, 2), (7, 1)],
+                          outcome=(7, 1))
+    whole = 0
+    for seed in range(200):
+        noisy, scored, weight = noise_canvas(canvas, 99, torch.Generator().manual_seed(seed), outcome_first=0.25)
+        if bool((noisy[[0, 1, 2, 3, 5, 6, 7]] == 99).all()) and float(weight[7]) > 1:
+            whole += 1
+            scored_weight = torch.full((6,), 1 / 6)  # six scored positions, t = 1
+            assert torch.allclose(weight[[0, 1, 2, 5, 6]], scored_weight[:5])
+            assert float(weight[7]) == pytest.approx(1 / 6 + float(scored_weight.sum()))  # outcome: + the canvas
+            assert scored.tolist() == [True, True, True, False, False, True, True, True]
+    assert 30 < whole < 75  # about a quarter of the draws
+    plain = [noise_canvas(canvas, 99, torch.Generator().manual_seed(seed))[2] for seed in range(50)]
+    assert all(torch.allclose(w, w[0].expand_as(w)) for w in plain)  # off: one weight per canvas, as before

@@ -31,7 +31,8 @@ from wmstudio.world.jsonpath import format_path, parse_path
 
 SKELETON, FREE = "skeleton", "free"
 MAX_CANVAS_TOKENS = 4096
-__all__ = ["FREE", "FREE_TAIL", "MAX_CANVAS_TOKENS", "SKELETON", "Canvas", "Span", "SpanBudgets", "build_canvas",
+OUTCOME_KEY = "status"  # the response's outcome (ok / error): decided from the prompt, the other values follow it
+__all__ = ["FREE", "FREE_TAIL", "MAX_CANVAS_TOKENS", "OUTCOME_KEY", "SKELETON", "Canvas", "Span", "SpanBudgets", "build_canvas",
            "check_fits", "skeleton_target"]
 
 
@@ -58,6 +59,11 @@ class Canvas:
     @property
     def masked_positions(self) -> list[int]:
         return [i for i, s in enumerate(self.span_of) if s >= 0]
+
+    def outcome_span(self) -> Span | None:
+        """The top-level outcome value (`status` with its options) when it is left to the model: outcome-first
+        decoding settles it before any other value."""
+        return next((span for span in self.spans if span.path == OUTCOME_KEY and span.kind == "enum"), None)
 
     def kinds(self) -> list[str]:
         """`"anchor"` or `"masked"` for each position (what the UI shades differently)."""

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from wmstudio.model.canvas import Canvas, Span
+from wmstudio.model.canvas import OUTCOME_KEY, Canvas, Span
 from wmstudio.model.constraints import completable
 from wmstudio.model.layout import KEY, ascii_json, dump
 from wmstudio.model.tokenizer import encode_text
@@ -33,7 +33,7 @@ from wmstudio.world.jsonpath import parse_path
 
 HEAD_FILE, CONFIG_FILE = "copy_head.safetensors", "copy_head.json"
 COPY_KINDS = ("string", "integer", "number", "enum")  # a map entry's key span reads as a string
-OUTCOME_KEYS = ("status",)  # the response's outcome: decided by the model, never copied from an earlier turn
+OUTCOME_KEYS = (OUTCOME_KEY,)  # decided by the model, never copied from an earlier turn
 KEY_BUCKETS = 1024
 MAX_KEY_WORDS = 6
 FEATURES = 26

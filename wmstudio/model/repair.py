@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.layout import dump
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport, check_step, check_variables, parse_response
@@ -26,7 +27,7 @@ from wmstudio.world.spec import Call, WorldSpec
 REPAIR_CANDIDATES = 4  # K: candidates denoised together per round
 REPAIR_ROUNDS = 2  # R
 REPAIR_TEMPERATURE = 0.7  # candidates must differ from the greedy answer that failed
-OUTCOME_FIELD = "status"  # the response's outcome (ok / error): repair fixes the fields around it first
+OUTCOME_FIELD = OUTCOME_KEY  # repair fixes the fields around the outcome first
 SOLVE_PASSES = 4  # fields set one at a time, each leaving fewer problems
 
 

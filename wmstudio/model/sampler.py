@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import torch
 
-from wmstudio.model.canvas import MAX_CANVAS_TOKENS, Canvas
+from wmstudio.model.canvas import MAX_CANVAS_TOKENS, OUTCOME_KEY, Canvas
 from wmstudio.model.constraints import CanvasConstraints
 from wmstudio.model.copy_head import CopyFiller, CopyPlan
 from wmstudio.problems import InvalidInput, Problem
@@ -171,7 +171,9 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
     """Denoise `settings.samples` copies of `canvas` after `prompt_ids`, yielding a Frame per step until no mask
     is left (SamplerSettings documents each setting). `use_cache` False recomputes the prompt every step (the
     reference path). With a `copy` plan and a backend with a copy head, spans are filled whole with values the
-    prompt shows; with a backend trained to write values in order, a value span's slots are committed in order."""
+    prompt shows; with a backend trained to write values in order, a value span's slots are committed in order;
+    with one trained to decide the outcome first, the outcome span is settled before any other slot (steps of
+    its own, beside the step budget)."""
     steps, strategy, threshold, block = settings.steps, settings.strategy, settings.threshold, settings.block
     temperature, repetition_penalty = settings.temperature, settings.repetition_penalty
     samples, seed = settings.samples, settings.seed
@@ -184,6 +186,7 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
     filler = CopyFiller(copy, backend.copy_head, device) if copy is not None and backend.copy_head is not None \
         and use_cache else None
     in_order = _in_order(canvas, device) if getattr(backend, "span_order", "any") == "left_to_right" else None
+    outcome = _outcome_slots(canvas, device) if getattr(backend, "decide_first", None) == OUTCOME_KEY else None
     span_slots = masked.clone()  # positions whose tokens count for the repetition penalty
     length = x.shape[1]
     block = block or length
@@ -204,6 +207,9 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
         lo = torch.tensor([starts[c] for c in current.tolist()], device=device).view(-1, 1)
         hi = torch.tensor([_block(starts, c, length).stop for c in current.tolist()], device=device).view(-1, 1)
         eligible = masked & (position >= lo) & (position < hi)
+        deciding = outcome is not None and bool((masked & outcome).any())
+        if deciding:  # the outcome is settled first, from the prompt alone; every other value then agrees with it
+            eligible = masked & outcome
         if in_order is not None:  # a value's slot waits for the slot before it (its first slot never waits)
             waiting = torch.zeros_like(masked)
             waiting[:, 1:] = masked[:, :-1]
@@ -220,7 +226,7 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
         confidence = score(logits, guess, strategy, generator).masked_fill(~eligible, -math.inf)
 
         forced = torch.zeros_like(masked)
-        if filler is not None and hidden is not None:
+        if filler is not None and hidden is not None and not deciding:
             fills, holds = filler.propose(hidden, masked & (position >= lo) & (position < hi))
             for hold in holds:  # the head wants a candidate here, not yet surely: no token sampling meanwhile
                 eligible[hold.sample, filler.ranges[hold.slot]] = False
@@ -236,6 +242,9 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
         quota = []
         for k in range(samples):
             left = int(eligible[k].sum())
+            if deciding:  # one outcome slot a step; the value schedule starts after it
+                quota.append(min(left, 1))
+                continue
             if block_steps[k] == 0:
                 budget[k] = per_block if per_block is not None else math.ceil(left / DEFAULT_TOKENS_PER_STEP)
             quota.append(math.ceil(left / max(1, budget[k] - int(block_steps[k]))) if left else 0)
@@ -243,7 +252,8 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
         chosen = constraints.commit(chosen, guess, confidence)
         x = torch.where(chosen, guess, x)
         masked &= ~chosen
-        block_steps += 1
+        if not deciding:
+            block_steps += 1
         yield Frame(
             step=step,
             tokens=x.tolist(),
@@ -263,6 +273,16 @@ def _in_order(canvas: Canvas, device: torch.device | str) -> torch.Tensor:
         if span.kind != "free":
             ordered[0, span.start + 1:span.end] = True
     return ordered
+
+
+def _outcome_slots(canvas: Canvas, device: torch.device | str) -> torch.Tensor | None:
+    """(1, C) True at the outcome span's slots, or None when the outcome is pinned or the canvas has none."""
+    span = canvas.outcome_span()
+    if span is None:
+        return None
+    slots = torch.zeros((1, len(canvas.tokens)), dtype=torch.bool, device=device)
+    slots[0, span.start:span.end] = True
+    return slots
 
 
 def _block(starts: list[int], index: int, length: int) -> slice:

@@ -16,6 +16,7 @@ from wmstudio.train.examples import CanvasTarget, TrainingExample
 
 MIN_MASK_RATIO = 1e-3  # t ~ U(0,1] is drawn as eps + (1 - eps) u so 1/t stays bounded (as LLaDA does)
 SPAN_NOISE_SHARE = 0.5  # skeleton canvases noised span by span rather than token by token
+OUTCOME_WEIGHT = 1.0  # in an outcome-first draw, the outcome span's weight against the rest of the canvas
 
 
 @dataclass
@@ -84,13 +85,29 @@ class SplitBatch:
         return self.prompts.numel() + self.canvases.numel()
 
 
-def noise_canvas(canvas: CanvasTarget, mask_id: int, rng: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """(noisy tokens, scored positions, weight of each scored one): mask ratio t ~ U(0,1] drawn per canvas; each
+def noise_canvas(canvas: CanvasTarget, mask_id: int, rng: torch.Generator,
+                 outcome_first: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(noisy tokens, scored positions, each position's weight): mask ratio t ~ U(0,1] drawn per canvas; each
     maskable slot masked with probability t, or (a skeleton, SPAN_NOISE_SHARE of the time) each value span
     wholly masked with probability t; weight 1 / (t * scorable count). Scored are the masked positions the
-    canvas scores (all masked ones when it names none)."""
+    canvas scores (all masked ones when it names none).
+
+    Outcome first: a canvas with an outcome span is, `outcome_first` of the time, wholly masked (t = 1) and its
+    outcome span weighs as much as all its other values together. Otherwise the outcome is nearly always learnt
+    with other values in sight, which give it away (an id filled in means ok), and the model never learns to
+    decide it from the prompt, which is what the sampler asks of it when it settles the outcome first."""
     tokens = torch.tensor(canvas.tokens)
     maskable = torch.tensor(canvas.maskable, dtype=torch.bool)
+    scorable = torch.tensor(canvas.scored, dtype=torch.bool) if canvas.scored is not None else maskable
+    count = max(int(scorable.sum()), 1)
+    if canvas.outcome is not None and outcome_first > 0 and torch.rand((), generator=rng).item() < outcome_first:
+        start, length = canvas.outcome
+        weights = torch.full((len(tokens),), 1.0 / count)
+        outcome = torch.zeros(len(tokens), dtype=torch.bool)
+        outcome[start:start + length] = True
+        outcome &= scorable
+        weights[outcome] += OUTCOME_WEIGHT / max(int(outcome.sum()), 1)
+        return torch.where(maskable, torch.full_like(tokens, mask_id), tokens), maskable & scorable, weights
     t = MIN_MASK_RATIO + (1 - MIN_MASK_RATIO) * torch.rand((), generator=rng).item()
     if canvas.spans and torch.rand((), generator=rng).item() < SPAN_NOISE_SHARE:
         chosen = (torch.rand(len(canvas.spans), generator=rng) < t).tolist()
@@ -100,9 +117,8 @@ def noise_canvas(canvas: CanvasTarget, mask_id: int, rng: torch.Generator) -> tu
         masked &= maskable
     else:
         masked = maskable & (torch.rand(len(tokens), generator=rng) < t)
-    scorable = torch.tensor(canvas.scored, dtype=torch.bool) if canvas.scored is not None else maskable
-    weight = 1.0 / (t * max(int(scorable.sum()), 1))
-    return torch.where(masked, torch.full_like(tokens, mask_id), tokens), masked & scorable, weight
+    weights = torch.full((len(tokens),), 1.0 / (t * count))
+    return torch.where(masked, torch.full_like(tokens, mask_id), tokens), masked & scorable, weights
 
 
 @dataclass
@@ -150,7 +166,8 @@ def copy_batch(noisy: list[tuple[int, CanvasTarget, torch.Tensor]], mask_id: int
                      features=features, cand_keys=cand_keys, mask=mask, hits=hits)
 
 
-def mdlm_split_batch(examples: list[TrainingExample], mask_id: int, pad_id: int, rng: torch.Generator) -> SplitBatch:
+def mdlm_split_batch(examples: list[TrainingExample], mask_id: int, pad_id: int, rng: torch.Generator,
+                     outcome_first: float = 0.0) -> SplitBatch:
     """Noise every canvas (as `mdlm_batch` does, same draws) and lay the batch out for the two-pass loss."""
     prompt_len = max(len(ex.prompt_ids) for ex in examples)
     pairs = [(row, canvas) for row, ex in enumerate(examples) for canvas in ex.canvases]
@@ -161,14 +178,14 @@ def mdlm_split_batch(examples: list[TrainingExample], mask_id: int, pad_id: int,
     canvases = torch.full((len(pairs), canvas_len), pad_id, dtype=torch.long)
     rows, cols, targets, weights, noised = [], [], [], [], []
     for r, (_, canvas) in enumerate(pairs):
-        noisy, masked, weight = noise_canvas(canvas, mask_id, rng)
+        noisy, masked, weight = noise_canvas(canvas, mask_id, rng, outcome_first)
         canvases[r, : len(noisy)] = noisy
         noised.append((r, canvas, noisy))
         where = masked.nonzero().flatten()
         rows.append(torch.full_like(where, r))
         cols.append(where)
         targets.append(torch.tensor(canvas.tokens)[where])
-        weights.append(torch.full((len(where),), weight))
+        weights.append(weight[where])
     return SplitBatch(
         copy=copy_batch(noised, mask_id),
         prompts=prompts,
@@ -184,7 +201,7 @@ def mdlm_split_batch(examples: list[TrainingExample], mask_id: int, pad_id: int,
 
 
 def mdlm_batch(
-    examples: list[TrainingExample], mask_id: int, pad_id: int, rng: torch.Generator
+    examples: list[TrainingExample], mask_id: int, pad_id: int, rng: torch.Generator, outcome_first: float = 0.0
 ) -> Batch:
     """Noise every canvas of every example and pack them: mask ratio t ~ U(0,1] per canvas.
 
@@ -201,7 +218,7 @@ def mdlm_batch(
         start = prompt_len
         for canvas in ex.canvases:
             tokens = torch.tensor(canvas.tokens)
-            noisy, masked, weight = noise_canvas(canvas, mask_id, rng)
+            noisy, masked, weight = noise_canvas(canvas, mask_id, rng, outcome_first)
             end = start + len(tokens)
             input_ids[row, start:end] = noisy
             position_ids[row, start:end] = torch.arange(prompt_len, prompt_len + len(tokens))
@@ -209,7 +226,7 @@ def mdlm_batch(
             rows.append(torch.full_like(where, row))
             cols.append(where + start)
             targets.append(tokens[where])
-            weights.append(torch.full((len(where),), weight))
+            weights.append(weight[where])
             start = end
         position_ids[row, start:] = torch.arange(start, length) - start + prompt_len
         layouts.append((prompt_len, [len(c.tokens) for c in ex.canvases]))
@@ -255,11 +272,12 @@ def ar_batch(examples: list[TrainingExample], pad_id: int) -> Batch:
 
 
 def make_batch(examples, arch: str, tokenizer_ids: dict[str, int], rng: torch.Generator,
-               split: bool = False) -> Batch | SplitBatch:
-    """The batch for `arch`: noised canvases (mdlm; `split` for the two-pass layout) or prompt + response (ar)."""
+               split: bool = False, outcome_first: float = 0.0) -> Batch | SplitBatch:
+    """The batch for `arch`: noised canvases (mdlm; `split` for the two-pass layout; `outcome_first` the share of
+    outcome-first draws) or prompt + response (ar)."""
     if arch == "mdlm":
         build = mdlm_split_batch if split else mdlm_batch
-        return build(examples, tokenizer_ids["mask"], tokenizer_ids["pad"], rng)
+        return build(examples, tokenizer_ids["mask"], tokenizer_ids["pad"], rng, outcome_first)
     return ar_batch(examples, tokenizer_ids["pad"])
 
 

@@ -40,6 +40,10 @@ class TrainConfig:
     prompt_tokens: int = _option(768, "Tokens a prompt is rendered within (call-local state, newest turns first).")
     copy_head: bool = _option(True, "Train a copy head beside an MDLM (fills values the prompt shows).")
     copy_weight: float = _option(1.0, "Weight of the copy head's loss beside the denoising loss.")
+    outcome_first: float = _option(0.25, "Share of skeleton canvases wholly masked with the outcome (`status`) "
+                                         "weighted as much as the other values: the model learns to decide the "
+                                         "outcome from the prompt, and its sampler settles the outcome first "
+                                         "(0: off).")
     batch_tokens: int = _option(6144, "About this many tokens per optimizer step.")
     learning_rate: float = _option(2e-3, "Peak learning rate (AdamW, cosine decay after warm-up).")
     warmup_steps: int = _option(30, "Linear warm-up steps.")
@@ -55,3 +59,6 @@ class TrainConfig:
         if missing:
             raise InvalidInput([Problem(name, "required: give a folder") for name in missing])
         self.corpus, self.out = Path(self.corpus), Path(self.out)
+        if isinstance(self.outcome_first, bool) or not isinstance(self.outcome_first, (int, float)) \
+                or not 0.0 <= self.outcome_first <= 1.0:
+            raise InvalidInput(Problem("outcome_first", f"must be a share from 0 to 1, got {self.outcome_first!r}"))

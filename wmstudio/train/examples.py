@@ -62,6 +62,7 @@ class CanvasTarget:
     scored: list[bool] | None = None
     spans: list[tuple[int, int]] = field(default_factory=list)  # (start, length) of each value span
     copy: CopyTargets | None = None
+    outcome: tuple[int, int] | None = None  # (start, length) of the outcome (`status`) span, when there is one
 
 
 @dataclass
@@ -232,8 +233,10 @@ def skeleton_canvas(tokenizer, schema: dict[str, Any], response_text: str):
             scored[position] = True
             if tokens[position] == canvas.pad_id or (span.kind == "end" and tokens[position] == canvas.end_id):
                 break  # the first pad (or the end token) closes the span; the sampler settles the rest
+    outcome = canvas.outcome_span()
     return CanvasTarget(tokens=tokens, maskable=[s >= 0 for s in canvas.span_of], style="skeleton", scored=scored,
-                        spans=[(span.start, span.length) for span in canvas.spans]), canvas, value
+                        spans=[(span.start, span.length) for span in canvas.spans],
+                        outcome=(outcome.start, outcome.length) if outcome else None), canvas, value
 
 
 def copy_targets(canvas, value: Any, sources) -> CopyTargets | None:

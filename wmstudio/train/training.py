@@ -20,6 +20,7 @@ from transformers.cache_utils import DynamicCache
 
 from wmstudio.model.architecture import MDLM, model_kind
 from wmstudio.model.backends import CanvasCache
+from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.copy_head import CopyHead, load_copy_head
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.batches import Batch, SplitBatch, make_batch, plan_batches
@@ -281,7 +282,8 @@ def train_world_model(
                 break
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(config, step, fraction)
-            batch = make_batch([train.examples[i] for i in indices], config.arch, ids, rng, split=split)
+            batch = make_batch([train.examples[i] for i in indices], config.arch, ids, rng, split=split,
+                               outcome_first=config.outcome_first)
             loss = batch_loss(model, batch, head, config.copy_weight)
             optimizer.zero_grad(set_to_none=True)
             loss.total.backward()
@@ -321,6 +323,8 @@ def train_world_model(
     out.mkdir(parents=True, exist_ok=True)
     model.eval()
     model.config.wmstudio = {**model.config.wmstudio, "prompt_tokens": config.prompt_tokens}
+    if config.arch == MDLM and config.outcome_first > 0:  # its sampler settles the outcome first
+        model.config.wmstudio["decide_first"] = OUTCOME_KEY
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     if head is not None:
