@@ -52,6 +52,9 @@ def write_model_card(folder: Path) -> Path:
         "true array ends) and one free-style canvas (the whole text, right-padded to any standard size that "
         "holds it); the prompt is encoded once and every canvas attends to its keys/values (two-pass loss, "
         "exactly the packed objective)"
+        + (f"; outcome first: {config['outcome_first']:.0%} of skeleton canvases wholly masked with the outcome "
+           "(`status`) weighted as much as the other values together, so the model decides the outcome from the "
+           "prompt and its sampler settles it before any other value" if config.get("outcome_first") else "")
         if arch == "mdlm"
         else "autoregressive next-token cross-entropy on the response tokens (and eos) given the prompt"
     )
@@ -89,7 +92,8 @@ def write_model_card(folder: Path) -> Path:
         f"- weights: {training['checkpoint_bytes']:,} bytes (fp32 safetensors)",
         "",
         "## Training",
-        f"- {training['steps']:,} optimizer steps, {training['tokens_seen']:,} tokens, {training['seconds'] / 60:.1f} "
+        *_lineage_lines(training.get("lineage") or []),
+        f"- {'then ' if training.get('lineage') else ''}{training['steps']:,} optimizer steps, {training['tokens_seen']:,} tokens, {training['seconds'] / 60:.1f} "
         f"minutes in all on `{training.get('device', 'cpu')}` (seed {config['seed']}, AdamW, peak lr "
         f"{config['learning_rate']}, cosine decay, ~{config['batch_tokens']:,} tokens per batch)",
     ]
@@ -103,6 +107,20 @@ def write_model_card(folder: Path) -> Path:
     lines += _quality_lines(quality) if quality else ["Not evaluated yet: run `wmstudio eval-wm`."]
     (folder / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder / "README.md"
+
+
+def _lineage_lines(lineage: list[dict]) -> list[str]:
+    """A line per earlier stage of a model continued with `train-wm --base`, oldest first."""
+    lines = []
+    for number, stage in enumerate(lineage, 1):
+        loss = stage.get("eval_loss")
+        held_out = f", held-out loss {loss[0]:.2f} -> {loss[1]:.2f}" if loss else ""
+        origin = "from scratch" if not stage.get("base") else "continued from the stage before"
+        outcome = f", outcome-first share {stage['outcome_first']}" if stage.get("outcome_first") else ""
+        lines.append(f"- stage {number}, {origin}: {stage.get('steps') or 0:,} steps, "
+                     f"{(stage.get('tokens_seen') or 0) / 1e6:.1f}M tokens, {stage.get('minutes')} minutes (seed "
+                     f"{stage.get('seed')}, peak lr {stage.get('learning_rate')}{outcome}){held_out}")
+    return lines
 
 
 def _copy_head_lines(config: dict, arch: str, evals: list[dict]) -> list[str]:

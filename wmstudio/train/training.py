@@ -215,6 +215,25 @@ def evaluate_loss(model, head: CopyHead | None, examples, arch, ids, batch_token
     return figures
 
 
+def base_lineage(base: str | None) -> list[dict]:
+    """The training stages behind a `--base` checkpoint of ours, oldest first (its own lineage, then its run), so a
+    model continued several times still says what it took in all; [] for a new model or a foreign checkpoint."""
+    record = Path(base) / "training.json" if base else None
+    if record is None or not record.is_file():
+        return []
+    try:
+        earlier = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []
+    config = earlier.get("config") or {}
+    evals = [p["eval_loss"] for p in earlier.get("loss_curve") or [] if "eval_loss" in p]
+    stage = {"base": config.get("base"), "steps": earlier.get("steps"), "tokens_seen": earlier.get("tokens_seen"),
+             "minutes": round(float(earlier.get("seconds") or 0) / 60, 1), "seed": config.get("seed"),
+             "learning_rate": config.get("learning_rate"), "outcome_first": config.get("outcome_first", 0.0),
+             "eval_loss": [evals[0], evals[-1]] if evals else None}
+    return [*(earlier.get("lineage") or []), stage]
+
+
 def _directory_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.glob("*.safetensors"))
 
@@ -341,7 +360,8 @@ def train_world_model(
         loss_curve=curve,
     )
     summary = {"config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
-               "corpus": corpus_stats(config.corpus), "device": str(device), **result.to_json()}
+               "corpus": corpus_stats(config.corpus), "device": str(device), **result.to_json(),
+               "lineage": base_lineage(config.base)}
     (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     write_model_card(out)
     say(f"saved {out} ({result.parameters:,} parameters, {result.checkpoint_bytes:,} bytes) after {step} steps")
