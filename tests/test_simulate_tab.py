@@ -46,7 +46,7 @@ from wmstudio.ui.forms import (
     response_fields,
     show_value,
 )
-from wmstudio.ui.simulate_tab import ANCHOR_SLOTS, build_simulate_tab
+from wmstudio.ui.simulate_tab import ANCHOR_SLOTS, build_simulate_tab, finished_view
 from wmstudio.world.anchors import Anchor, parse_anchors
 from wmstudio.world.spec import Call, WorldSpec, load_world
 from wmstudio.world.tools import import_tools_file
@@ -223,6 +223,20 @@ def test_a_run_shows_the_canvas_first_then_each_step_and_honours_the_anchor(ctx,
     assert json.loads(sample.response)["status"] == "error"
     assert sample.checks.json_valid and not sample.checks.anchor_violations
     assert finished.warnings == []  # the call fits the parameter schema
+
+
+def test_the_report_says_when_the_outcome_was_decided_first_and_how_surely(ctx, worlds):
+    shipped = StudioContext(store=ctx.store)  # the embedded default model, trained outcome first
+    call = {"name": "refund_order", "arguments": {"order_id": "ORD-22930", "amount_cents": 500}}
+    *_, free = run_simulation(shipped, worlds["retail"], *parsed(call, []), SamplerSettings())
+    decided, probability = free.generation.decided_first()
+    assert decided == json.loads(free.generation.samples[0].response)["status"] and 0.0 < probability <= 1.0
+    outcome = free.canvas.outcome_span()
+    assert free.frames[0].unmasked[0] == [outcome.start]  # the shipped model is trained outcome first
+    assert f'Outcome decided first, from the prompt: status "{decided}" (p = {probability:.2f})' in \
+        finished_view(free)[0]
+    *_, pinned = run_simulation(shipped, worlds["retail"], *parsed(call, ['status="error"']), SamplerSettings())
+    assert pinned.generation.decided_first() is None and "Outcome decided first" not in finished_view(pinned)[0]
 
 
 def test_saving_puts_the_step_its_provenance_checks_and_trace_into_a_rollout(ctx, worlds):

@@ -88,6 +88,18 @@ class Generation:
         """The decode trace of one sample: per committed position, the step and the confidence."""
         return DecodeTrace.of_frames(self.frames, sample)
 
+    def decided_first(self, sample: int = 0) -> tuple[str, float] | None:
+        """(the outcome's text, its probability when committed) when the sampler settled the outcome before any
+        other value (a model trained outcome first), else None: how sure the model was, from the prompt alone."""
+        span = self.canvas.outcome_span() if self.canvas is not None else None
+        if span is None or not self.frames or sample >= len(self.frames[0].unmasked):
+            return None
+        first, slots = self.frames[0], range(span.start, span.end)
+        if not first.unmasked[sample] or any(position not in slots for position in first.unmasked[sample]):
+            return None
+        tokens = [t for t in self.frames[-1].tokens[sample][span.start:span.end] if t != self.canvas.pad_id]
+        return self.canvas.vocab.decode(tokens), float(first.confidences[sample][0])
+
 
 @dataclass
 class Prompt:

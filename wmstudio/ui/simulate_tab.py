@@ -244,9 +244,12 @@ def finished_view(simulation: Simulation) -> tuple:
     passed = sum(s.checks.ok for s in generation.samples)
     copied = sum(len(f.copied[0]) for f in simulation.frames if f.copied)
     copies = f" {copied} token(s) of sample 1 copied whole from the prompt (underlined purple)." if copied else ""
+    decided = generation.decided_first()
+    outcome = (f" Outcome decided first, from the prompt: status \"{decided[0]}\" (p = {decided[1]:.2f}); the other "
+               "values were written to agree with it." if decided else "")
     status = (f"Done: {frames} step(s), {len(simulation.canvas)}-token canvas ({generation.mode}), "
               f"{len(generation.samples)} sample(s), {passed} pass every check, {generation.elapsed_ms:.0f} ms."
-              f"{copies}{warnings}")
+              f"{outcome}{copies}{warnings}")
     samples = [(f"Sample {k + 1}", k) for k in range(len(generation.samples))]
     return (
         status,
