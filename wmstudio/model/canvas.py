@@ -32,8 +32,8 @@ from wmstudio.world.jsonpath import format_path, parse_path
 SKELETON, FREE = "skeleton", "free"
 MAX_CANVAS_TOKENS = 4096
 OUTCOME_KEY = "status"  # the response's outcome (ok / error): decided from the prompt, the other values follow it
-__all__ = ["FREE", "FREE_TAIL", "MAX_CANVAS_TOKENS", "OUTCOME_KEY", "SKELETON", "Canvas", "Span", "SpanBudgets", "build_canvas",
-           "check_fits", "skeleton_target"]
+__all__ = ["FREE", "FREE_TAIL", "MAX_CANVAS_TOKENS", "OUTCOME_KEY", "SKELETON", "Canvas", "Span", "SpanBudgets",
+           "build_canvas", "check_fits", "skeleton_target"]
 
 
 @dataclass

@@ -33,7 +33,6 @@ from wmstudio.world.jsonpath import parse_path
 
 HEAD_FILE, CONFIG_FILE = "copy_head.safetensors", "copy_head.json"
 COPY_KINDS = ("string", "integer", "number", "enum")  # a map entry's key span reads as a string
-OUTCOME_KEYS = (OUTCOME_KEY,)  # decided by the model, never copied from an earlier turn
 KEY_BUCKETS = 1024
 MAX_KEY_WORDS = 6
 FEATURES = 26
@@ -74,7 +73,7 @@ def copyable_spans(canvas: Canvas) -> list[SpanSlot]:
             continue
         parts = parse_path(span.path)
         key = next((str(p) for p in reversed(parts) if isinstance(p, str)), "")
-        if key in OUTCOME_KEYS:
+        if key == OUTCOME_KEY:  # decided by the model, never copied from an earlier turn
             continue
         slots.append(SpanSlot(index, span, parts, key_words(key)))
     return slots

@@ -27,7 +27,6 @@ from wmstudio.world.spec import Call, WorldSpec
 REPAIR_CANDIDATES = 4  # K: candidates denoised together per round
 REPAIR_ROUNDS = 2  # R
 REPAIR_TEMPERATURE = 0.7  # candidates must differ from the greedy answer that failed
-OUTCOME_FIELD = OUTCOME_KEY  # repair fixes the fields around the outcome first
 SOLVE_PASSES = 4  # fields set one at a time, each leaving fewer problems
 
 
@@ -59,7 +58,7 @@ def fields_to_remask(world: WorldSpec, report: CheckReport, response: Any) -> li
             names.append(re.split(r"[.\[]", path, maxsplit=1)[0])
     present = response if isinstance(response, dict) else {}
     fields = [name for name in dict.fromkeys(names) if name in present]
-    others = [name for name in fields if name != OUTCOME_FIELD]
+    others = [name for name in fields if name != OUTCOME_KEY]
     return others or fields  # the model's outcome stays unless it alone is what the failed checks read
 
 

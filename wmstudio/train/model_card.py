@@ -93,7 +93,8 @@ def write_model_card(folder: Path) -> Path:
         "",
         "## Training",
         *_lineage_lines(training.get("lineage") or []),
-        f"- {'then ' if training.get('lineage') else ''}{training['steps']:,} optimizer steps, {training['tokens_seen']:,} tokens, {training['seconds'] / 60:.1f} "
+        f"- {'then ' if training.get('lineage') else ''}{training['steps']:,} optimizer steps, "
+        f"{training['tokens_seen']:,} tokens, {training['seconds'] / 60:.1f} "
         f"minutes in all on `{training.get('device', 'cpu')}` (seed {config['seed']}, AdamW, peak lr "
         f"{config['learning_rate']}, cosine decay, ~{config['batch_tokens']:,} tokens per batch)",
     ]
