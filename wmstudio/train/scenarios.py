@@ -119,7 +119,7 @@ def demo_scenarios(per_world: int = 12, heldout_per_world: int = 6, seed: int = 
     for world_name in sorted(SIMULATORS):
         for split, count, offset in ((TRAIN, per_world, 0), (HELDOUT, heldout_per_world, 10_000)):
             for index in range(count):
-                scenarios.append(_scenario(world_name, split, index, seed * 100_000 + offset + index))
+                scenarios.append(make_scenario(world_name, split, index, seed * 100_000 + offset + index))
     return scenarios
 
 
@@ -132,7 +132,7 @@ def split_of(scenarios: list[Scenario], split: str) -> list[Scenario]:
     return sorted(chosen, key=lambda s: (int(s.id.rsplit("-", 1)[1]), s.world.name))  # worlds take turns
 
 
-def _scenario(world_name: str, split: str, index: int, seed: int) -> Scenario:
+def make_scenario(world_name: str, split: str, index: int, seed: int) -> Scenario:
     """A scenario whose target call the simulator accepts, or (a seeded third) refuses for a reason of the world's
     (after logging in, in a world that needs it)."""
     simulator = get_simulator(world_name)

@@ -73,8 +73,8 @@ POLICIES: dict[str, Callable[[int], Policy]] = {"expert": lambda seed: expert, "
 def scripted_policy(name: str, seed: int = 0) -> Policy:
     """A scripted policy by name; InvalidInput lists the names."""
     if name not in POLICIES:
-        raise InvalidInput(Problem("policy", f"{name!r} is not a scripted policy: use {', '.join(POLICIES)} (trained "
-                                             "policies arrive with GRPO training)"))
+        raise InvalidInput(Problem("policy", f"{name!r} is not a scripted policy: use {', '.join(POLICIES)}, or "
+                                             "a trained policy's folder (wmstudio train-agent)"))
     return POLICIES[name](seed)
 
 

@@ -1,0 +1,131 @@
+"""The agent policy (train/agent_text.py, agent_policy.py, agent_sft.py, grpo.py): episodes as words with value
+slots, a policy trained by SFT that copies ids from its task and from a tool's answer, and GRPO through TRL that
+records its metrics and checkpoints and resumes from them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from wmstudio.cli import app
+from wmstudio.problems import InvalidInput
+from wmstudio.train.agent_config import AgentTrainConfig, GrpoSettings
+from wmstudio.train.agent_policy import load_policy
+from wmstudio.train.agent_sft import expert_episode, train_agent
+from wmstudio.train.agent_text import (
+    EOA,
+    SlotTable,
+    action_words,
+    episode_words,
+    parse_action,
+    prompt_words,
+    result_words,
+)
+from wmstudio.train.environments import SIMULATOR, run_episode
+from wmstudio.train.off_policy import evaluate_policy
+from wmstudio.train.scenarios import HELDOUT, TRAIN, demo_scenarios, split_of
+from wmstudio.train.scripted_policies import expert
+from wmstudio.world.spec import Call
+
+SCENARIOS = demo_scenarios()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS[::3], ids=lambda s: s.id)
+def test_every_expert_action_is_written_with_slots_and_reads_back_to_the_same_call(scenario):
+    trajectory, _ = run_episode(expert, scenario, SIMULATOR)
+    words, slots = episode_words(scenario, trajectory)
+    for step in trajectory.steps:
+        written = action_words(step.call, slots)
+        assert written is not None and written[-1] == EOA
+        assert parse_action(written, slots, scenario.task) == step.call
+    assert parse_action(action_words(trajectory.final_answer, slots), slots, scenario.task) == trajectory.final_answer
+    assert expert_episode(scenario) is not None
+
+
+def test_ids_in_the_task_and_in_a_tools_answer_become_slots_the_call_copies_whole():
+    slots = SlotTable()
+    payments = next(s for s in SCENARIOS if s.world.name == "payments")
+    words = prompt_words(payments, slots)
+    task = next(s for s in SCENARIOS if s.world.name == "retail" and s.target.name == "refund_order")
+    task_slots = SlotTable()
+    task_words = prompt_words(task, task_slots)
+    order = task.target.arguments["order_id"]
+    assert order not in " ".join(task_words) and task_slots.known(order) in task_words  # the id is one slot
+    password = payments.world.initial_state["login"]["password"]
+    assert password not in words and slots.known(password) in words  # payments shows its credentials, as slots
+    answer = json.dumps({"session_token": "plsess_Abc123", "status": "ok", "error": ""})
+    shown = result_words(answer, slots)
+    assert shown[:4] == ["result", "status", "=", "ok"]  # the outcome comes first, as words
+    token_slot = slots.known("plsess_Abc123")
+    call = parse_action(["call", "create_api_key", "session_token", "=", token_slot, "label", "=", "ops", EOA],
+                        slots, "task")
+    assert call == Call("create_api_key", {"session_token": "plsess_Abc123", "label": "ops"})
+
+
+@pytest.mark.parametrize("words", [
+    ["call"], ["call", "refund_order", "order_id"], ["call", "refund_order", "order_id", "=", "<v40>"],
+    ["call", "x", "a", "=", "[", "<v0>"], ["answer", "maybe"], ["result", "status", "=", "ok"],
+    ["call", "x", "a", "=", "1", "a", "=", "2"],
+])
+def test_words_that_are_not_an_action_parse_to_none(words):
+    slots = SlotTable()
+    slots.slot("ORD-1")
+    assert parse_action(words, slots, "task") is None
+
+
+def test_agent_settings_name_the_bad_field():
+    with pytest.raises(InvalidInput, match="minutes"):
+        AgentTrainConfig(out=Path("x"), minutes=0)
+    with pytest.raises(InvalidInput, match="env"):
+        GrpoSettings(env="real-world")
+    with pytest.raises(InvalidInput, match="generations"):
+        GrpoSettings(generations=1)
+    result = CliRunner().invoke(app, ["train-grpo", "--curriculum", "mine"])
+    assert result.exit_code == 2 and "--curriculum" in result.output and "Traceback" not in result.output
+
+
+@pytest.fixture(scope="module")
+def sft_policy(tmp_path_factory, one_thread) -> Path:
+    """A policy trained by SFT for 300 steps (about 25 s on one thread)."""
+    out = tmp_path_factory.mktemp("agent") / "agent"
+    train_agent(AgentTrainConfig(out=out, minutes=5, steps=300, episodes=300), log=lambda _: None)
+    return out
+
+
+@pytest.mark.slow
+def test_an_sft_policy_copies_the_tasks_ids_and_the_session_token_on_held_out_scenarios(sft_policy):
+    policy = load_policy(sft_policy)
+    heldout = split_of(SCENARIOS, HELDOUT)
+    estimate = evaluate_policy(policy.act, heldout, None, SIMULATOR)
+    assert sum(estimate.truths.values()) >= 0.8 * len(heldout)  # the untrained format alone would score 0
+    assert estimate.truths["payments"] >= 4  # login, then the token the login answered with, copied whole
+    saved = json.loads((sft_policy / "policy.json").read_text())
+    assert saved["kind"] == "agent-policy" and saved["steps"] == 300
+
+
+@pytest.mark.slow
+def test_train_grpo_records_metrics_checkpoints_a_policy_and_resumes(sft_policy, tmp_path, monkeypatch):
+    monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
+    db = tmp_path / "studio.db"
+    common = ["train-grpo", "--env", "simulator", "--policy", str(sft_policy), "--db", str(db), "--generations", "4",
+              "--scenarios-per-step", "2", "--save-every", "2", "--json"]
+    first = CliRunner().invoke(app, [*common, "--max-steps", "2"])
+    assert first.exit_code == 0, first.output
+    result = json.loads(first.stdout)
+    run_folder = Path(result["run_folder"])
+    assert (run_folder / "checkpoints" / "checkpoint-2").is_dir()
+    assert load_policy(result["policy_folder"]).act(split_of(SCENARIOS, TRAIN)[0], run_episode(
+        expert, split_of(SCENARIOS, TRAIN)[0], SIMULATOR)[0]) is not None
+    from wmstudio.store import open_store, run_metrics
+    store = open_store(db)
+    steps = {m.step for m in run_metrics(store, result["run_id"], "reward")}
+    assert steps == {1, 2}
+    episodes = (run_folder / "episodes.jsonl").read_text().splitlines()
+    assert episodes and "task" in json.loads(episodes[0])
+    again = CliRunner().invoke(app, [*common, "--max-steps", "4", "--run-id", str(result["run_id"]), "--resume"])
+    assert again.exit_code == 0, again.output
+    assert {m.step for m in run_metrics(store, result["run_id"], "reward")} == {1, 2, 3, 4}  # resumed at 3
+    assert json.loads(again.stdout)["steps"] == 4

@@ -1,0 +1,111 @@
+"""The settings of agent training: the SFT warm start (`train-agent`) and GRPO (`train-grpo`), one dataclass each.
+
+Kept apart from the trainers (no torch here) so both commands' `--help` is generated from these cheaply; each
+field's help text is what the command shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wmstudio.locations import MODELS_DIR, REPO_ROOT
+from wmstudio.problems import InvalidInput, Problem
+
+DEFAULT_POLICY = (MODELS_DIR / "agent-small").relative_to(REPO_ROOT).as_posix()  # the shipped SFT policy
+ENVIRONMENTS = ("world-model", "simulator", "hybrid")
+
+
+def _option(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+def _positive(problems: list[Problem], name: str, value: Any, whole: bool = False) -> None:
+    kinds = (int,) if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value <= 0:
+        problems.append(Problem(name, f"must be a positive {'whole ' if whole else ''}number, got {value!r}"))
+
+
+@dataclass
+class AgentTrainConfig:
+    """Train an agent policy by SFT on the simulators' expert episodes (the warm start of GRPO).
+
+    Episodes come from freshly seeded scenarios of the five demo worlds (never the curriculum's held-out states)."""
+
+    REQUIRED = ("out",)
+
+    out: Path = _option(None, "Policy folder to write, e.g. assets/models/agent-small.")
+    episodes: int = _option(600, "Expert episodes to learn from (spread over the five worlds).")
+    minutes: float = _option(2.0, "Wall-clock budget of the training loop in minutes.")
+    steps: int | None = _option(None, "Stop after this many optimizer steps (whichever comes first).")
+    batch: int = _option(16, "Episodes per optimizer step.")
+    learning_rate: float = _option(3e-3, "Peak learning rate (AdamW, cosine decay).")
+    layers: int = _option(3, "Transformer layers.")
+    hidden: int = _option(96, "Width.")
+    heads: int = _option(4, "Attention heads.")
+    seed: int = _option(0, "Seed for the scenarios, initialisation and batching.")
+    threads: int = _option(1, "CPU threads for torch.")
+
+    def __post_init__(self) -> None:
+        if self.out is None:
+            raise InvalidInput(Problem("out", "required: give a folder"))
+        self.out = Path(self.out)
+        problems: list[Problem] = []
+        for name in ("episodes", "batch", "layers", "hidden", "heads", "threads"):
+            _positive(problems, name, getattr(self, name), whole=True)
+        for name in ("minutes", "learning_rate"):
+            _positive(problems, name, getattr(self, name))
+        if self.steps is not None:
+            _positive(problems, "steps", self.steps, whole=True)
+        if not problems and self.hidden % self.heads:
+            problems.append(Problem("hidden", f"must be a multiple of --heads ({self.heads}), got {self.hidden}"))
+        if problems:
+            raise InvalidInput(problems)
+
+
+@dataclass
+class GrpoSettings:
+    """Train an agent policy with GRPO (TRL) on a curriculum, the world model answering its calls.
+
+    The job records its status and per-step metrics in the studio's database; `--resume` continues a run from its
+    newest checkpoint."""
+
+    curriculum: str = _option("demo", "The curriculum whose training scenarios the policy plays: demo.")
+    env: str = _option("world-model", "Who answers the policy's calls: world-model, simulator or hybrid.")
+    policy: str = _option(DEFAULT_POLICY, "The policy to start from (a `train-agent` folder).")
+    model: str | None = _option(None, "The world model (default: the embedded MDLM).")
+    max_steps: int = _option(60, "GRPO steps (each plays --scenarios-per-step scenarios x --generations).")
+    minutes: float = _option(20.0, "Wall-clock budget; training stops at the first step past it.")
+    generations: int = _option(8, "Rollouts per scenario (the group whose rewards are compared).")
+    scenarios_per_step: int = _option(4, "Scenarios per step.")
+    learning_rate: float = _option(1e-4, "Learning rate (AdamW).")
+    beta: float = _option(0.02, "KL penalty towards the starting policy.")
+    temperature: float = _option(1.0, "Sampling temperature of the rollouts.")
+    save_every: int = _option(10, "Checkpoint every N steps (resume continues from the newest).")
+    seed: int = _option(0, "Seed of TRL, the sampling and the world model.")
+    out: Path | None = _option(None, "Run folder (default: the run's folder in the studio's data folder).")
+    db: Path | None = _option(None, "The studio database (default: WMSTUDIO_DB or the user data folder).")
+    run_id: int | None = _option(None, "Report into this queued run (the studio's Train tab starts jobs so).")
+    resume: bool = _option(False, "Continue the run from its newest checkpoint.")
+    threads: int = _option(1, "CPU threads for torch (one is fastest for these small models).")
+    json: bool = _option(False, "Print only the JSON result.")
+
+    def __post_init__(self) -> None:
+        problems: list[Problem] = []
+        if self.curriculum != "demo":
+            problems.append(Problem("curriculum", f"{self.curriculum!r}: only the demo curriculum has success "
+                                                  "conditions so far: use demo"))
+        if self.env not in ENVIRONMENTS:
+            problems.append(Problem("env", f"{self.env!r} is not an environment: use {', '.join(ENVIRONMENTS)}"))
+        for name in ("max_steps", "generations", "scenarios_per_step", "save_every", "threads"):
+            _positive(problems, name, getattr(self, name), whole=True)
+        for name in ("minutes", "learning_rate", "temperature"):
+            _positive(problems, name, getattr(self, name))
+        if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or self.beta < 0:
+            problems.append(Problem("beta", f"must be a number from 0, got {self.beta!r}"))
+        if not problems and self.generations < 2:
+            problems.append(Problem("generations", "must be at least 2: GRPO compares rollouts of one scenario"))
+        if problems:
+            raise InvalidInput(problems)
+        self.out = None if self.out is None else Path(self.out)
+        self.db = None if self.db is None else Path(self.db)

@@ -1,0 +1,127 @@
+"""`wmstudio train-agent`: the agent policy's warm start, supervised on the simulators' expert episodes.
+
+Each episode (a freshly seeded scenario of a demo world, the expert playing it against the simulator) becomes one
+sequence of episode words; the loss is on the policy's own words only (its actions), never on the task or on what
+the tools answered. The result is a policy that already calls tools in the right format, so GRPO starts from it."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from wmstudio.train.agent_config import AgentTrainConfig
+from wmstudio.train.agent_policy import MAX_CONTEXT, AgentPolicy, new_policy_model, word_tokenizer
+from wmstudio.train.agent_text import EOR, SlotTable, action_words, prompt_words, result_words
+from wmstudio.train.environments import SIMULATOR, run_episode
+from wmstudio.train.scenarios import Scenario, make_scenario
+from wmstudio.train.scripted_policies import expert
+from wmstudio.world.sims import SIMULATORS
+
+SFT_SEED_OFFSET = 50_000  # scenario seeds of the SFT episodes: apart from the curriculum's train and held-out states
+IGNORE = -100
+
+
+@dataclass
+class Episode:
+    """One expert episode as the policy reads it: its words and which of them the policy wrote."""
+
+    words: list[str]
+    written: list[bool]
+
+
+def expert_episode(scenario: Scenario) -> Episode | None:
+    """The expert's episode on `scenario` against the simulator as words (None if an action cannot be written)."""
+    trajectory, _ = run_episode(expert, scenario, SIMULATOR)
+    slots = SlotTable()
+    words = prompt_words(scenario, slots)
+    written = [False] * len(words)
+    actions = [step.call for step in trajectory.steps] + [trajectory.final_answer]
+    for index, action in enumerate(actions):
+        said = action_words(action, slots)
+        if said is None:
+            return None
+        words += said
+        written += [True] * len(said)
+        if index < len(trajectory.steps):
+            shown = result_words(trajectory.steps[index].response, slots)
+            words += shown
+            written += [False] * len(shown)
+    return Episode(words, written)
+
+
+def expert_episodes(count: int, seed: int = 0) -> list[Episode]:
+    """`count` expert episodes, the demo worlds taking turns, from scenario seeds no curriculum split uses."""
+    worlds = sorted(SIMULATORS)
+    episodes = []
+    for index in range(count):
+        scenario = make_scenario(worlds[index % len(worlds)], "sft", index,
+                                 SFT_SEED_OFFSET + seed * 100_000 + index)
+        episode = expert_episode(scenario)
+        if episode is not None:
+            episodes.append(episode)
+    return episodes
+
+
+def train_agent(config: AgentTrainConfig, log: Callable[[str], None] = print) -> dict:
+    """Train a new policy on expert episodes within the budget, save it with `policy.json`, return the summary."""
+    torch.set_num_threads(config.threads)
+    started = time.perf_counter()
+    episodes = expert_episodes(config.episodes, config.seed)
+    words = sorted({word for episode in episodes for word in episode.words})
+    tokenizer = word_tokenizer(words + [EOR])
+    model = new_policy_model(tokenizer, layers=config.layers, hidden=config.hidden, heads=config.heads,
+                             ffn=config.hidden * 3, seed=config.seed)
+    policy = AgentPolicy(model, tokenizer, config.out.name)
+    rows = [(policy.ids(e.words)[:MAX_CONTEXT], e.written[:MAX_CONTEXT]) for e in episodes]
+    log(f"{len(rows)} expert episodes, {sum(len(r[0]) for r in rows)} words, vocabulary {len(tokenizer)}, "
+        f"{sum(p.numel() for p in model.parameters()):,} parameters ({time.perf_counter() - started:.1f} s)")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01)
+    rng = random.Random(config.seed)
+    budget = config.minutes * 60.0
+    loop_start = time.perf_counter()
+    step, losses = 0, []
+    model.train()
+    while True:
+        elapsed = time.perf_counter() - loop_start
+        if elapsed >= budget or (config.steps is not None and step >= config.steps):
+            break
+        progress = elapsed / budget if config.steps is None else max(elapsed / budget, step / config.steps)
+        for group in optimizer.param_groups:
+            group["lr"] = config.learning_rate * (min(1.0, (step + 1) / 20) * 0.5 * (1 + math.cos(math.pi * progress)))
+        batch = rng.sample(rows, min(config.batch, len(rows)))
+        input_ids, labels, attention = _padded(batch, tokenizer.pad_token_id)
+        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+        step += 1
+        if step % 50 == 0:
+            log(f"step {step}: loss {sum(losses[-50:]) / len(losses[-50:]):.3f} ({time.perf_counter() - loop_start:.0f} s)")
+    model.eval()
+    info = {"kind": "agent-policy", "trained_by": "wmstudio train-agent (SFT on expert episodes)",
+            "episodes": len(rows), "steps": step, "seconds": round(time.perf_counter() - loop_start, 1),
+            "final_loss": round(sum(losses[-20:]) / max(1, len(losses[-20:])), 4),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "config": {k: str(v) if k == "out" else v for k, v in vars(config).items()}}
+    policy.save(config.out, info)
+    return info
+
+
+def _padded(batch: list[tuple[list[int], list[bool]]], pad: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded ids, labels (IGNORE except the policy's own words) and attention mask of a batch."""
+    width = max(len(ids) for ids, _ in batch)
+    input_ids = torch.full((len(batch), width), pad)
+    labels = torch.full((len(batch), width), IGNORE)
+    attention = torch.zeros((len(batch), width), dtype=torch.long)
+    for row, (ids, written) in enumerate(batch):
+        input_ids[row, :len(ids)] = torch.tensor(ids)
+        attention[row, :len(ids)] = 1
+        labels[row, :len(ids)] = torch.tensor([i if w else IGNORE for i, w in zip(ids, written)])
+    return input_ids, labels, attention

@@ -1,0 +1,265 @@
+"""`wmstudio train-grpo`: GRPO (TRL's GRPOTrainer) of an agent policy on a curriculum, the world model as the
+environment.
+
+TRL's `rollout_func` plays the episodes: per turn, every active rollout's policy writes its next action, all of that
+turn's calls are answered together (the world model's generations share their denoising forwards), the answers are
+spliced into the completions as environment tokens (`env_mask` 0: never trained on), and so on until each rollout
+answers or runs out of turns. The scenario's success condition over the trajectory is the reward, with small
+format terms (actions that parse, a final answer). Metrics and sample episodes go to the caller's reporter."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from wmstudio.model.backends import Backend
+from wmstudio.model.batching import ForwardBatcher
+from wmstudio.train.agent_config import GrpoSettings
+from wmstudio.train.agent_policy import AgentPolicy, load_policy
+from wmstudio.train.agent_text import SlotTable, parse_action, prompt_words, result_words
+from wmstudio.train.environments import SIMULATOR, EpisodeWorld
+from wmstudio.train.off_policy import evaluate_policy
+from wmstudio.train.scenarios import HELDOUT, TRAIN, Scenario, Step, Trajectory, demo_scenarios, split_of, succeeded
+from wmstudio.world.spec import Call
+
+MAX_TURNS = 4  # login, the task's call, a retry, the answer
+MAX_COMPLETION_TOKENS = 320  # actions plus the tools' answers (the longest demo episode takes about 110)
+FORMAT_WEIGHT = 0.1
+INVALID_ACTION = json.dumps({"error": "INVALID_ACTION", "message": "the action did not parse", "status": "error"})
+METRIC_NAMES = {  # TRL's log keys -> the names the studio plots
+    "reward": "reward", "rewards/success/mean": "success", "kl": "kl", "completions/mean_length": "completion_length",
+    "rewards/valid_actions/mean": "valid_call_rate", "loss": "loss",
+}
+
+MetricsSink = Callable[[int, dict[str, float]], None]
+EpisodesSink = Callable[[int, list[dict[str, Any]]], None]
+
+
+@dataclass
+class Rollout:
+    """One episode being played inside a GRPO step: the words so far and the token streams TRL needs."""
+
+    scenario: Scenario
+    world: EpisodeWorld
+    slots: SlotTable
+    words: list[str]
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    trajectory: Trajectory = field(default_factory=Trajectory)
+    actions: int = 0
+    valid_actions: int = 0
+    done: bool = False
+    transcript: list[str] = field(default_factory=list)
+
+
+def play_group(policy: AgentPolicy, scenarios: list[Scenario], env: str, backend: Backend | None,
+               batcher: ForwardBatcher | None = None, temperature: float = 1.0, sample: bool = True) -> list[Rollout]:
+    """Play one episode per scenario (repeats allowed: a GRPO group), the policy sampling its actions turn by turn
+    and each turn's calls answered together in `env`."""
+    rollouts = []
+    for scenario in scenarios:
+        slots = SlotTable()
+        words = prompt_words(scenario, slots)
+        rollouts.append(Rollout(scenario, EpisodeWorld(scenario, env, backend), slots, words, policy.ids(words),
+                                transcript=[f"task: {scenario.task}"]))
+    for _ in range(MAX_TURNS):
+        active = [r for r in rollouts if not r.done]
+        if not active:
+            break
+        actions, logprobs = policy.sample_actions([r.words for r in active], sample=sample, temperature=temperature)
+        calls: list[tuple[Rollout, Call]] = []
+        for rollout, written, lp in zip(active, actions, logprobs):
+            _spliced(rollout, policy.ids(written), lp, trained=True)
+            rollout.words += written
+            rollout.actions += 1
+            action = parse_action(written, rollout.slots, rollout.scenario.task)
+            if action is None:
+                rollout.transcript.append(f"(not an action) {' '.join(written)}")
+                rollout.done = True
+            elif isinstance(action, str):
+                rollout.valid_actions += 1
+                rollout.trajectory.final_answer = action
+                rollout.transcript.append(f"answer: {action}")
+                rollout.done = True
+            else:
+                rollout.valid_actions += 1
+                calls.append((rollout, action))
+        for (rollout, call), response in zip(calls, answer_calls(calls, batcher)):
+            rollout.trajectory.steps.append(Step(call, response))
+            rollout.transcript.append(f"call {call.name} {json.dumps(call.arguments, ensure_ascii=False)}")
+            rollout.transcript.append(f"  -> {response}")
+            shown = result_words(response, rollout.slots)
+            rollout.words += shown
+            _spliced(rollout, policy.ids(shown), [0.0] * len(shown), trained=False)
+            if len(rollout.completion_ids) >= MAX_COMPLETION_TOKENS:
+                rollout.done = True
+    return rollouts
+
+
+def answer_calls(calls: list[tuple[Rollout, Call]], batcher: ForwardBatcher | None) -> list[str]:
+    """Each rollout's world answers its call; with a batcher the world model's generations run at once and share
+    one forward per denoising step (a call the world cannot lay out gets an API-style error)."""
+    if batcher is None or len(calls) < 2:
+        return [rollout.world.answer(call) for rollout, call in calls]
+
+    def answer(item: tuple[Rollout, Call]) -> str:
+        rollout, call = item
+        with batcher.session() as shared:
+            rollout.world.backend = shared
+            try:
+                return rollout.world.answer(call)
+            finally:
+                rollout.world.backend = batcher.backend
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        return list(pool.map(answer, calls))
+
+
+def _spliced(rollout: Rollout, ids: list[int], logprobs: list[float], trained: bool) -> None:
+    room = MAX_COMPLETION_TOKENS - len(rollout.completion_ids)
+    ids, logprobs = ids[:room], logprobs[:room]
+    rollout.completion_ids += ids
+    rollout.logprobs += logprobs
+    rollout.env_mask += [int(trained)] * len(ids)
+
+
+def success(completions, succeeded_flags, **_) -> list[float]:
+    """Reward: the scenario's success condition over the trajectory (1 or 0)."""
+    return [float(flag) for flag in succeeded_flags]
+
+
+def valid_actions(completions, valid_share, **_) -> list[float]:
+    """Reward (format): the share of the rollout's actions that parse as calls or answers."""
+    return list(valid_share)
+
+
+def answered(completions, gave_answer, **_) -> list[float]:
+    """Reward (format): the rollout ended with a final answer."""
+    return [float(flag) for flag in gave_answer]
+
+
+@dataclass
+class GrpoResult:
+    """What a run did: steps, time, and the held-out success in the simulator before and after."""
+
+    run_folder: str
+    policy_folder: str
+    env: str
+    steps: int
+    seconds: float
+    heldout_before: float
+    heldout_after: float
+    heldout_episodes: int
+    model_answered_share: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | None, on_metrics: MetricsSink | None = None,
+               on_episodes: EpisodesSink | None = None, log: Callable[[str], None] = print) -> GrpoResult:
+    """Run GRPO from `settings.policy` (or the run's newest checkpoint with `resume`), checkpoints and the final
+    policy under `folder`; the held-out success in the simulator is measured before and after."""
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.set_num_threads(settings.threads)
+    started = time.perf_counter()
+    start = load_policy(settings.policy)
+    scenarios = {s.id: s for s in demo_scenarios()}
+    train_ids = [s.id for s in split_of(list(scenarios.values()), TRAIN)]
+    heldout = split_of(list(scenarios.values()), HELDOUT)
+    before = _heldout_success(start, heldout)
+    log(f"policy {settings.policy}: held-out success in the simulator {before:.1%}")
+    batcher = ForwardBatcher(backend) if backend is not None and settings.env != SIMULATOR else None
+    counts = {"model": 0, "calls": 0}
+
+    def rollout_func(prompts: list[str], trainer: Any) -> dict[str, Any]:
+        policy = AgentPolicy(trainer.model, start.tokenizer)
+        was_training = trainer.model.training
+        trainer.model.eval()
+        try:
+            rollouts = play_group(policy, [scenarios[p] for p in prompts], settings.env, backend, batcher,
+                                  settings.temperature)
+        finally:
+            trainer.model.train(was_training)
+        for rollout in rollouts:
+            counts["model"] += rollout.world.answered_by["world-model"]
+            counts["calls"] += sum(rollout.world.answered_by.values())
+        flags = [succeeded(r.scenario, r.trajectory) for r in rollouts]
+        if on_episodes is not None:
+            on_episodes(trainer.state.global_step + 1, [
+                {"scenario": r.scenario.id, "task": r.scenario.task, "transcript": r.transcript,
+                 "reward": float(ok), "success": bool(ok)} for r, ok in list(zip(rollouts, flags))[:4]])
+        return {"prompt_ids": [r.prompt_ids for r in rollouts],
+                "completion_ids": [r.completion_ids or [start.tokenizer.eos_token_id] for r in rollouts],
+                "logprobs": [r.logprobs or [0.0] for r in rollouts],
+                "env_mask": [r.env_mask or [1] for r in rollouts],
+                "succeeded_flags": flags,
+                "valid_share": [r.valid_actions / max(1, r.actions) for r in rollouts],
+                "gave_answer": [bool(r.trajectory.final_answer) for r in rollouts]}
+
+    class Report(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if on_metrics is not None and logs:
+                values = {ours: float(logs[theirs]) for theirs, ours in METRIC_NAMES.items() if theirs in logs}
+                if values:
+                    on_metrics(state.global_step, values)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if time.perf_counter() - started > settings.minutes * 60:
+                control.should_training_stop = True
+                control.should_save = True
+
+    batch = settings.scenarios_per_step * settings.generations
+    config = GRPOConfig(
+        output_dir=str(folder / "checkpoints"), use_cpu=True, bf16=False, fp16=False, report_to="none",
+        per_device_train_batch_size=batch, gradient_accumulation_steps=1, num_generations=settings.generations,
+        max_completion_length=MAX_COMPLETION_TOKENS, learning_rate=settings.learning_rate, beta=settings.beta,
+        temperature=settings.temperature, max_steps=settings.max_steps, logging_steps=1, save_strategy="steps",
+        save_steps=settings.save_every, seed=settings.seed, reward_weights=[1.0, FORMAT_WEIGHT, FORMAT_WEIGHT],
+        lr_scheduler_type="constant", warmup_steps=0, disable_tqdm=True, dataloader_num_workers=0,
+        shuffle_dataset=True, mask_truncated_completions=False, loss_type="grpo")
+    trainer = GRPOTrainer(model=start.model, reward_funcs=[success, valid_actions, answered], args=config,
+                          train_dataset=Dataset.from_dict({"prompt": train_ids}), processing_class=start.tokenizer,
+                          rollout_func=rollout_func, callbacks=[Report()])
+    checkpoint = latest_checkpoint(folder) if settings.resume else None
+    if settings.resume and checkpoint is None:
+        log("no checkpoint to resume from: starting from the policy")
+    with contextlib.redirect_stdout(sys.stderr):  # the Trainer prints its logs: stdout stays the result's
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    trained = AgentPolicy(trainer.model, start.tokenizer, "grpo")
+    trained.model.eval()
+    policy_folder = folder / "policy"
+    after = _heldout_success(trained, heldout)
+    trained.save(policy_folder, {"kind": "agent-policy", "trained_by": "wmstudio train-grpo", "env": settings.env,
+                                 "start": settings.policy, "steps": trainer.state.global_step,
+                                 "heldout_success_before": before, "heldout_success_after": after})
+    log(f"held-out success in the simulator: {before:.1%} -> {after:.1%}")
+    share = counts["model"] / counts["calls"] if counts["calls"] else None
+    return GrpoResult(str(folder), str(policy_folder), settings.env, trainer.state.global_step,
+                      round(time.perf_counter() - started, 1), round(before, 4), round(after, 4), len(heldout),
+                      None if share is None else round(share, 4))
+
+
+def latest_checkpoint(folder: Path) -> Path | None:
+    """The newest `checkpoint-N` under the run folder's checkpoints, or None."""
+    found = [p for p in (folder / "checkpoints").glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
+
+
+def _heldout_success(policy: AgentPolicy, heldout: list[Scenario]) -> float:
+    estimate = evaluate_policy(policy.act, heldout, None, SIMULATOR)
+    return sum(estimate.truths.values()) / max(1, sum(estimate.episodes.values()))
