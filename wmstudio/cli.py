@@ -19,6 +19,7 @@ import typer
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.sampler import DEFAULT_THRESHOLD, SamplerSettings
 from wmstudio.problems import InvalidInput
+from wmstudio.train.agent_config import AgentTrainConfig, GrpoSettings
 from wmstudio.train.chat_scoring import DEFAULT_CHAT_LENGTH
 from wmstudio.train.config import TrainConfig
 
@@ -591,6 +592,67 @@ def _train_wm(config) -> None:
 config_command(app, "train-wm", TrainConfig, _train_wm)
 
 
+def _train_agent(config) -> None:
+    from wmstudio.train.agent_sft import train_agent
+
+    try:
+        info = train_agent(config, log=lambda text: typer.echo(text, err=True))
+    except InvalidInput as err:
+        fail(str(err))
+    emit(info)
+
+
+config_command(app, "train-agent", AgentTrainConfig, _train_agent)
+
+
+def _train_grpo(settings) -> None:
+    """Run GRPO as a recorded job: the run row (made here unless the studio made it), its status, metrics and
+    episodes through the job reporter, a progress line per step on stderr."""
+    from wmstudio.model.backends import load_backend
+    from wmstudio.store import create_run
+    from wmstudio.train.environments import SIMULATOR
+    from wmstudio.train.grpo import train_grpo
+    from wmstudio.train.jobs import JobReporter, demo_curriculum, run_folder
+
+    store = _store(settings.db)
+    try:
+        run_id = settings.run_id
+        if run_id is None:
+            config = {"curriculum": settings.curriculum, "env": settings.env, "max_steps": settings.max_steps,
+                      "seed": settings.seed, "policy": settings.policy}
+            run_id = create_run(store, demo_curriculum(store).id, config).id
+        reporter = JobReporter(store, run_id)
+    except InvalidInput as err:
+        fail(str(err))
+    folder = settings.out or run_folder(run_id)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def on_metrics(step: int, values: dict[str, float]) -> None:
+        reporter.metrics(step, values)
+        if not settings.json:
+            done = min(1.0, step / settings.max_steps)
+            bar = "#" * int(done * 30) + "." * (30 - int(done * 30))
+            shown = " ".join(f"{k} {v:.3f}" for k, v in values.items() if k in ("reward", "success", "kl"))
+            typer.echo(f"[{bar}] step {step}/{settings.max_steps} {shown}", err=True)
+
+    reporter.start()
+    try:
+        backend = None if settings.env == SIMULATOR else load_backend(settings.model or DEFAULT_MODEL)
+        result = train_grpo(settings, folder, backend, on_metrics, reporter.episodes,
+                            log=lambda text: typer.echo(text, err=True))
+    except InvalidInput as err:
+        reporter.fail(str(err))
+        fail(str(err))
+    except BaseException as err:
+        reporter.fail(f"{type(err).__name__}: {err}")
+        raise
+    reporter.finish()
+    emit({"run_id": run_id, **result.to_json()})
+
+
+config_command(app, "train-grpo", GrpoSettings, _train_grpo)
+
+
 @app.command("eval-wm")
 def eval_wm(
     corpus: Path = typer.Option(..., "--corpus", help="Corpus folder; its test split is held out."),
@@ -644,7 +706,8 @@ def eval_wm(
 
 @app.command("evaluate")
 def evaluate_cmd(
-    policy: str = typer.Option(..., "--policy", help="A scripted policy: expert, noisy or random."),
+    policy: str = typer.Option(..., "--policy", help="A scripted policy (expert, noisy or random) or a trained "
+                                                     "policy's folder (train-agent, train-grpo)."),
     curriculum: str = typer.Option("demo", "--curriculum", help="The scenarios: demo (the five simulated worlds)."),
     split: str = typer.Option("heldout", "--split", help="train or heldout."),
     env: str = typer.Option("world-model", "--env", help="Where the estimate's calls are answered: world-model, "
@@ -671,7 +734,12 @@ def evaluate_cmd(
             fail(f"--curriculum {curriculum!r}: only the demo curriculum has success conditions so far: use demo")
         if env not in MODES:
             fail(f"--env {env!r} is not an environment: use {', '.join(MODES)}")
-        chosen = scripted_policy(policy, seed)
+        if Path(policy).is_dir():  # a trained policy (train-agent or train-grpo), played greedily
+            from wmstudio.train.agent_policy import load_policy
+
+            chosen = load_policy(policy).act
+        else:
+            chosen = scripted_policy(policy, seed)
         scenarios = split_of(demo_scenarios(), split)[:episodes]
         backend = None if env == SIMULATOR else load_backend(model)
         estimate = evaluate_policy(chosen, scenarios, backend, env, progress)

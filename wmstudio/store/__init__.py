@@ -21,6 +21,7 @@ from wmstudio.store.curricula import (
     create_curriculum_version,
     curriculum_rollouts,
     curriculum_snapshots,
+    ensure_curriculum,
     get_curriculum,
     list_curricula,
 )
@@ -68,6 +69,7 @@ from wmstudio.store.training_runs import (
     create_run,
     get_run,
     list_runs,
+    logged_steps,
     run_metrics,
     update_run,
 )
@@ -118,6 +120,7 @@ __all__ = [
     "curriculum_rollouts",
     "default_db_path",
     "edit_step_response",
+    "ensure_curriculum",
     "filter_rollouts",
     "get_annotator",
     "get_curriculum",
@@ -134,6 +137,7 @@ __all__ = [
     "RolloutSnapshot",
     "list_runs",
     "list_worlds",
+    "logged_steps",
     "next_to_annotate",
     "open_store",
     "pack_trace",

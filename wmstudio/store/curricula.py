@@ -64,6 +64,22 @@ def create_curriculum_version(store: Store, name: str, rollout_ids: Sequence[int
         return curriculum
 
 
+def ensure_curriculum(store: Store, name: str, description: str) -> Curriculum:
+    """The latest version of curriculum `name`, created empty (version 1, this description) when there is none.
+
+    For built-in curricula whose episodes come from code, not rollouts (the GRPO demo): runs still need a row."""
+    if not isinstance(name, str) or not name.strip() or len(name.strip()) > MAX_NAME_CHARS:
+        raise InvalidInput(Problem("name", f"give the curriculum a name of 1 to {MAX_NAME_CHARS} characters"))
+    with store.write() as session:  # under the write lock: two processes asking at once create it once
+        found = session.exec(select(Curriculum).where(Curriculum.name == name.strip())
+                             .order_by(Curriculum.version.desc()).limit(1)).first()
+        if found is None:
+            found = Curriculum(name=name.strip(), version=1, description=description)
+            session.add(found)
+            session.flush()
+        return found
+
+
 def list_curricula(store: Store) -> list[CurriculumSummary]:
     """Every curriculum version: by name, newest version first."""
     members = (

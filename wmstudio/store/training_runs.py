@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import sqlalchemy as sa
 from sqlmodel import select
 
 from wmstudio.problems import InvalidInput, Problem
@@ -100,6 +101,16 @@ def run_metrics(store: Store, run_id: int, name: str | None = None) -> list[RunM
         query = query.where(RunMetric.name == name)
     with store.read() as session:
         return list(session.exec(query))
+
+
+def logged_steps(store: Store, run_ids: Sequence[int]) -> dict[int, int]:
+    """How many distinct steps each run has logged metrics at (0 for none): the runs table's progress column."""
+    ids = [rid for rid in run_ids if isinstance(rid, int) and not isinstance(rid, bool)]
+    query = (select(RunMetric.run_id, sa.func.count(sa.distinct(RunMetric.step)))
+             .where(RunMetric.run_id.in_(ids)).group_by(RunMetric.run_id))
+    with store.read() as session:
+        counts = dict(session.exec(query).all())
+    return {rid: counts.get(rid, 0) for rid in ids}
 
 
 def _json_object(value: Any, field: str) -> dict[str, Any]:

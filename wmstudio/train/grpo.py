@@ -72,7 +72,7 @@ def play_group(policy: AgentPolicy, scenarios: list[Scenario], env: str, backend
         slots = SlotTable()
         words = prompt_words(scenario, slots)
         rollouts.append(Rollout(scenario, EpisodeWorld(scenario, env, backend), slots, words, policy.ids(words),
-                                transcript=[f"task: {scenario.task}"]))
+                                ))
     for _ in range(MAX_TURNS):
         active = [r for r in rollouts if not r.done]
         if not active:
@@ -140,12 +140,13 @@ def success(completions, succeeded_flags, **_) -> list[float]:
 
 
 def valid_actions(completions, valid_share, **_) -> list[float]:
-    """Reward (format): the share of the rollout's actions that parse as calls or answers."""
+    """Reward (format): the share of the rollout's actions that parse as calls or answers (0 for a rollout that
+    made no call: answering at once must not pay)."""
     return list(valid_share)
 
 
 def answered(completions, gave_answer, **_) -> list[float]:
-    """Reward (format): the rollout ended with a final answer."""
+    """Reward (format): the rollout ended with a final answer after making at least one call."""
     return [float(flag) for flag in gave_answer]
 
 
@@ -208,8 +209,8 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | None, on
                 "logprobs": [r.logprobs or [0.0] for r in rollouts],
                 "env_mask": [r.env_mask or [1] for r in rollouts],
                 "succeeded_flags": flags,
-                "valid_share": [r.valid_actions / max(1, r.actions) for r in rollouts],
-                "gave_answer": [bool(r.trajectory.final_answer) for r in rollouts]}
+                "valid_share": [r.valid_actions / r.actions if r.trajectory.steps else 0.0 for r in rollouts],
+                "gave_answer": [bool(r.trajectory.final_answer and r.trajectory.steps) for r in rollouts]}
 
     class Report(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
@@ -255,8 +256,10 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | None, on
 
 
 def latest_checkpoint(folder: Path) -> Path | None:
-    """The newest `checkpoint-N` under the run folder's checkpoints, or None."""
-    found = [p for p in (folder / "checkpoints").glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    """The newest complete `checkpoint-N` under the run folder's checkpoints (one a kill cut short has no
+    trainer_state.json yet), or None."""
+    found = [p for p in (folder / "checkpoints").glob("checkpoint-*")
+             if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").is_file()]  # written last: complete
     return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
 
 

@@ -23,6 +23,7 @@ from wmstudio.ui.access import exposure, single_user
 from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
 from wmstudio.ui.rollouts_tab import build_rollouts_tab
 from wmstudio.ui.simulate_tab import build_simulate_tab
+from wmstudio.ui.train_tab import build_train_tab
 from wmstudio.ui.world_tab import build_world_tab
 
 TITLE = "World Model Studio"
@@ -53,6 +54,8 @@ def build_studio(ctx: StudioContext, single_user_studio: bool | None = None) -> 
             build_rollouts_tab(ctx, studio, single_user_studio)
         with gr.Tab("Annotate", id="annotate"):
             build_annotate_tab(ctx, studio)
+        with gr.Tab("Train", id="train"):
+            build_train_tab(ctx, studio)
     return studio
 
 

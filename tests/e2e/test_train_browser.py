@@ -1,0 +1,106 @@
+"""The Train tab in headless Chromium: bad settings are named, a short GRPO run (`wmstudio train-grpo`, simulator
+environment) starts in the background, its curves grow while the page watches, and Cancel stops it.
+
+Screenshots go to test-artifacts/ (git-ignored) for a person to look at."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import gradio as gr
+import pytest
+from playwright.sync_api import expect, sync_playwright
+from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from test_jobs import policy_for_tests
+
+from wmstudio.store import get_run, list_runs, open_store, run_metrics
+from wmstudio.studio.context import StudioContext
+from wmstudio.train import jobs
+from wmstudio.train.jobs import job_alive, refresh_jobs
+from wmstudio.ui.train_tab import build_train_tab
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+MAX_STEPS = 1000  # far more than the test waits for: the run is still going when it is cancelled
+POINTS = "el => el.data[0].x.length"  # how many reward values the plotted figure holds
+
+
+@pytest.fixture
+def studio(tmp_path, monkeypatch):
+    """The Train tab behind a first tab, on a fresh database; yields (url, store). Until the agent policy ships,
+    the jobs it starts train a small SFT policy made here (`--policy`)."""
+    monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the training process: one torch thread
+    policy = policy_for_tests(tmp_path / "policy")
+    if policy is not None:
+        command = jobs.training_command
+        monkeypatch.setattr(jobs, "training_command", lambda *args, **kwargs: [*command(*args, **kwargs),
+                                                                               "--policy", policy])
+    store = open_store(tmp_path / "studio.db")
+    ctx = StudioContext(store=store, model="unused", ar_model=None)
+    with gr.Blocks(title="World Model Studio") as app:
+        with gr.Tab("World"):
+            gr.Markdown("The other tabs live here.")
+        with gr.Tab("Train"):
+            build_train_tab(ctx, app)
+    app.queue()
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    yield url, store
+    app.close()
+    for run in list_runs(store):  # never leave a training process behind
+        if run.pid and job_alive(run.pid, run.id):
+            os.kill(run.pid, 9)
+
+
+def test_start_watch_and_cancel_a_training_run(studio):
+    url, store = studio
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1500})
+        page.goto(url)
+        page.get_by_role("tab", name="Train").click()
+        message, runs = page.locator("#train-message"), page.locator("#train-runs")
+        steps = page.locator("#train-max-steps textarea, #train-max-steps input").first
+        expect(page.locator("#train-status")).to_contain_text("Start a run", timeout=15_000)
+
+        for bad in ("0", "twenty"):  # the field is named, nothing starts
+            steps.fill(bad)
+            page.locator("#train-start").click()
+            expect(message).to_contain_text("Cannot start training", timeout=15_000)
+            expect(message).to_contain_text("Max steps")
+            expect(message).to_contain_text(bad)
+        assert list_runs(store) == []
+
+        page.locator("#train-env").get_by_label("simulator").check()
+        steps.fill(str(MAX_STEPS))
+        page.locator("#train-start").click()
+        expect(message).to_contain_text("Started run #1", timeout=30_000)
+        expect(runs).to_contain_text("running", timeout=60_000)
+        expect(page.locator("#train-status")).to_contain_text("Run #1")
+
+        plot = page.locator("#train-curves .js-plotly-plot")
+        page.wait_for_function("() => { const el = document.querySelector('#train-curves .js-plotly-plot');"
+                               " return el && el.data && el.data[0].x.length >= 1; }", timeout=90_000)
+        first = plot.evaluate(POINTS)
+        page.screenshot(path=str(ARTIFACTS / "train-1-running.png"), full_page=True)
+        page.wait_for_function(f"() => document.querySelector('#train-curves .js-plotly-plot').data[0].x.length"
+                               f" > {first}", timeout=90_000)  # the timer redrew it with a new step
+        grown = plot.evaluate(POINTS)
+        assert grown > first
+        expect(page.locator("#train-episodes")).to_contain_text("Step", timeout=30_000)
+        page.screenshot(path=str(ARTIFACTS / "train-2-curves-grown.png"), full_page=True)
+
+        page.locator("#train-cancel").click()
+        expect(message).to_contain_text("Run #1 is cancelled", timeout=60_000)
+        expect(runs).to_contain_text("cancelled", timeout=15_000)
+        expect(page.locator("#train-status")).to_contain_text("cancelled")
+        page.screenshot(path=str(ARTIFACTS / "train-3-cancelled.png"), full_page=True)
+        browser.close()
+
+    run = get_run(store, 1)
+    assert run.status == "cancelled" and run.config["env"] == "simulator"
+    assert not job_alive(run.pid, run.id)
+    assert refresh_jobs(store) == [] and get_run(store, 1).status == "cancelled"
+    logged = {m.step for m in run_metrics(store, 1, "reward")}
+    assert grown <= len(logged) < MAX_STEPS

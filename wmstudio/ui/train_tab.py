@@ -1,0 +1,300 @@
+"""The Train tab: start a GRPO run of the agent in the background, watch its curves and episodes grow, cancel
+it or resume it from its newest checkpoint.
+
+The training process writes the store and its run folder; this tab only reads them, on a timer (every 2 s
+while a run is live, every 10 s otherwise), and redraws a part only when what it shows has changed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from wmstudio.problems import InvalidInput, Problem
+from wmstudio.store import Store, get_run, list_runs, logged_steps, run_metrics
+from wmstudio.studio.context import StudioContext
+from wmstudio.train.jobs import (
+    DEMO_CURRICULUM,
+    ENVIRONMENTS,
+    LIVE_STATUSES,
+    MAX_STEPS,
+    cancel_job,
+    refresh_jobs,
+    resume_job,
+    start_job,
+)
+from wmstudio.train.run_files import checkpoints, latest_episodes, log_tail
+from wmstudio.ui.messages import failure_markdown
+
+CURVES = {"reward": "Reward", "success": "Success rate", "kl": "KL to the reference",
+          "completion_length": "Completion length (tokens)", "valid_call_rate": "Valid-call rate", "loss": "Loss"}
+RUN_COLUMNS = ["id", "status", "env", "steps logged", "started", "finished", "error"]
+ENV_HELP = ("Who answers the agent's tool calls: the world model, the worlds' exact simulators, or the world model "
+            "checked against the simulators (hybrid).")
+STATUS_ICONS = {"queued": "⏳", "running": "🏃", "finished": "✅", "failed": "❌", "cancelled": "🛑"}
+LIVE_REFRESH_S, IDLE_REFRESH_S = 2.0, 10.0
+RUNS_SHOWN = 50
+EPISODES_SHOWN = 5
+MAX_LINE_CHARS = 600
+KEPT = "nothing was changed"
+
+
+@dataclass
+class RunView:
+    """What the page shows of the selected run: a status line, the curves, episodes and the log's tail;
+    `signature` changes whenever any of them would (so an unchanged run is not redrawn)."""
+
+    status: str
+    figure: go.Figure
+    episodes: str
+    log: str
+    signature: str
+
+
+# --- rendering ------------------------------------------------------------------------------------------------
+
+
+def runs_table(store: Store) -> tuple[list[list[Any]], list[tuple[str, int]], bool]:
+    """The newest runs as table rows, as dropdown choices, and whether any of them is queued or running."""
+    runs = list_runs(store)[:RUNS_SHOWN]
+    steps = logged_steps(store, [run.id for run in runs])
+    rows = [[run.id, f"{STATUS_ICONS.get(run.status, '')} {run.status}", run.config.get("env", ""), steps[run.id],
+             _when(run.started_at), _when(run.finished_at) if run.status not in LIVE_STATUSES else "",
+             _one_line(run.error, 160)] for run in runs]
+    choices = [(f"#{run.id} · {run.config.get('env', '?')} · {run.config.get('max_steps', '?')} steps", run.id)
+               for run in runs]
+    return rows, choices, any(run.status in LIVE_STATUSES for run in runs)
+
+
+def curves_figure(store: Store, run_id: int | None) -> tuple[go.Figure, int]:
+    """One panel per metric in CURVES (value against step; the last value wins where a resumed run logged a
+    step twice), and how many values there are."""
+    series: dict[str, dict[int, float]] = {name: {} for name in CURVES}
+    rows = run_metrics(store, run_id) if run_id is not None else []
+    for row in rows:
+        if row.name in series:
+            series[row.name][row.step] = row.value
+    figure = make_subplots(rows=2, cols=3, subplot_titles=list(CURVES.values()), horizontal_spacing=0.07,
+                           vertical_spacing=0.18)
+    for index, (name, points) in enumerate(series.items()):
+        steps, place = sorted(points), {"row": index // 3 + 1, "col": index % 3 + 1}
+        figure.add_trace(go.Scatter(x=steps, y=[points[s] for s in steps], mode="lines+markers", name=CURVES[name],
+                                    marker={"size": 4}, showlegend=False), **place)
+        if rows and not steps:
+            figure.add_annotation(text="not logged", showarrow=False, font={"color": "gray"},
+                                  x=0.5, y=0.5, xref=f"x{index + 1} domain", yref=f"y{index + 1} domain")
+    last_step = max((row.step for row in rows), default=0)
+    figure.update_xaxes(title_text="step", title_standoff=2, rangemode="tozero", dtick=1 if last_step < 10 else None)
+    figure.update_layout(height=480, margin={"l": 40, "r": 10, "t": 40, "b": 40})
+    if not rows:
+        figure.add_annotation(text="No steps logged yet", x=0.5, y=0.5, xref="paper", yref="paper",
+                              showarrow=False, font={"size": 16})
+    return figure, len(rows)
+
+
+def episodes_markdown(episodes: list[dict[str, Any]]) -> str:
+    """The run's latest episodes, newest first, each as its task and transcript."""
+    if not episodes:
+        return "_No episodes yet: they appear after the first training step._"
+    parts = []
+    for episode in reversed(episodes):
+        success = "✅ success" if episode.get("success") else "✖ no success"
+        reward = episode.get("reward")
+        reward_text = f"reward {reward:.2f}" if isinstance(reward, (int, float)) else "reward —"
+        head = (f"**Step {episode.get('step', '?')}** · `{_one_line(episode.get('scenario', '?'), 80)}` · "
+                f"{success} · {reward_text}")
+        transcript = episode.get("transcript") or []
+        lines = transcript if isinstance(transcript, list) else [str(transcript)]
+        body = "\n".join(_one_line(line, MAX_LINE_CHARS) for line in lines) or "(no calls)"
+        parts.append(f"{head}\n\n> {_one_line(episode.get('task', ''), 400)}\n\n{_fenced(body)}")
+    return "\n\n---\n\n".join(parts)
+
+
+def run_view(store: Store, run_id: int | None) -> RunView:
+    """The selected run's status line, curves, latest episodes and log tail."""
+    if run_id is None:
+        figure, _ = curves_figure(store, None)
+        return RunView("Start a run, or pick one in the list.", figure, "", "", "none")
+    run = get_run(store, run_id)
+    figure, points = curves_figure(store, run_id)
+    episodes = latest_episodes(run_id, EPISODES_SHOWN)
+    log = log_tail(run_id)
+    saved = checkpoints(run_id)
+    parts = [f"**Run #{run.id}** · {STATUS_ICONS.get(run.status, '')} {run.status}",
+             f"env `{run.config.get('env', '?')}`", f"curriculum `{run.config.get('curriculum', '?')}`",
+             f"max steps {run.config.get('max_steps', '?')}", f"pid {run.pid or '—'}",
+             f"{len(saved)} checkpoint(s)" + (f", newest `{saved[-1].name}`" if saved else "")]
+    status = " · ".join(parts) + (f"\n\n⚠️ {_one_line(run.error, 1000)}" if run.error else "")
+    signature = json.dumps([run.id, run.status, run.error, run.pid, points, len(saved),
+                            [e.get("step") for e in episodes], len(log), log[-200:]])
+    return RunView(status, figure, episodes_markdown(episodes), log, signature)
+
+
+# --- handlers: plain functions of the form values -------------------------------------------------------------
+
+
+def read_max_steps(value: Any) -> int:
+    """The Max steps field as a whole number from 1 to MAX_STEPS; InvalidInput naming the field otherwise."""
+    text = str(value if value is not None else "").strip()
+    try:
+        number = float(text)
+    except ValueError:
+        raise InvalidInput(Problem("Max steps", f"{text!r} is not a number: give a whole number from 1 to "
+                                                f"{MAX_STEPS:,}")) from None
+    if not number.is_integer() or not 1 <= number <= MAX_STEPS:
+        raise InvalidInput(Problem("Max steps", f"{text} is not a whole number from 1 to {MAX_STEPS:,}: "
+                                                "give the number of training steps, e.g. 20"))
+    return int(number)
+
+
+def read_run_id(value: Any) -> int:
+    """The selected run's id; InvalidInput asking to pick one when none is selected."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(Problem("Run", "pick a run in the list (or start one) first")) from None
+
+
+def start_run(store: Store, curriculum: Any, env: Any, max_steps: Any) -> tuple[int, str]:
+    """Start a run from the form; its id and a message saying what happens next."""
+    if env not in ENVIRONMENTS:
+        raise InvalidInput(Problem("Environment", f"choose one of {', '.join(ENVIRONMENTS)}"))
+    run = start_job(store, curriculum=str(curriculum or DEMO_CURRICULUM), env=env, max_steps=read_max_steps(max_steps),
+                    db_path=store.path)
+    return run.id, (f"🚀 Started run #{run.id} (pid {run.pid}) in the background: its curves appear here as it "
+                    "logs steps, and it keeps training if you close the page.")
+
+
+def cancel_run(store: Store, run_id: Any) -> str:
+    """Cancel the selected run; a message saying how it ended."""
+    run = cancel_job(store, read_run_id(run_id))
+    return f"🛑 Run #{run.id} is {run.status}."
+
+
+def resume_run(store: Store, run_id: Any) -> str:
+    """Resume the selected run from its newest checkpoint; a message saying so."""
+    run = resume_job(store, read_run_id(run_id))
+    newest = checkpoints(run.id)[-1].name
+    return f"▶️ Resuming run #{run.id} from `{newest}` (pid {run.pid})."
+
+
+def refresh(store: Store, selected: Any, shown: str | None) -> list[Any]:
+    """Everything the timer updates: [table, run dropdown, status, curves, episodes, log, timer, shown], with
+    gr.skip() for the parts whose content is what the page already shows (`shown` says what that is)."""
+    refresh_jobs(store)
+    rows, choices, live = runs_table(store)
+    ids = [value for _, value in choices]
+    wanted = _as_id(selected)
+    run_id = wanted if wanted in ids else (ids[0] if ids else None)
+    view = run_view(store, run_id)
+    before = json.loads(shown) if shown else {}
+    now = {"rows": rows, "choices": choices, "run": run_id, "view": view.signature, "live": live}
+    same = {key: before.get(key) == json.loads(json.dumps(value)) for key, value in now.items()}
+    table = gr.skip() if same["rows"] else rows
+    dropdown = gr.skip() if same["choices"] and same["run"] else gr.update(choices=choices, value=run_id)
+    parts = [gr.skip()] * 4 if same["view"] and same["run"] else [view.status, view.figure, view.episodes, view.log]
+    timer = gr.skip() if same["live"] else gr.Timer(LIVE_REFRESH_S if live else IDLE_REFRESH_S)
+    return [table, dropdown, *parts, timer, json.dumps(now)]
+
+
+def _as_id(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _when(moment: Any) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment is not None else ""
+
+
+def _one_line(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fenced(text: str) -> str:
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}text\n{text}\n{fence}"
+
+
+# --- layout and wiring ----------------------------------------------------------------------------------------
+
+
+def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
+    """Lay out the Train tab inside the current Blocks and wire its events and refresh timer."""
+    store = ctx.store
+    gr.Markdown("Train the agent with GRPO on a curriculum. The run goes on in the background (`wmstudio "
+                "train-grpo`); its checkpoints, episodes and log live in the studio's `runs/<id>` folder.")
+    with gr.Row(equal_height=True):
+        curriculum = gr.Dropdown([DEMO_CURRICULUM], value=DEMO_CURRICULUM, label="Curriculum", min_width=120,
+                                 info="demo: the five simulated worlds' scenarios", elem_id="train-curriculum")
+        env = gr.Radio(list(ENVIRONMENTS), value="simulator", label="Environment", info=ENV_HELP, scale=2,
+                       elem_id="train-env")
+        max_steps = gr.Textbox("20", label=f"Max steps (1 to {MAX_STEPS:,})", min_width=120, max_lines=1,
+                               elem_id="train-max-steps")
+        start = gr.Button("Start training", variant="primary", min_width=120, elem_id="train-start")
+    message = gr.Markdown(elem_id="train-message")
+    table = gr.Dataframe(headers=RUN_COLUMNS, interactive=False, wrap=True, max_height=260, elem_id="train-runs")
+    with gr.Row(equal_height=True):
+        selected = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True,  # runs other pages started
+                               elem_id="train-run")
+        cancel = gr.Button("Cancel run", variant="stop", min_width=100, elem_id="train-cancel")
+        resume = gr.Button("Resume from checkpoint", min_width=100, elem_id="train-resume")
+        refresh_button = gr.Button("Refresh", min_width=80, elem_id="train-refresh")
+    status = gr.Markdown(elem_id="train-status")
+    curves = gr.Plot(label="Training curves", elem_id="train-curves")
+    with gr.Accordion("Latest episodes", open=True):
+        episodes = gr.Markdown(elem_id="train-episodes", max_height=520)
+    with gr.Accordion("Log", open=False):
+        log = gr.Textbox(show_label=False, lines=12, max_lines=12, autoscroll=True, elem_id="train-log")
+    timer = gr.Timer(IDLE_REFRESH_S)
+    shown = gr.State("")
+
+    watched = [table, selected, status, curves, episodes, log, timer, shown]
+
+    def on_refresh(run_id: Any, shown_now: str) -> list[Any]:
+        try:
+            return refresh(store, run_id, shown_now)
+        except Exception as err:  # noqa: BLE001 - a failed refresh leaves the page as it was
+            failure_markdown(err, "refresh the runs")  # logged with its traceback
+            return [gr.skip()] * len(watched)
+
+    def on_start(curriculum_name: Any, env_name: Any, steps: Any) -> list[Any]:
+        try:
+            run_id, note = start_run(store, curriculum_name, env_name, steps)
+        except Exception as err:  # noqa: BLE001 - shown as a message, the form keeps what was typed
+            return [failure_markdown(err, "start training", "your settings are kept"), gr.skip()]
+        _, choices, _ = runs_table(store)
+        return [note, gr.update(choices=choices, value=run_id)]
+
+    def on_action(action, doing: str):
+        def handler(run_id: Any) -> str:
+            try:
+                return action(store, run_id)
+            except Exception as err:  # noqa: BLE001
+                return failure_markdown(err, doing, KEPT)
+        return handler
+
+    now = {"fn": on_refresh, "inputs": [selected, shown], "outputs": watched, "api_visibility": "private",
+           "show_progress": "hidden"}
+    start.click(on_start, [curriculum, env, max_steps], [message, selected], api_name="train_start").then(**now)
+    max_steps.submit(on_start, [curriculum, env, max_steps], [message, selected],
+                     api_visibility="private").then(**now)
+    cancel.click(on_action(cancel_run, "cancel the run"), selected, message, api_name="train_cancel").then(**now)
+    resume.click(on_action(resume_run, "resume the run"), selected, message, api_name="train_resume").then(**now)
+    refresh_button.click(**now)
+    selected.input(**now)
+    def on_pick(evt: gr.SelectData) -> Any:
+        return int(evt.row_value[0]) if evt.row_value else gr.skip()
+
+    table.select(on_pick, None, selected, api_visibility="private").then(**now)
+    timer.tick(**now, concurrency_limit=2, concurrency_id="train-refresh")
+    studio.load(**now)
