@@ -129,3 +129,23 @@ def test_train_grpo_records_metrics_checkpoints_a_policy_and_resumes(sft_policy,
     assert again.exit_code == 0, again.output
     assert {m.step for m in run_metrics(store, result["run_id"], "reward")} == {1, 2, 3, 4}  # resumed at 3
     assert json.loads(again.stdout)["steps"] == 4
+
+
+def test_a_turns_world_model_calls_answered_together_equal_the_calls_answered_one_by_one(one_thread):
+    from wmstudio.locations import DEFAULT_MODEL
+    from wmstudio.model.backends import load_backend
+    from wmstudio.model.batching import ForwardBatcher
+    from wmstudio.train.environments import WORLD_MODEL, EpisodeWorld
+    from wmstudio.train.grpo import Rollout, answer_calls
+
+    backend = load_backend(DEFAULT_MODEL)
+    chosen = [s for s in split_of(SCENARIOS, TRAIN) if not s.needs_login][:4]
+
+    def pending() -> list[tuple[Rollout, Call]]:
+        return [(Rollout(s, EpisodeWorld(s, WORLD_MODEL, backend), SlotTable(), [], []), s.target) for s in chosen]
+
+    batcher = ForwardBatcher(backend)
+    together = answer_calls(pending(), batcher)
+    assert together == answer_calls(pending(), None)
+    assert batcher.stats.largest > 1  # the generations really shared forwards
+    assert all(json.loads(text)["status"] in ("ok", "error") for text in together)

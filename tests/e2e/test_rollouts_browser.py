@@ -1,7 +1,8 @@
 """The Rollouts tab in headless Chromium: an accepted rollout saved in curriculum v1 stays frozen there.
 
 Accept a rollout, save it in a curriculum version, then hand-edit its step: a response ending in `}}}` is refused
-with the reason, a valid edit un-accepts the rollout, and exporting v1 still ships what it was saved with."""
+with the reason, a valid edit un-accepts the rollout, and exporting v1 still ships what it was saved with. And the
+shipped agent policy, given a task, fills the call box with the call it proposes."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from wmstudio.store import (
     create_rollout,
     get_curriculum,
     get_rollout,
+    get_world,
     open_store,
     rollout_steps,
     save_world_version,
@@ -35,7 +37,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @pytest.fixture(scope="module")
-def studio(tiny_model, demo_tokenizer, tmp_path_factory):
+def studio(tiny_model, demo_tokenizer, tmp_path_factory, one_thread):
     """The Rollouts tab on a tiny model, with one rollout holding a true retail step; yields (url, store, id)."""
     world = load_world(DEMO_WORLDS_DIR / "retail.json")
     store = open_store(tmp_path_factory.mktemp("db") / "studio.db")
@@ -96,3 +98,26 @@ def test_a_saved_curriculum_version_exports_what_it_was_saved_with(studio):
     assert get_rollout(store, rid).status == "pending"  # an edit un-accepts
     shipped = export_rollouts(store, get_curriculum(store, "frozen", 1).id)
     assert [step.response for step in shipped[0].steps] == [original]  # v1 ships what it was saved with
+
+
+def test_a_trained_policy_proposes_the_next_call(studio):
+    url, store, rid, _ = studio
+    world = get_world(store, get_rollout(store, rid).world_id).spec()
+    order = next(o["id"] for o in world.initial_state["orders"] if o["status"] == "pending")
+    fresh = create_rollout(store, get_rollout(store, rid).world_id, "proposed")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        page.goto(url)
+        page.get_by_role("button", name="Propose next call").click()
+        expect(page.locator("#rollout-message")).to_contain_text("open a rollout first", timeout=20_000)
+        page.locator("#rollout-id input").fill(str(fresh.id))
+        page.get_by_role("button", name="Open", exact=True).click()
+        expect(page.locator("#rollout-header")).to_contain_text("proposed", timeout=20_000)
+        expect(page.locator("#rollout-policy input")).to_have_value("agent-small · shipped SFT policy")
+        page.locator("#rollout-task textarea").fill(f"The customer wants to cancel order {order}.")
+        page.get_by_role("button", name="Propose next call").click()
+        expect(page.locator("#rollout-message")).to_contain_text("proposes cancel_order", timeout=20_000)
+        expect(page.locator("#rollout-call .cm-content")).to_contain_text(f'"order_id": "{order}"')
+        page.screenshot(path=str(ARTIFACTS / "rollouts-policy-proposal.png"), full_page=True)
+        browser.close()

@@ -2,9 +2,9 @@
 environment.
 
 TRL's `rollout_func` plays the episodes: per turn, every active rollout's policy writes its next action, all of that
-turn's calls are answered together (the world model's generations share their denoising forwards), the answers are
-spliced into the completions as environment tokens (`env_mask` 0: never trained on), and so on until each rollout
-answers or runs out of turns. The scenario's success condition over the trajectory is the reward, with small
+turn's calls are answered together (on an accelerator the world model's generations share their denoising
+forwards), the answers are spliced into the completions as environment tokens (`env_mask` 0: never trained on),
+and so on until each rollout answers or runs out of turns. The scenario's success condition over the trajectory is the reward, with small
 format terms (actions that parse, a final answer). Metrics and sample episodes go to the caller's reporter."""
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | None, on
     heldout = split_of(list(scenarios.values()), HELDOUT)
     before = _heldout_success(start, heldout)
     log(f"policy {settings.policy}: held-out success in the simulator {before:.1%}")
-    batcher = ForwardBatcher(backend) if backend is not None and settings.env != SIMULATOR else None
+    batcher = world_model_batcher(backend, settings.env)
     counts = {"model": 0, "calls": 0}
 
     def rollout_func(prompts: list[str], trainer: Any) -> dict[str, Any]:
@@ -253,6 +253,14 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | None, on
     return GrpoResult(str(folder), str(policy_folder), settings.env, trainer.state.global_step,
                       round(time.perf_counter() - started, 1), round(before, 4), round(after, 4), len(heldout),
                       None if share is None else round(share, 4))
+
+
+def world_model_batcher(backend: Backend | None, env: str) -> ForwardBatcher | None:
+    """The batcher a turn's world-model calls share their forwards through: on an accelerator only. On this CPU a
+    turn of 32 rollouts took 9.6 s batched against 7.9 s one call after another (the serve benchmark's finding)."""
+    if backend is None or env == SIMULATOR or backend.device.type == "cpu":
+        return None
+    return ForwardBatcher(backend)
 
 
 def latest_checkpoint(folder: Path) -> Path | None:

@@ -1,5 +1,6 @@
-"""The Rollouts tab: build multi-step trajectories with the world model, branch, hand-edit, accept/reject and tag,
-filter and search them, gather them into curricula, and export/import curricula as Hugging Face dataset folders.
+"""The Rollouts tab: build multi-step trajectories with the world model (a trained agent policy may propose each
+next call), branch, hand-edit, accept/reject and tag, filter and search them, gather them into curricula, and
+export/import curricula as Hugging Face dataset folders.
 
 Each handler is a plain function of form values over the store (and the loaded model for generation); bad input
 comes back as a message naming the field, with the user's input left in place."""
@@ -44,6 +45,7 @@ from wmstudio.studio.curricula import (
     push_curriculum,
     zip_folder,
 )
+from wmstudio.studio.policy_proposals import policy_choices, propose_next_call
 from wmstudio.studio.rollouts import branch_at, edit_response, generate_next_step, step_at
 from wmstudio.ui.check_view import pretty_response
 from wmstudio.ui.forms import parse_json_field
@@ -200,6 +202,16 @@ def generate_step(ctx: StudioContext, rollout_id: Any, call_text: str, anchors_t
                                             f"{_unaccepted(was)}")
 
 
+def propose_call(store: Store, rollout_id: Any, policy_path: str | None, task_text: str) -> tuple[str | None, str]:
+    """Ask the chosen policy for the next call: (its JSON for the call box, message), or (None, its final answer)
+    when the policy would end the episode here."""
+    proposal = propose_next_call(store, _rollout_id(rollout_id), policy_path, task_text)
+    if proposal.call is None:
+        return None, (f"🏁 The policy would end the episode here with the answer: **{proposal.final_answer}**")
+    return proposal.call_text, (f"🧭 The policy proposes `{proposal.call.name}` for the task “{proposal.task}”: "
+                                "edit the call if you like, then press **Generate and append**.")
+
+
 def branch(store: Store, rollout_id: Any, step_number: Any) -> tuple[RolloutView, str]:
     """A new rollout with copies of steps 1..step_number, opened in place of the current one."""
     rid = _rollout_id(rollout_id)
@@ -301,7 +313,8 @@ def _curriculum_id(value: Any, doing: str) -> int:
 
 
 def _rollout_id(value: Any) -> int:
-    if value in (None, "") or (isinstance(value, float) and not value.is_integer()):
+    """The open rollout's id; an empty box (which the page sends as 0: ids start at 1) means none is open."""
+    if value in (None, "", 0) or (isinstance(value, float) and not value.is_integer()):
         raise InvalidInput(Problem("rollout", "open a rollout first (pick one in the list or start a new one)"))
     return int(value)
 
@@ -355,6 +368,7 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
         single_user = not ctx.users and not on_spaces()
     names, versions = world_choices(store)  # refreshed on every page load; custom values let API callers name
     curricula = curriculum_choices(store)   # worlds and curricula saved after the studio started
+    policies = policy_choices(store)
     gr.Markdown("#### Find rollouts")
     with gr.Row():
         f_world = gr.Dropdown(names, value="", label="World", allow_custom_value=True, min_width=120)
@@ -390,7 +404,15 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
                 save_tags = gr.Button("Save tags", size="sm", scale=1, min_width=90)
             message = gr.Markdown(elem_id="rollout-message")
             with gr.Accordion("Next call", open=True):
-                call_text = gr.Code(label='Call ({"name": ..., "arguments": {...}})', language="json", lines=5)
+                with gr.Row():
+                    policy = gr.Dropdown(policies, value=policies[0][1], label="Agent policy", scale=3,
+                                         allow_custom_value=True, elem_id="rollout-policy")
+                    propose = gr.Button("Propose next call", size="sm", scale=1, min_width=90,
+                                        elem_id="rollout-propose")
+                task = gr.Textbox(label="Task for the policy (empty: the world's own)", elem_id="rollout-task",
+                                  placeholder="The customer wants to cancel order ORD-1.")
+                call_text = gr.Code(label='Call ({"name": ..., "arguments": {...}})', language="json", lines=5,
+                                    elem_id="rollout-call")
                 anchors = gr.Textbox(label="Anchors, one PATH=VALUE per line (optional)", lines=2,
                                      placeholder='status="error"')
                 with gr.Row():
@@ -448,7 +470,7 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
     def on_choices():
         names, versions = world_choices(store)
         return (gr.update(choices=names), gr.update(choices=versions, value=versions[0][1] if versions else None),
-                gr.update(choices=curriculum_choices(store)))
+                gr.update(choices=curriculum_choices(store)), gr.update(choices=policy_choices(store)))
 
     def on_select(evt: gr.SelectData):
         row = evt.row_value or []
@@ -464,6 +486,13 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
             return load_response(store, rid, index), ""
         except Exception as err:  # noqa: BLE001
             return gr.skip(), failure_markdown(err, "load the response")
+
+    def on_propose(rid, policy_path, task_text):
+        try:
+            proposed, said = propose_call(store, rid, policy_path, task_text)
+        except Exception as err:  # noqa: BLE001
+            return gr.skip(), failure_markdown(err, "propose the next call")
+        return (gr.skip() if proposed is None else proposed), said
 
     def on_export(curriculum_id):
         try:
@@ -494,6 +523,7 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
     run.click(lambda rid, text, pins, t, s: _view_result(lambda: generate_step(ctx, rid, text, pins, t, s),
                                                          "generate the step"),
               [rollout_id, call_text, anchors, temperature, seed], view, api_name="rollout_generate").then(**refresh)
+    propose.click(on_propose, [rollout_id, policy, task], [call_text, message], api_name="rollout_propose")
     branch_button.click(lambda rid, index: _view_result(lambda: branch(store, rid, index), "branch"),
                         [rollout_id, step_index], view, api_name="rollout_branch").then(**refresh)
     load.click(on_load_response, [rollout_id, step_index], [response, message], api_name="rollout_load_response")
@@ -520,5 +550,5 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
     push_button.click(on_push, [cur_pick, repo, token, private], cur_message, api_name="curriculum_push")
     import_button.click(lambda path: _message_result(lambda: import_upload(store, path), "import"), upload,
                         cur_message, api_name="dataset_import")
-    studio.load(on_choices, None, [f_world, new_world, cur_pick], api_visibility="private")
+    studio.load(on_choices, None, [f_world, new_world, cur_pick, policy], api_visibility="private")
     studio.load(on_search, [*filters, page], [table, info, page], api_visibility="private")
