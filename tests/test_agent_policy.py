@@ -76,15 +76,16 @@ def test_words_that_are_not_an_action_parse_to_none(words):
     assert parse_action(words, slots, "task") is None
 
 
-def test_agent_settings_name_the_bad_field():
+def test_agent_settings_name_the_bad_field(tmp_path):
     with pytest.raises(InvalidInput, match="minutes"):
         AgentTrainConfig(out=Path("x"), minutes=0)
     with pytest.raises(InvalidInput, match="env"):
         GrpoSettings(env="real-world")
     with pytest.raises(InvalidInput, match="generations"):
         GrpoSettings(generations=1)
-    result = CliRunner().invoke(app, ["train-grpo", "--curriculum", "mine"])
-    assert result.exit_code == 2 and "--curriculum" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(app, ["train-grpo", "--curriculum", "mine", "--db", str(tmp_path / "s.db")])
+    assert result.exit_code == 2 and "curriculum" in result.output and "Traceback" not in result.output
+    assert "'mine'" in result.output
 
 
 @pytest.fixture(scope="module")

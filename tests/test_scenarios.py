@@ -90,12 +90,29 @@ def test_the_hybrid_environment_lets_the_model_answer_only_the_calls_a_task_turn
     assert world.answered_by == {WORLD_MODEL: 0, SIMULATOR: 1}  # a lookup the simulator computes exactly
 
 
-def test_evaluate_prints_the_estimate_its_interval_and_the_ground_truth():
+def test_evaluate_prints_the_estimate_its_interval_and_the_ground_truth(tmp_path):
     result = CliRunner().invoke(app, ["evaluate", "--policy", "expert", "--env", "simulator", "--episodes", "5",
-                                      "--json"])
+                                      "--db", str(tmp_path / "studio.db"), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert {"policy", "curriculum", "episodes", "estimate", "ci95", "ground_truth"} <= set(data)
     assert data["estimate"] == data["ground_truth"] == 1.0 and data["episodes"] == 5
     refused = CliRunner().invoke(app, ["evaluate", "--policy", "genius"])
     assert refused.exit_code == 2 and "expert, noisy, random" in refused.output
+
+
+def test_evaluate_judges_by_the_success_condition_saved_in_the_studio(tmp_path, monkeypatch):
+    from wmstudio.store import list_scenarios, open_store, update_scenario
+    from wmstudio.train.jobs import demo_curriculum
+
+    monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
+    db = tmp_path / "studio.db"
+    store = open_store(db)
+    first = split_of(SCENARIOS, HELDOUT)[0]
+    row = next(r for r in list_scenarios(store, demo_curriculum(store).id) if r.key == first.id)
+    update_scenario(store, row.id, success="size(trajectory.calls) > 5")  # the expert makes one or two calls
+    store.close()
+    result = CliRunner().invoke(app, ["evaluate", "--policy", "expert", "--env", "simulator", "--episodes", "2",
+                                      "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ground_truth"] == 0.5  # the edited scenario now fails, the other succeeds

@@ -609,18 +609,21 @@ def _train_grpo(settings) -> None:
     """Run GRPO as a recorded job: the run row (made here unless the studio made it), its status, metrics and
     episodes through the job reporter, a progress line per step on stderr."""
     from wmstudio.model.backends import load_backend
-    from wmstudio.store import create_run
+    from wmstudio.store import create_run, get_curriculum
+    from wmstudio.train.curriculum_scenarios import curriculum_scenarios
     from wmstudio.train.environments import SIMULATOR
     from wmstudio.train.grpo import train_grpo
     from wmstudio.train.jobs import JobReporter, demo_curriculum, run_folder
 
     store = _store(settings.db)
     try:
+        scenarios = curriculum_scenarios(store, settings.curriculum)
         run_id = settings.run_id
         if run_id is None:
-            config = {"curriculum": settings.curriculum, "env": settings.env, "max_steps": settings.max_steps,
-                      "seed": settings.seed, "policy": settings.policy}
-            run_id = create_run(store, demo_curriculum(store).id, config).id
+            row = demo_curriculum(store) if settings.curriculum == "demo" else get_curriculum(store, settings.curriculum)
+            config = {"curriculum": settings.curriculum, "curriculum_version": row.version, "env": settings.env,
+                      "max_steps": settings.max_steps, "seed": settings.seed, "policy": settings.policy}
+            run_id = create_run(store, row.id, config).id
         reporter = JobReporter(store, run_id)
     except InvalidInput as err:
         fail(str(err))
@@ -639,7 +642,7 @@ def _train_grpo(settings) -> None:
     try:
         backend = None if settings.env == SIMULATOR else load_backend(settings.model or DEFAULT_MODEL)
         result = train_grpo(settings, folder, backend, on_metrics, reporter.episodes,
-                            log=lambda text: typer.echo(text, err=True))
+                            log=lambda text: typer.echo(text, err=True), curriculum=scenarios)
     except InvalidInput as err:
         reporter.fail(str(err))
         fail(str(err))
@@ -708,21 +711,24 @@ def eval_wm(
 def evaluate_cmd(
     policy: str = typer.Option(..., "--policy", help="A scripted policy (expert, noisy or random) or a trained "
                                                      "policy's folder (train-agent, train-grpo)."),
-    curriculum: str = typer.Option("demo", "--curriculum", help="The scenarios: demo (the five simulated worlds)."),
+    curriculum: str = typer.Option("demo", "--curriculum", help="The scenarios: demo (the five simulated worlds) "
+                                                                 "or a saved curriculum with scenarios."),
     split: str = typer.Option("heldout", "--split", help="train or heldout."),
     env: str = typer.Option("world-model", "--env", help="Where the estimate's calls are answered: world-model, "
                                                          "simulator or hybrid."),
     episodes: Optional[int] = typer.Option(None, "--episodes", min=1, help="Scenarios to play (default: all)."),
     model: str = typer.Option(DEFAULT_MODEL, "--model", help="The world model."),
     seed: int = typer.Option(0, "--seed", help="Seed of the noisy and random policies."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
 ) -> None:
     """Estimate a policy's success rate from world-model rollouts alone (with a 95% interval), beside the ground
     truth from the simulators on the same scenarios (off-policy evaluation)."""
     from wmstudio.model.backends import load_backend
+    from wmstudio.train.curriculum_scenarios import curriculum_scenarios
     from wmstudio.train.environments import MODES, SIMULATOR
     from wmstudio.train.off_policy import evaluate_policy, report
-    from wmstudio.train.scenarios import demo_scenarios, split_of
+    from wmstudio.train.scenarios import split_of
     from wmstudio.train.scripted_policies import scripted_policy
 
     def progress(done: int, total: int) -> None:
@@ -730,8 +736,6 @@ def evaluate_cmd(
             typer.echo(f"\r{done}/{total} episodes", err=True, nl=done == total)
 
     try:
-        if curriculum != "demo":
-            fail(f"--curriculum {curriculum!r}: only the demo curriculum has success conditions so far: use demo")
         if env not in MODES:
             fail(f"--env {env!r} is not an environment: use {', '.join(MODES)}")
         if Path(policy).is_dir():  # a trained policy (train-agent or train-grpo), played greedily
@@ -740,7 +744,7 @@ def evaluate_cmd(
             chosen = load_policy(policy).act
         else:
             chosen = scripted_policy(policy, seed)
-        scenarios = split_of(demo_scenarios(), split)[:episodes]
+        scenarios = split_of(curriculum_scenarios(_store(db), curriculum), split)[:episodes]
         backend = None if env == SIMULATOR else load_backend(model)
         estimate = evaluate_policy(chosen, scenarios, backend, env, progress)
     except InvalidInput as err:

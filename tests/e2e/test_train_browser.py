@@ -1,11 +1,13 @@
 """The Train tab in headless Chromium: bad settings are named, a short GRPO run (`wmstudio train-grpo`, simulator
-environment) starts in the background, its curves grow while the page watches, and Cancel stops it.
+environment) starts in the background, its curves grow while the page watches, and Cancel stops it; a scenario's
+success condition and steering are edited, bad input named.
 
 Screenshots go to test-artifacts/ (git-ignored) for a person to look at."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import gradio as gr
@@ -17,8 +19,10 @@ from test_jobs import policy_for_tests
 from wmstudio.store import get_run, list_runs, open_store, run_metrics
 from wmstudio.studio.context import StudioContext
 from wmstudio.train import jobs
+from wmstudio.train.curriculum_scenarios import curriculum_scenarios
 from wmstudio.train.jobs import job_alive, refresh_jobs
 from wmstudio.ui.train_tab import build_train_tab
+from wmstudio.world.anchors import Anchor
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MAX_STEPS = 1000  # far more than the test waits for: the run is still going when it is cancelled
@@ -104,3 +108,55 @@ def test_start_watch_and_cancel_a_training_run(studio):
     assert refresh_jobs(store) == [] and get_run(store, 1).status == "cancelled"
     logged = {m.step for m in run_metrics(store, 1, "reward")}
     assert grown <= len(logged) < MAX_STEPS
+
+
+@pytest.fixture
+def scenarios_studio(tmp_path, monkeypatch):
+    """The Train tab alone on a fresh database (no run is started here); yields (url, store)."""
+    monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
+    store = open_store(tmp_path / "studio.db")
+    with gr.Blocks(title="World Model Studio") as app:
+        with gr.Tab("Train"):
+            build_train_tab(StudioContext(store=store, model="unused", ar_model=None), app)
+    app.queue()
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    yield url, store
+    app.close()
+
+
+def test_edit_a_scenarios_success_condition_and_steering(scenarios_studio):
+    url, store = scenarios_studio
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1500})
+        page.goto(url)
+        page.locator("#train-scenarios").get_by_text("Scenarios").first.click()
+        expect(page.locator("#train-scenarios-summary")).to_contain_text("demo v1 · 90 scenarios", timeout=30_000)
+        page.locator("#train-scenarios-table").get_by_text("airline-train-0", exact=True).click()
+        success = page.locator("#train-scenario-success textarea")
+        expect(success).to_have_value(re.compile(r'c\.name == "change_booking"'), timeout=15_000)
+        steering = page.locator("#train-scenario-steering textarea")
+        message = page.locator("#train-scenario-message")
+
+        success.fill("trajectory.calls.exists(c, ")
+        page.locator("#train-scenario-save").click()
+        expect(message).to_contain_text("Cannot save the scenario", timeout=15_000)
+        expect(message).to_contain_text("success")
+        expect(message).to_contain_text("CEL syntax error")
+
+        success.fill('trajectory.calls.exists(c, c.name == "change_booking" && c.status == "error")')
+        steering.fill('change_booking: status="error"\nlaunch_rocket: status="ok"')
+        page.locator("#train-scenario-save").click()
+        expect(message).to_contain_text("steering.launch_rocket", timeout=15_000)
+
+        steering.fill('change_booking: status="error"')
+        page.locator("#train-scenario-save").click()
+        expect(message).to_contain_text("Saved airline-train-0", timeout=15_000)
+        expect(page.locator("#train-scenarios-table")).to_contain_text('c.status == "error"')
+        page.screenshot(path=str(ARTIFACTS / "train-4-scenario-edited.png"), full_page=True)
+        browser.close()
+
+    [edited] = [s for s in curriculum_scenarios(store) if s.id == "airline-train-0"]
+    assert edited.success.endswith('c.status == "error")')
+    assert edited.steering == {"change_booking": [Anchor("status", "error")]}

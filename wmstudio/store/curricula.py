@@ -13,24 +13,28 @@ from sqlmodel import select
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store, fetch_row
-from wmstudio.store.tables import Curriculum, CurriculumRollout, Rollout, RolloutTag, Step
+from wmstudio.store.scenarios import NewScenario, add_scenarios, carry_scenarios, check_scenarios
+from wmstudio.store.tables import Curriculum, CurriculumRollout, CurriculumScenario, Rollout, RolloutTag, Step
 
 MAX_NAME_CHARS = 100
 
 
 @dataclass
 class CurriculumSummary:
-    """A curriculum version and how many rollouts it holds."""
+    """A curriculum version and how many rollouts and scenarios it holds."""
 
     curriculum: Curriculum
     rollout_count: int
+    scenario_count: int = 0
 
 
 def create_curriculum_version(store: Store, name: str, rollout_ids: Sequence[int], description: str = "",
-                              accepted_only: bool = True) -> Curriculum:
+                              accepted_only: bool = True,
+                              scenarios: Sequence[NewScenario] | None = None) -> Curriculum:
     """Save the next version of curriculum `name` holding these rollouts (in this order, duplicates dropped).
 
-    By default every rollout must be accepted: a curriculum is what the model is trained on."""
+    By default every rollout must be accepted: a curriculum is what the model is trained on. The new version holds
+    `scenarios` when given (saved in the same transaction), else the scenarios of the version before."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput(Problem("name", "give the curriculum a name"))
     name = name.strip()
@@ -44,6 +48,8 @@ def create_curriculum_version(store: Store, name: str, rollout_ids: Sequence[int
         raise InvalidInput(Problem(f"rollout_ids[{bad[0]}]", f"must be a rollout id (a whole number), got {ids[bad[0]]!r}"))
     if not ids:
         raise InvalidInput(Problem("rollout_ids", "pick at least one rollout for the curriculum"))
+    if scenarios is not None:
+        check_scenarios(scenarios)
     with store.write() as session:
         found = dict(session.exec(select(Rollout.id, Rollout.status).where(Rollout.id.in_(ids))).all())
         missing = [rid for rid in ids if rid not in found]
@@ -54,10 +60,16 @@ def create_curriculum_version(store: Store, name: str, rollout_ids: Sequence[int
             if unaccepted:
                 raise InvalidInput(Problem("rollout_ids", f"rollouts {_listed(unaccepted)} are not accepted: "
                                                           "accept them first, or leave them out"))
-        latest = session.exec(select(sa.func.max(Curriculum.version)).where(Curriculum.name == name)).one()
-        curriculum = Curriculum(name=name, version=(latest or 0) + 1, description=description.strip())
+        latest = session.exec(select(Curriculum).where(Curriculum.name == name)
+                              .order_by(Curriculum.version.desc()).limit(1)).first()
+        curriculum = Curriculum(name=name, version=(latest.version if latest else 0) + 1,
+                                description=description.strip())
         session.add(curriculum)
         session.flush()
+        if scenarios is not None:
+            add_scenarios(session, curriculum.id, scenarios)
+        elif latest is not None:
+            carry_scenarios(session, latest.id, curriculum.id)
         session.add_all(CurriculumRollout(curriculum_id=curriculum.id, rollout_id=rid, position=position,
                                           snapshot=json.dumps(_snapshot(session, rid), ensure_ascii=False))
                         for position, rid in enumerate(ids))
@@ -87,13 +99,20 @@ def list_curricula(store: Store) -> list[CurriculumSummary]:
         .group_by(CurriculumRollout.curriculum_id)
         .subquery()
     )
+    scenarios = (
+        select(CurriculumScenario.curriculum_id, sa.func.count().label("n"))
+        .group_by(CurriculumScenario.curriculum_id)
+        .subquery()
+    )
     query = (
-        select(Curriculum, sa.func.coalesce(members.c.n, 0))
+        select(Curriculum, sa.func.coalesce(members.c.n, 0), sa.func.coalesce(scenarios.c.n, 0))
         .outerjoin(members, members.c.curriculum_id == Curriculum.id)
+        .outerjoin(scenarios, scenarios.c.curriculum_id == Curriculum.id)
         .order_by(Curriculum.name, Curriculum.version.desc())
     )
     with store.read() as session:
-        return [CurriculumSummary(curriculum=row, rollout_count=n) for row, n in session.exec(query)]
+        return [CurriculumSummary(curriculum=row, rollout_count=n, scenario_count=m)
+                for row, n, m in session.exec(query)]
 
 
 def get_curriculum(store: Store, name: str, version: int | None = None) -> Curriculum:

@@ -27,6 +27,7 @@ from wmstudio.world.spec import Call, WorldSpec, parse_world
 
 ROLLOUT_STATUSES = ("pending", "accepted", "rejected")
 RUN_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
+SCENARIO_SPLITS = ("train", "heldout")
 ANNOTATOR_SOURCES = ("local", "hf", "auth")
 RATING_DIMENSIONS = ("realism", "outcome_correctness", "training_utility")
 FAILURE_TAGS = (
@@ -212,6 +213,39 @@ class CurriculumRollout(SQLModel, table=True):
     snapshot: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # the rollout as saved
 
 
+class CurriculumScenario(SQLModel, table=True):
+    """One scenario of a curriculum version: its world (with its own initial state), the agent's task, the anchors
+    pinned per tool (steering, anchor text), the success condition in CEL and the target call an expert makes."""
+
+    __tablename__ = "scenario"
+    __table_args__ = (
+        UniqueConstraint("curriculum_id", "position", name="uq_scenario_curriculum_position"),
+        UniqueConstraint("curriculum_id", "key", name="uq_scenario_curriculum_key"),
+        CheckConstraint(f"split IN ({_quoted(SCENARIO_SPLITS)})", name="ck_scenario_split"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    curriculum_id: int = Field(foreign_key="curriculum.id")
+    position: int
+    key: str  # "retail-heldout-3", unique in its curriculum version
+    split: str
+    world: str = Field(sa_column=Column(Text, nullable=False))  # WorldSpec.dumps()
+    task: str
+    success: str = Field(sa_column=Column(Text, nullable=False))  # CEL over `state` and `trajectory`
+    target: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))  # Call.to_json()
+    feasible: bool = True
+    steering: dict[str, list[str]] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    def spec(self) -> WorldSpec:
+        """The scenario's world as a validated WorldSpec."""
+        return parse_world(json.loads(self.world), source=f"scenario {self.key}.world")
+
+    def target_call(self) -> Call | None:
+        """The target call as a Call (None when the scenario has none)."""
+        return None if self.target is None else Call.from_json(self.target, source=f"scenario {self.key}.target")
+
+
 class DatasetImport(SQLModel, table=True):
     """A dataset file imported as rollouts: its content's SHA-256 and the rollouts it made, written in the same
     transaction as they are, so an import retried after a crash or a lost reply returns them instead of copies."""
@@ -261,7 +295,8 @@ class RunMetric(SQLModel, table=True):
 
 
 STORE_TABLES = [t.__table__ for t in (World, Rollout, RolloutTag, Step, StepTrace, Annotator, Rating, Skip, Curriculum,
-                                      CurriculumRollout, DatasetImport, TrainingRun, RunMetric)]
+                                      CurriculumRollout, CurriculumScenario, DatasetImport, TrainingRun,
+                                      RunMetric)]
 HAND_MADE_TABLE_PREFIXES = ("rollout_text", "step_fts")  # FTS5 search indexes and their tables (0002, 0003)
 
 

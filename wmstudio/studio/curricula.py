@@ -1,5 +1,6 @@
 """Curricula as Hugging Face datasets: add rollouts to a curriculum version, export it as a dataset folder (and
-zip), push it to the hub, and import such a dataset back as new rollouts.
+zip) with its scenarios, push it to the hub, and import such a dataset back as new rollouts (and, when it has
+scenarios, as a new version of its curriculum holding them).
 
 Plain functions over the store; the Rollouts tab and `wmstudio curricula` call them alike."""
 
@@ -15,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from wmstudio.locations import user_home
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import (
@@ -22,8 +25,10 @@ from wmstudio.store import (
     Curriculum,
     MadeBy,
     NewRollout,
+    NewScenario,
     NewStep,
     Store,
+    count_scenarios,
     create_curriculum_version,
     curriculum_rollouts,
     curriculum_snapshots,
@@ -31,8 +36,12 @@ from wmstudio.store import (
     get_world,
     import_rollouts,
     list_curricula,
+    list_scenarios,
+    save_scenarios,
 )
+from wmstudio.store.curricula import MAX_NAME_CHARS
 from wmstudio.studio.datasets import (
+    CARD_FILE,
     JSONL_FILE,
     PARQUET_FILE,
     ExportRollout,
@@ -42,6 +51,8 @@ from wmstudio.studio.datasets import (
     import_dataset,
     push_to_hub,
 )
+from wmstudio.studio.scenario_file import read_scenarios_file, write_scenarios_file
+from wmstudio.train.curriculum_scenarios import scenario_from_row, scenario_rows
 from wmstudio.world.spec import Call
 
 MAX_IMPORT_BYTES = 1_000_000_000
@@ -50,11 +61,14 @@ HF_TOKEN_ENV = "HF_TOKEN"
 
 @dataclass
 class ImportResult:
-    """What an import created (or, for content imported before, had created): rollout ids and their step count."""
+    """What an import created (or, for content imported before, had created): rollout ids and their step count,
+    and, for an export with scenarios, the curriculum version holding them (`retail v2`) and how many there are."""
 
     rollout_ids: list[int]
     steps: int
     repeated: bool = False
+    curriculum: str | None = None
+    scenarios: int = 0
 
 
 def add_to_curriculum(store: Store, name: str, description: str, rollout_ids: Sequence[int]) -> tuple[Curriculum, int]:
@@ -81,6 +95,11 @@ def export_rollouts(store: Store, curriculum_id: int) -> list[ExportRollout]:
     return exported
 
 
+def export_scenarios(store: Store, curriculum_id: int) -> list[NewScenario]:
+    """A curriculum version's scenarios as saved (and edited) in the store, in the shape scenarios.jsonl holds."""
+    return scenario_rows([scenario_from_row(row) for row in list_scenarios(store, curriculum_id)])
+
+
 def curriculum_by_id(store: Store, curriculum_id: int) -> Curriculum:
     """The curriculum version with this id; InvalidInput when there is none."""
     curriculum = next((s.curriculum for s in list_curricula(store) if s.curriculum.id == curriculum_id), None)
@@ -90,13 +109,16 @@ def curriculum_by_id(store: Store, curriculum_id: int) -> Curriculum:
 
 
 def export_curriculum(store: Store, curriculum_id: int, folder: Path | None = None) -> tuple[Path, str]:
-    """Write a curriculum version as a dataset folder (default: `exports/<name>-v<version>` in the user's folder);
-    returns the folder and the version's label. The studio and `wmstudio curricula export` both write this."""
+    """Write a curriculum version as a dataset folder (default: `exports/<name>-v<version>` in the user's folder),
+    its scenarios in scenarios.jsonl when it has any; returns the folder and the version's label. The studio and
+    `wmstudio curricula export` both write this."""
     curriculum = curriculum_by_id(store, curriculum_id)
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", curriculum.name).strip("-.") or "curriculum"
     folder = Path(folder) if folder is not None else user_home() / "exports" / f"{slug}-v{curriculum.version}"
     name = f"{curriculum.name} v{curriculum.version}"
-    export_dataset(export_rollouts(store, curriculum_id), folder, name)
+    scenarios = export_scenarios(store, curriculum_id)
+    export_dataset(export_rollouts(store, curriculum_id), folder, name, scenarios=len(scenarios))
+    write_scenarios_file(folder, scenarios)
     return folder, name
 
 
@@ -135,12 +157,18 @@ def push_curriculum(store: Store, curriculum_id: int, repo_id: str, token: str |
 def import_dataset_file(store: Store, path: Path) -> ImportResult:
     """Import an exported dataset (its folder, the zip, its parquet or its JSONL) as new rollouts; worlds are
     saved as versions. All or nothing, in one transaction; rows imported before (the same rows file, also from
-    another zip of the same folder) return the rollouts their first import made (`repeated`) instead of copies."""
+    another zip of the same folder) return the rollouts their first import made (`repeated`) instead of copies.
+
+    A folder or zip with scenarios.jsonl also becomes the next version of its curriculum (named in its card), holding
+    the new rollouts and those scenarios; a bad scenario line is refused, with its number, before anything is
+    imported."""
     path = Path(path)
     with tempfile.TemporaryDirectory(prefix="wmstudio-import-") as scratch:
         source = _unzip_dataset(path, Path(scratch)) if path.suffix.lower() == ".zip" else path
         rollouts = import_dataset(source)
         fingerprint = rows_fingerprint(source)
+        scenarios = read_scenarios_file(source) if source.is_dir() else []
+        name = exported_curriculum_name(source) if scenarios else None
     new = [NewRollout(world=r.world, title=r.title, tags=list(r.tags),
                       status=r.status if r.status in ROLLOUT_STATUSES else "pending",
                       steps=[NewStep(s.call, s.response, MadeBy.from_json(s.made_by, f"rollouts[{i}].steps[{j}]"
@@ -148,7 +176,40 @@ def import_dataset_file(store: Store, path: Path) -> ImportResult:
                              for j, s in enumerate(r.steps)])
            for i, r in enumerate(rollouts)]
     done = import_rollouts(store, new, fingerprint)
-    return ImportResult(done.rollout_ids, done.steps, done.repeated)
+    if not scenarios:
+        return ImportResult(done.rollout_ids, done.steps, done.repeated)
+    curriculum = _curriculum_of_import(store, name, done.rollout_ids, scenarios, path.name)
+    return ImportResult(done.rollout_ids, done.steps, done.repeated, f"{curriculum.name} v{curriculum.version}",
+                        len(scenarios))
+
+
+def exported_curriculum_name(folder: Path) -> str:
+    """The curriculum an export was made from: its card's `pretty_name` without the version (`retail v3` ->
+    `retail`), else the folder's name without it (`retail-v3` -> `retail`)."""
+    try:
+        card = (folder / CARD_FILE).read_text(encoding="utf-8")
+        front = yaml.safe_load(card.split("---", 2)[1]) if card.startswith("---") else None
+        name = front.get("pretty_name") if isinstance(front, dict) else None
+    except (OSError, UnicodeDecodeError, IndexError, yaml.YAMLError):
+        name = None
+    name = name if isinstance(name, str) and name.strip() else folder.name
+    return re.sub(r"[\s-]+v\d+$", "", name.strip())[:MAX_NAME_CHARS].strip() or "imported"
+
+
+def _curriculum_of_import(store: Store, name: str, rollout_ids: list[int], scenarios: list[NewScenario],
+                          source: str) -> Curriculum:
+    """The next version of `name` holding the imported rollouts and scenarios; when its latest version already
+    holds exactly these rollouts (the same file imported again), that version, given the scenarios if it has none."""
+    try:
+        latest = get_curriculum(store, name)
+    except InvalidInput:
+        latest = None
+    if latest is not None and [r.id for r in curriculum_rollouts(store, latest.id)] == rollout_ids:
+        if not count_scenarios(store, latest.id):
+            save_scenarios(store, latest.id, scenarios)
+        return latest
+    return create_curriculum_version(store, name, rollout_ids, f"imported from {source}", accepted_only=False,
+                                     scenarios=scenarios)
 
 
 def rows_fingerprint(source: Path) -> str:

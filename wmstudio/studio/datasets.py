@@ -10,6 +10,7 @@ cannot declare both as configs, since `datasets` picks one file format per folde
     README.md                          dataset card: YAML front matter (configs, tags) and a column table
     data/train-00000-of-00001.parquet  the rows
     data/train.jsonl                   the same rows, one JSON object per line
+    scenarios.jsonl                    a curriculum's scenarios, when it has any (see scenario_file.py)
 
 Columns: `dataset`, `messages` (derived, not read back), `world_name` (derived), `rollout_id`, `rollout_title`,
 `rollout_status`, `rollout_tags`, `step_index`, `world` (the world file's JSON text), `call` (JSON text),
@@ -28,6 +29,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from wmstudio.problems import InvalidInput, Problem, join_path
+from wmstudio.studio.scenario_file import SCENARIOS_FILE
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.spec import Call, WorldSpec, parse_world
@@ -94,10 +96,12 @@ def export_dataset(
     name: str,
     max_chars: int | None = None,
     progress: Progress | None = None,
+    scenarios: int = 0,
 ) -> Path:
     """Write `rollouts` as a dataset folder named `name` (README card, parquet and JSONL rows); returns the folder.
 
-    `max_chars` bounds each prompt (history middle-truncated); `progress(done, total)` is called per rollout.
+    `max_chars` bounds each prompt (history middle-truncated); `progress(done, total)` is called per rollout;
+    `scenarios` is how many the caller writes to scenarios.jsonl beside them (the card says so).
     InvalidInput names every bad rollout field (`rollouts[1].steps[0].response: ...`) before anything is written."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput(Problem("name", "give the dataset a name (e.g. the curriculum's name)"))
@@ -114,7 +118,7 @@ def export_dataset(
     _write_atomically(out / PARQUET_FILE, lambda tmp: pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp))
     jsonl = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     _write_atomically(out / JSONL_FILE, lambda tmp: tmp.write_text(jsonl, encoding="utf-8"))
-    card = dataset_card(name.strip(), rollouts=len(rollouts), rows=len(rows))
+    card = dataset_card(name.strip(), rollouts=len(rollouts), rows=len(rows), scenarios=scenarios)
     _write_atomically(out / CARD_FILE, lambda tmp: tmp.write_text(card, encoding="utf-8"))
     return out
 
@@ -156,14 +160,15 @@ def push_to_hub(folder: str | Path, repo_id: str, token: str, private: bool = Fa
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         commit = api.upload_folder(folder_path=str(out), repo_id=repo_id, repo_type="dataset",
-                                   commit_message=commit_message, allow_patterns=[CARD_FILE, "data/*"])
+                                   commit_message=commit_message,
+                                   allow_patterns=[CARD_FILE, "data/*", SCENARIOS_FILE])
     except Exception as err:  # noqa: BLE001 - network, auth and hub errors all reach the user as one message
         raise PushFailed(f"could not push {out} to {repo_id}: {err}. Check the token has write access "
                          "to that repo and that the hub can be reached") from err
     return getattr(commit, "commit_url", None) or f"https://huggingface.co/datasets/{repo_id}"
 
 
-def dataset_card(name: str, rollouts: int, rows: int) -> str:
+def dataset_card(name: str, rollouts: int, rows: int, scenarios: int = 0) -> str:
     """README.md of an exported folder: front matter whose `configs` point `load_dataset` at the data files."""
     front = {
         "pretty_name": name,
@@ -183,6 +188,10 @@ def dataset_card(name: str, rollouts: int, rows: int) -> str:
         "rows = load_dataset(\"path/to/this/folder\")[\"train\"]  # the parquet\n"
         f"same = load_dataset(\"json\", data_files=\"path/to/this/folder/{JSONL_FILE}\")[\"train\"]\n```\n\n"
         f"| column | meaning |\n|---|---|\n{columns}\n"
+        + (f"\n`{SCENARIOS_FILE}` holds the curriculum's {scenarios} scenarios, one JSON object per line: `key`, "
+           "`split` (train or heldout), `world` (with its own initial state), `task`, `success` (a CEL condition "
+           "over `state` and `trajectory`), `target` (the call an expert makes), `feasible` and `steering` "
+           "(anchors per tool, e.g. `status=\"error\"`).\n" if scenarios else "")
     )
 
 

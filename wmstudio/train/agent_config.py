@@ -70,7 +70,8 @@ class GrpoSettings:
     The job records its status and per-step metrics in the studio's database; `--resume` continues a run from its
     newest checkpoint."""
 
-    curriculum: str = _option("demo", "The curriculum whose training scenarios the policy plays: demo.")
+    curriculum: str = _option("demo", "The curriculum whose training scenarios the policy plays: demo (the five "
+                                      "simulated worlds) or a saved curriculum with scenarios.")
     env: str = _option("world-model", "Who answers the policy's calls: world-model, simulator or hybrid.")
     policy: str = _option(DEFAULT_POLICY, "The policy to start from (a `train-agent` folder).")
     model: str | None = _option(None, "The world model (default: the embedded MDLM).")
@@ -92,9 +93,8 @@ class GrpoSettings:
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
-        if self.curriculum != "demo":
-            problems.append(Problem("curriculum", f"{self.curriculum!r}: only the demo curriculum has success "
-                                                  "conditions so far: use demo"))
+        if not isinstance(self.curriculum, str) or not self.curriculum.strip():
+            problems.append(Problem("curriculum", "give a curriculum name, e.g. demo"))
         if self.env not in ENVIRONMENTS:
             problems.append(Problem("env", f"{self.env!r} is not an environment: use {', '.join(ENVIRONMENTS)}"))
         for name in ("max_steps", "generations", "scenarios_per_step", "save_every", "threads"):

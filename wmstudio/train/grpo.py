@@ -23,6 +23,7 @@ import torch
 
 from wmstudio.model.backends import Backend
 from wmstudio.model.batching import ForwardBatcher
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.agent_config import GrpoSettings
 from wmstudio.train.agent_policy import AgentPolicy, load_policy
 from wmstudio.train.agent_text import SlotTable, parse_action, prompt_words, result_words
@@ -169,9 +170,11 @@ class GrpoResult:
 
 
 def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | None, on_metrics: MetricsSink | None = None,
-               on_episodes: EpisodesSink | None = None, log: Callable[[str], None] = print) -> GrpoResult:
-    """Run GRPO from `settings.policy` (or the run's newest checkpoint with `resume`), checkpoints and the final
-    policy under `folder`; the held-out success in the simulator is measured before and after."""
+               on_episodes: EpisodesSink | None = None, log: Callable[[str], None] = print,
+               curriculum: list[Scenario] | None = None) -> GrpoResult:
+    """Run GRPO from `settings.policy` (or the run's newest checkpoint with `resume`) on the curriculum's training
+    scenarios (the demo ones when none are given), checkpoints and the final policy under `folder`; the held-out
+    success in the simulator is measured before and after."""
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -179,9 +182,12 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | None, on
     torch.set_num_threads(settings.threads)
     started = time.perf_counter()
     start = load_policy(settings.policy)
-    scenarios = {s.id: s for s in demo_scenarios()}
+    scenarios = {s.id: s for s in (curriculum if curriculum is not None else demo_scenarios())}
     train_ids = [s.id for s in split_of(list(scenarios.values()), TRAIN)]
-    heldout = split_of(list(scenarios.values()), HELDOUT)
+    heldout = [s for s in split_of(list(scenarios.values()), HELDOUT) if s.world.simulator]
+    if not train_ids:
+        raise InvalidInput(Problem("curriculum", f"{settings.curriculum!r} has no training scenarios: give some the "
+                                                 "train split in the Train tab's Scenarios, or use demo"))
     before = _heldout_success(start, heldout)
     log(f"policy {settings.policy}: held-out success in the simulator {before:.1%}")
     batcher = world_model_batcher(backend, settings.env)

@@ -129,7 +129,14 @@ def split_of(scenarios: list[Scenario], split: str) -> list[Scenario]:
     if split not in (TRAIN, HELDOUT):
         raise InvalidInput(Problem("split", f"{split!r} is not a split: use {TRAIN} or {HELDOUT}"))
     chosen = [scenario for scenario in scenarios if scenario.split == split]
-    return sorted(chosen, key=lambda s: (int(s.id.rsplit("-", 1)[1]), s.world.name))  # worlds take turns
+    return sorted(chosen, key=lambda s: (_turn(s.id), s.world.name))  # worlds take turns
+
+
+def _turn(scenario_id: str) -> int:
+    """The number that ends a scenario's id (`retail-train-3` -> 3); 0 for an id that ends otherwise (an imported
+    curriculum's own keys)."""
+    tail = scenario_id.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def make_scenario(world_name: str, split: str, index: int, seed: int) -> Scenario:

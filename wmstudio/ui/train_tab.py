@@ -29,6 +29,7 @@ from wmstudio.train.jobs import (
 )
 from wmstudio.train.run_files import checkpoints, latest_episodes, log_tail
 from wmstudio.ui.messages import failure_markdown
+from wmstudio.ui.scenarios_panel import build_scenarios_panel, trainable_curricula
 
 CURVES = {"reward": "Reward", "success": "Success rate", "kl": "KL to the reference",
           "completion_length": "Completion length (tokens)", "valid_call_rate": "Valid-call rate", "loss": "Loss"}
@@ -235,13 +236,15 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                 "train-grpo`); its checkpoints, episodes and log live in the studio's `runs/<id>` folder.")
     with gr.Row(equal_height=True):
         curriculum = gr.Dropdown([DEMO_CURRICULUM], value=DEMO_CURRICULUM, label="Curriculum", min_width=120,
-                                 info="demo: the five simulated worlds' scenarios", elem_id="train-curriculum")
+                                 info="demo: the five simulated worlds' scenarios; or a curriculum with scenarios",
+                                 elem_id="train-curriculum")
         env = gr.Radio(list(ENVIRONMENTS), value="simulator", label="Environment", info=ENV_HELP, scale=2,
                        elem_id="train-env")
         max_steps = gr.Textbox("20", label=f"Max steps (1 to {MAX_STEPS:,})", min_width=120, max_lines=1,
                                elem_id="train-max-steps")
         start = gr.Button("Start training", variant="primary", min_width=120, elem_id="train-start")
     message = gr.Markdown(elem_id="train-message")
+    build_scenarios_panel(store, curriculum, studio)
     table = gr.Dataframe(headers=RUN_COLUMNS, interactive=False, wrap=True, max_height=260, elem_id="train-runs")
     with gr.Row(equal_height=True):
         selected = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True,  # runs other pages started
@@ -298,3 +301,4 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     table.select(on_pick, None, selected, api_visibility="private").then(**now)
     timer.tick(**now, concurrency_limit=2, concurrency_id="train-refresh")
     studio.load(**now)
+    studio.load(lambda: gr.update(choices=trainable_curricula(store)), None, curriculum, api_visibility="private")

@@ -1,0 +1,309 @@
+"""A curriculum's scenarios in the store: the demo's saved once, read back as the trainer uses them, edited (task,
+success condition, steering) with bad input refused naming the field, carried by exports, and a database of the
+previous schema upgraded to hold them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from wmstudio.problems import InvalidInput
+from wmstudio.store import (
+    MadeBy,
+    append_step,
+    create_curriculum_version,
+    create_rollout,
+    ensure_curriculum,
+    get_scenario,
+    list_curricula,
+    list_scenarios,
+    open_store,
+    save_scenarios,
+    save_world_version,
+    set_status,
+    update_scenario,
+)
+from wmstudio.store.database import current_revision, head_revision, upgrade_database
+from wmstudio.studio.curricula import add_to_curriculum, export_curriculum, import_dataset_file, zip_folder
+from wmstudio.studio.scenario_file import SCENARIOS_FILE
+from wmstudio.train.curriculum_scenarios import curriculum_scenarios, scenario_rows, seed_demo_scenarios
+from wmstudio.train.jobs import demo_curriculum
+from wmstudio.train.scenarios import Step, Trajectory, demo_scenarios, succeeded
+from wmstudio.ui.scenarios_panel import (
+    read_steering,
+    save_scenario,
+    scenario_form,
+    scenario_table,
+    steering_text,
+    trainable_curricula,
+)
+from wmstudio.world.anchors import Anchor
+
+PREVIOUS_HEAD = "0005"
+DONE = 'trajectory.final_answer.startsWith("Done")'
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "studio.db"
+    open_store(path).close()
+    return path
+
+
+@pytest.fixture
+def store(migrated, tmp_path, monkeypatch):
+    monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
+    path = tmp_path / "studio.db"
+    shutil.copy(migrated, path)
+    opened = open_store(path)
+    yield opened
+    opened.close()
+
+
+def fresh_store(folder: Path):
+    folder.mkdir(parents=True, exist_ok=True)
+    return open_store(folder / "studio.db")
+
+
+def retail(scenarios, feasible=True):
+    return next(s for s in scenarios if s.world.name == "retail" and s.feasible == feasible
+                and s.target.name == "refund_order")
+
+
+def accepted_rollout(store, scenario) -> int:
+    """A one-step accepted rollout in the scenario's world: the target call answered ok."""
+    world = save_world_version(store, scenario.world)
+    rollout = create_rollout(store, world.id, title="refund")
+    append_step(store, rollout.id, scenario.target, '{"status": "ok"}', MadeBy.by_model("wmstudio-tiny", seed=0))
+    set_status(store, rollout.id, "accepted")
+    return rollout.id
+
+
+def ok_episode(scenario, final_answer="") -> Trajectory:
+    return Trajectory([Step(scenario.target, json.dumps({"status": "ok"}))], final_answer)
+
+
+# --- the demo curriculum ---------------------------------------------------------------------------------------
+
+
+def test_the_demo_scenarios_are_stored_once_and_come_back_as_demo_scenarios(store):
+    assert curriculum_scenarios(store) == demo_scenarios()  # no rows yet: from code
+    first = demo_curriculum(store)
+    assert seed_demo_scenarios(store).id == first.id and demo_curriculum(store).id == first.id
+    rows = list_scenarios(store, first.id)
+    assert len(rows) == len(demo_scenarios()) == 90
+    assert [s.curriculum.name for s in list_curricula(store)] == ["demo"]
+    assert list_curricula(store)[0].scenario_count == 90
+    back, expected = curriculum_scenarios(store), demo_scenarios()
+    assert [s.id for s in back] == [s.id for s in expected]
+    assert [(s.task, s.success, s.target, s.feasible, s.split) for s in back] == \
+           [(s.task, s.success, s.target, s.feasible, s.split) for s in expected]
+    assert [s.world.initial_state for s in back] == [s.world.initial_state for s in expected]
+    assert back == expected
+    assert {row.split for row in list_scenarios(store, first.id, split="heldout")} == {"heldout"}
+    assert len(list_scenarios(store, first.id, split="heldout")) == 30
+
+
+def test_a_database_with_the_demo_row_but_no_scenarios_gets_them_on_the_next_call(store):
+    old = ensure_curriculum(store, "demo", "made before scenarios were stored")
+    assert list_scenarios(store, old.id) == []
+    assert demo_curriculum(store).id == old.id
+    assert len(list_scenarios(store, old.id)) == 90
+
+
+# --- editing ---------------------------------------------------------------------------------------------------
+
+
+def test_an_edited_success_condition_and_steering_are_what_training_gets_and_judges_by(store):
+    curriculum = seed_demo_scenarios(store)
+    scenario = retail(curriculum_scenarios(store))
+    row = next(r for r in list_scenarios(store, curriculum.id) if r.key == scenario.id)
+    assert succeeded(scenario, ok_episode(scenario))
+
+    edited = update_scenario(store, row.id, success=f"{scenario.success} && {DONE}", task="  Refund it, please.  ",
+                             steering={"refund_order": ['status = "error"', "refund_processed=false"]})
+    assert edited.updated_at > row.updated_at
+    assert edited.steering == {"refund_order": ['status="error"', "refund_processed=false"]}  # canonical text
+    now = next(s for s in curriculum_scenarios(store) if s.id == scenario.id)
+    assert now.success == f"{scenario.success} && {DONE}" and now.task == "Refund it, please."
+    assert now.steering == {"refund_order": [Anchor("status", "error"), Anchor("refund_processed", False)]}
+    assert not succeeded(now, ok_episode(now))
+    assert succeeded(now, ok_episode(now, "Done: refunded."))
+    assert seed_demo_scenarios(store) and get_scenario(store, row.id).success == now.success  # seeding keeps edits
+
+
+@pytest.mark.parametrize("change, field, words", [
+    ({"success": "trajectory.calls.size() >"}, "success", "CEL syntax error"),
+    ({"success": "   "}, "success", "write a CEL condition"),
+    ({"success": "trajectroy.calls.size() > 0"}, "success", "`trajectroy` is not known"),
+    ({"success": "trajectory.calls.size()"}, "success", "not true/false"),
+    ({"task": ""}, "task", "write what the user asks"),
+    ({"steering": {"launch_rocket": ['status="ok"']}}, "steering.launch_rocket", "no tool 'launch_rocket'"),
+    ({"steering": {"refund_order": ["status=err"]}}, "steering.refund_order[0]", "is not JSON"),
+    ({"steering": {"refund_order": ["no equals sign"]}}, "steering.refund_order[0]", "PATH=VALUE"),
+    ({"steering": {"refund_order": ["refund_colour=1"]}}, "steering.refund_order[0]", "has no field"),
+    ({"steering": {"refund_order": ['status="done"']}}, "steering.refund_order[0]", "expected one of"),
+    ({"steering": {"refund_order": ['status="ok"', 'status="error"']}}, "steering.refund_order[1]", "again"),
+    ({"steering": ['refund_order: status="ok"']}, "steering", "must map tool names"),
+], ids=["syntax", "empty", "unknown name", "not boolean", "empty task", "unknown tool", "value not JSON",
+        "not an anchor", "field not in schema", "value not allowed", "pinned twice", "not a mapping"])
+def test_a_bad_edit_is_refused_naming_the_field_and_nothing_changes(store, change, field, words):
+    curriculum = seed_demo_scenarios(store)
+    scenario = retail(curriculum_scenarios(store))
+    row = next(r for r in list_scenarios(store, curriculum.id) if r.key == scenario.id)
+    with pytest.raises(InvalidInput) as err:
+        update_scenario(store, row.id, **{"task": "A new task that would be fine.", **change})
+    assert [p.path for p in err.value.problems] == [field]
+    assert words in str(err.value)
+    assert get_scenario(store, row.id) == row  # task, success, steering and updated_at as they were
+
+
+def test_saving_scenarios_is_all_or_nothing_and_never_overwrites_by_accident(store):
+    curriculum = ensure_curriculum(store, "retail", "")
+    good, other = scenario_rows([s for s in demo_scenarios() if s.world.name == "retail"][:2])
+    broken = scenario_rows([retail(demo_scenarios())])[0]
+    broken.key, broken.success = "broken", "trajectory.calls.exists(c, "
+    with pytest.raises(InvalidInput) as err:
+        save_scenarios(store, curriculum.id, [good, broken])
+    assert [p.path for p in err.value.problems] == ["scenarios[1].success"]
+    assert list_scenarios(store, curriculum.id) == []
+    with pytest.raises(InvalidInput, match=r"scenarios\[1\].key: 'retail-train-0' is also scenarios\[0\]"):
+        save_scenarios(store, curriculum.id, [good, good])
+    save_scenarios(store, curriculum.id, [good])
+    with pytest.raises(InvalidInput, match="already has 1 scenarios"):
+        save_scenarios(store, curriculum.id, [other])
+    assert [r.key for r in save_scenarios(store, curriculum.id, [other, good], replace=True)] == \
+           [other.key, good.key]
+
+    ensure_curriculum(store, "empty", "")
+    with pytest.raises(InvalidInput, match="empty v1 has no scenarios"):
+        curriculum_scenarios(store, "empty")
+
+
+# --- exports and versions ----------------------------------------------------------------------------------------
+
+
+def retail_curriculum(store):
+    """Curriculum `retail` v1: one accepted rollout and three retail scenarios, one with an edited success."""
+    picked = [s for s in demo_scenarios() if s.world.name == "retail"][:3]
+    curriculum = create_curriculum_version(store, "retail", [accepted_rollout(store, retail(demo_scenarios()))],
+                                           scenarios=scenario_rows(picked))
+    first = list_scenarios(store, curriculum.id)[0]
+    update_scenario(store, first.id, success=f"{first.success} || {DONE}",
+                    steering={first.target["name"]: ['status="error"']})
+    return curriculum
+
+
+def test_export_then_import_keeps_the_scenarios_as_edited(store, tmp_path):
+    curriculum = retail_curriculum(store)
+    expected = curriculum_scenarios(store, "retail")
+    assert expected[0].success.endswith(DONE) and expected[0].steering
+
+    folder, label = export_curriculum(store, curriculum.id, tmp_path / "out" / "retail-v1")
+    assert label == "retail v1" and (folder / SCENARIOS_FILE).is_file()
+    assert len((folder / SCENARIOS_FILE).read_text().splitlines()) == 3
+    assert SCENARIOS_FILE in (folder / "README.md").read_text()
+
+    other = fresh_store(tmp_path / "other")
+    result = import_dataset_file(other, folder)
+    assert (result.curriculum, result.scenarios, len(result.rollout_ids)) == ("retail v1", 3, 1)
+    assert curriculum_scenarios(other, "retail") == expected
+    again = import_dataset_file(other, zip_folder(folder))  # the same rows again: the same version, no copy
+    assert again.repeated and again.curriculum == "retail v1"
+    assert [(s.curriculum.name, s.curriculum.version, s.scenario_count) for s in list_curricula(other)] == \
+           [("retail", 1, 3)]
+
+    here = import_dataset_file(store, folder)  # into the database it came from: the next version
+    assert here.curriculum == "retail v2" and curriculum_scenarios(store, "retail", 2) == expected
+
+
+def test_a_new_version_keeps_the_scenarios_and_exports_without_them_drop_the_file(store, tmp_path):
+    curriculum = retail_curriculum(store)
+    newer, added = add_to_curriculum(store, "retail", "", [accepted_rollout(store, retail(demo_scenarios()))])
+    assert (newer.version, added) == (2, 1)
+    assert curriculum_scenarios(store, "retail", 2) == curriculum_scenarios(store, "retail", 1)
+    assert len(list_scenarios(store, curriculum.id)) == 3  # the first version keeps its own
+
+    plain = create_curriculum_version(store, "plain", [accepted_rollout(store, retail(demo_scenarios()))])
+    folder = tmp_path / "out"
+    export_curriculum(store, curriculum.id, folder)
+    export_curriculum(store, plain.id, folder)  # over the same folder: no stale scenarios.jsonl is left
+    assert not (folder / SCENARIOS_FILE).exists()
+    assert import_dataset_file(fresh_store(tmp_path / "other"), folder).curriculum is None
+
+
+def test_a_bad_scenarios_line_is_refused_with_its_number_and_nothing_is_imported(store, tmp_path):
+    folder, _ = export_curriculum(store, retail_curriculum(store).id, tmp_path / "retail-v1")
+    lines = (folder / SCENARIOS_FILE).read_text().splitlines()
+    second = json.loads(lines[1])
+    second["success"] = "trajectory.calls.exists(c, "
+    second["steering"] = {"launch_rocket": ['status="ok"']}
+    lines[1] = json.dumps(second)
+    lines[2] = lines[2][:40]
+    (folder / SCENARIOS_FILE).write_text("\n".join(lines) + "\n")
+    other = fresh_store(tmp_path / "other")
+    with pytest.raises(InvalidInput) as err:
+        import_dataset_file(other, folder)
+    assert [p.path for p in err.value.problems] == ["line 2: success", "line 2: steering.launch_rocket", "line 3"]
+    assert "invalid JSON" in str(err.value) and SCENARIOS_FILE in str(err.value)
+    assert list_curricula(other) == []
+    with closing(sqlite3.connect(other.path)) as connection:
+        assert connection.execute("SELECT count(*) FROM rollout").fetchone() == (0,)
+
+
+# --- the migration -----------------------------------------------------------------------------------------------
+
+
+def test_a_database_of_the_previous_revision_is_upgraded_and_its_demo_row_gets_the_scenarios(tmp_path, monkeypatch):
+    monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
+    path = tmp_path / "studio.db"
+    upgrade_database(path, PREVIOUS_HEAD)
+    with closing(sqlite3.connect(path)) as connection, connection:  # what the studio before this revision wrote
+        connection.execute("INSERT INTO curriculum VALUES (1, 'demo', 1, 'Built in', '2026-01-01 10:00:00.000000')")
+        connection.execute("INSERT INTO training_run (id, curriculum_id, config, status, error, created_at) VALUES "
+                           "(1, 1, '{\"curriculum\": \"demo\"}', 'finished', '', '2026-01-01 10:00:01.000000')")
+
+    store = open_store(path)
+
+    assert current_revision(path) == head_revision()
+    backups = [p.name for p in tmp_path.iterdir() if p.name.startswith("studio.db.before-")]
+    assert backups == [f"studio.db.before-{head_revision()}.bak"]
+    assert list_scenarios(store, 1) == [] and curriculum_scenarios(store) == demo_scenarios()
+    assert demo_curriculum(store).id == 1 and len(list_scenarios(store, 1)) == 90
+    scenario = retail(curriculum_scenarios(store))
+    assert succeeded(scenario, ok_episode(scenario))
+
+
+# --- the Train tab's Scenarios panel ----------------------------------------------------------------------------
+
+
+def test_the_scenarios_panel_lists_edits_and_names_the_bad_field(store, tmp_path):
+    summary, rows, choices = scenario_table(store, "demo")
+    assert summary.startswith("**demo v1** · 90 scenarios (60 train, 30 held out)")
+    assert rows[0][:3] == ["airline-train-0", "train", "airline"] and len(choices) == len(rows) == 90
+    retail_id = next(scenario_id for (label, scenario_id) in choices if label.startswith("retail-train-0"))
+    task, success, steering, about = scenario_form(store, retail_id)
+    assert steering == "" and "World `retail`" in about
+
+    with pytest.raises(InvalidInput, match=r"Steering: line 2 `status=\"error\"` is not `tool: path=value`"):
+        save_scenario(store, retail_id, task, success, 'refund_order: refund_processed=false\nstatus="error"')
+    with pytest.raises(InvalidInput) as err:
+        save_scenario(store, retail_id, task, "trajectory.calls.exists(c, ", 'refund_order: status="error"')
+    assert [p.path for p in err.value.problems] == ["success"]
+    assert scenario_form(store, retail_id) == (task, success, steering, about)  # nothing changed
+
+    note = save_scenario(store, retail_id, task, f"{success} || {DONE}",
+                         'refund_order: status = "error"\n\nrefund_order: error="ORDER_NOT_FOUND"')
+    assert "Saved `retail-train-0`" in note and "2 anchor(s)" in note
+    assert scenario_form(store, retail_id)[2] == \
+           'refund_order: status="error"\nrefund_order: error="ORDER_NOT_FOUND"'
+    assert read_steering(steering_text({"a": ["x=1", "y=2"], "b": ["z=3"]})) == {"a": ["x=1", "y=2"], "b": ["z=3"]}
+
+    assert trainable_curricula(store) == ["demo"]
+    retail_curriculum(store)
+    assert trainable_curricula(store) == ["demo", "retail"]
