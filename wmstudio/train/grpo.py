@@ -72,8 +72,7 @@ def play_group(policy: AgentPolicy, scenarios: list[Scenario], env: str, backend
     for scenario in scenarios:
         slots = SlotTable()
         words = prompt_words(scenario, slots)
-        rollouts.append(Rollout(scenario, EpisodeWorld(scenario, env, backend), slots, words, policy.ids(words),
-                                ))
+        rollouts.append(Rollout(scenario, EpisodeWorld(scenario, env, backend), slots, words, policy.ids(words)))
     for _ in range(MAX_TURNS):
         active = [r for r in rollouts if not r.done]
         if not active:
