@@ -22,7 +22,8 @@ from wmstudio.world.spec import Call
 
 
 @pytest.fixture(scope="module")
-def url(tmp_path_factory, one_thread):
+def served(tmp_path_factory, one_thread):
+    """The OpenEnv server over a store holding one curriculum of rollouts; yields (its URL, the store)."""
     store = open_store(tmp_path_factory.mktemp("openenv") / "studio.db")
     retail = save_world_version(store, next(w for w in demo_worlds() if w.name == "retail"))
     rollout = create_rollout(store, retail.id, "the order lookup fails")
@@ -31,8 +32,13 @@ def url(tmp_path_factory, one_thread):
     set_status(store, rollout.id, "accepted")
     create_curriculum_version(store, "lookups", [rollout.id])
     server, url = serve(WorldModelService.create(load_backend(), store=store))
-    yield f"{url}/openenv"
+    yield f"{url}/openenv", store
     server.should_exit = True
+
+
+@pytest.fixture(scope="module")
+def url(served):
+    return served[0]
 
 
 def test_an_openenv_client_plays_one_scenario_end_to_end(url):
@@ -74,3 +80,17 @@ def test_a_demo_scenario_rewards_the_episode_by_its_success_condition(url):
         wrong = env.reset(curriculum="demo", split="heldout", scenario=4)
         assert not wrong.done
         assert env.step({"final_answer": "Done without calling anything"}).reward == 0.0
+
+
+def test_a_demo_scenario_edited_in_the_studio_is_what_the_server_plays(served, monkeypatch, tmp_path):
+    from wmstudio.store import list_scenarios, update_scenario
+    from wmstudio.train.jobs import demo_curriculum
+
+    monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path))
+    url, store = served
+    first = split_of(demo_scenarios(), "heldout")[0]
+    row = next(r for r in list_scenarios(store, demo_curriculum(store).id) if r.key == first.id)
+    update_scenario(store, row.id, task="Check the flight first, then " + first.task)
+    with GenericEnvClient(base_url=url).sync() as env:
+        start = env.reset(curriculum="demo", split="heldout", scenario=0)
+        assert start.observation["task"].startswith("Check the flight first, then ")

@@ -23,7 +23,9 @@ from pydantic import Field
 from wmstudio.problems import InvalidInput
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store.curricula import curriculum_snapshots, get_curriculum, list_curricula
+from wmstudio.store.scenarios import count_scenarios
 from wmstudio.store.worlds import get_world
+from wmstudio.train.curriculum_scenarios import curriculum_scenarios
 from wmstudio.train.environments import model_answer
 from wmstudio.train.scenarios import TRAIN, Scenario, Step, Trajectory, demo_scenarios, split_of, succeeded
 from wmstudio.world.anchors import Anchor
@@ -124,16 +126,19 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
         return self._state
 
     def _curriculum(self, name: Optional[str], split: str) -> tuple[str, list[Scenario]]:
-        """The named curriculum's scenarios: `demo`, else a saved one (the newest saved, else demo, by default)."""
+        """The named curriculum's scenarios: `demo`, else a saved one (the newest saved, else demo, by default): its
+        stored scenarios, or its rollouts replayed as scenarios without a success condition."""
         store = self.service.store
         if name is None:
             summaries = list_curricula(store) if store is not None else []
             name = summaries[0].curriculum.name if summaries else DEMO
-        if name == DEMO:
-            return name, split_of(demo_scenarios(), split)
+        if name == DEMO:  # as edited in the studio's Train tab when the server has a store
+            return name, split_of(curriculum_scenarios(store) if store is not None else demo_scenarios(), split)
         if store is None:
             raise InvalidInput(f"curriculum: this server has no saved curricula: use {DEMO!r}")
         curriculum = get_curriculum(store, name)
+        if count_scenarios(store, curriculum.id):  # saved scenarios carry their own success conditions
+            return name, split_of(curriculum_scenarios(store, name), split)
         scenarios = [scenario_of(f"{name}-{i}", get_world(store, snap.world_id).spec(), snap.title, snap.steps)
                      for i, snap in enumerate(curriculum_snapshots(store, curriculum.id))]
         if not scenarios:
