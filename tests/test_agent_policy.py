@@ -76,6 +76,15 @@ def test_words_that_are_not_an_action_parse_to_none(words):
     assert parse_action(words, slots, "task") is None
 
 
+def test_the_shipped_policy_loads_by_its_repository_name_from_any_folder(tmp_path, monkeypatch):
+    from wmstudio.train.agent_config import DEFAULT_POLICY
+
+    monkeypatch.chdir(tmp_path)  # the studio may start its jobs from anywhere
+    assert load_policy(DEFAULT_POLICY).tokenizer.eos_token == EOA
+    with pytest.raises(InvalidInput, match="policy.json"):
+        load_policy(tmp_path)
+
+
 def test_agent_settings_name_the_bad_field(tmp_path):
     with pytest.raises(InvalidInput, match="minutes"):
         AgentTrainConfig(out=Path("x"), minutes=0)

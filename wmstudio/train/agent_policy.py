@@ -18,6 +18,7 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import WhitespaceSplit
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
+from wmstudio.model.backends import resolve_model_path
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.agent_text import BOS, EOA, PAD, SPECIAL, UNK, episode_words, parse_action
 from wmstudio.train.environments import Action
@@ -101,8 +102,9 @@ class AgentPolicy:
 
 
 def load_policy(path: str | Path) -> AgentPolicy:
-    """A saved agent policy; InvalidInput naming the path when it is not one."""
-    folder = Path(path)
+    """A saved agent policy (a relative path is also tried from the repository root, as the shipped one is named);
+    InvalidInput naming the path when it is not one."""
+    folder = Path(resolve_model_path(path))
     if not (folder / POLICY_MARKER).is_file():
         raise InvalidInput(Problem("policy", f"{str(path)!r} is not an agent policy folder (no {POLICY_MARKER}): "
                                              "train one with `wmstudio train-agent`, or name a scripted policy"))
