@@ -185,3 +185,14 @@ def test_grpo_raises_the_success_of_the_scenario_it_trains_on(tmp_path, one_thre
     result = train_grpo(settings, tmp_path / "run", None, log=lambda _: None, curriculum=[scenario, aside])
     assert result.steps == 40
     assert sampled_success(Path(result.policy_folder)) >= before + 0.1  # measured 0.28 -> 0.45
+
+
+def test_a_malformed_action_never_reads_as_reporting_a_refused_task(one_thread):
+    from wmstudio.train.agent_policy import MALFORMED, AgentPolicy, new_policy_model, word_tokenizer
+    from wmstudio.train.scenarios import COULD_NOT, Trajectory
+
+    tokenizer = word_tokenizer(["call", "answer", "done", "could_not", "="])
+    untrained = AgentPolicy(new_policy_model(tokenizer, layers=1, hidden=16, heads=2, ffn=32), tokenizer)
+    refused = next(s for s in SCENARIOS if not s.feasible)
+    answer = untrained.act(refused, Trajectory())
+    assert isinstance(answer, str) and answer.startswith(MALFORMED) and not answer.startswith(COULD_NOT)

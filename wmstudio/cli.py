@@ -609,18 +609,18 @@ def _train_grpo(settings) -> None:
     """Run GRPO as a recorded job: the run row (made here unless the studio made it), its status, metrics and
     episodes through the job reporter, a progress line per step on stderr."""
     from wmstudio.model.backends import load_backend
-    from wmstudio.store import create_run, get_curriculum
-    from wmstudio.train.curriculum_scenarios import curriculum_scenarios
+    from wmstudio.store import create_run
+    from wmstudio.train.curriculum_scenarios import curriculum_row, curriculum_scenarios
     from wmstudio.train.environments import SIMULATOR
     from wmstudio.train.grpo import train_grpo
-    from wmstudio.train.jobs import JobReporter, demo_curriculum, run_folder
+    from wmstudio.train.jobs import JobReporter, run_folder
 
     store = _store(settings.db)
     try:
+        row = curriculum_row(store, settings.curriculum)
         scenarios = curriculum_scenarios(store, settings.curriculum)
         run_id = settings.run_id
         if run_id is None:
-            row = demo_curriculum(store) if settings.curriculum == "demo" else get_curriculum(store, settings.curriculum)
             config = {"curriculum": settings.curriculum, "curriculum_version": row.version, "env": settings.env,
                       "max_steps": settings.max_steps, "seed": settings.seed, "policy": settings.policy}
             run_id = create_run(store, row.id, config).id

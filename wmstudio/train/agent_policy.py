@@ -26,6 +26,7 @@ from wmstudio.train.scenarios import Scenario, Trajectory
 
 MAX_ACTION_WORDS = 24  # the longest action a policy may write (the demo worlds' longest is 12)
 MAX_CONTEXT = 1024
+MALFORMED = "(not an action)"  # how an episode ends when the policy writes words that are not an action
 POLICY_MARKER = "policy.json"  # beside the weights: says the folder is an agent policy, and how it reads
 
 
@@ -63,11 +64,12 @@ class AgentPolicy:
         return self.tokenizer.convert_tokens_to_ids(words)
 
     def act(self, scenario: Scenario, trajectory: Trajectory) -> Action:
-        """The policy's next action, greedy (a malformed one becomes an answer that it could not act)."""
+        """The policy's next action, greedy. A malformed one ends the episode with an answer that is neither done
+        nor could-not (reporting a refused task as not done must be the policy's own words, never a fallback)."""
         words, slots = episode_words(scenario, trajectory)
         [written], _ = self.sample_actions([words], sample=False)
         action = parse_action(written, slots, scenario.task)
-        return action if action is not None else f"Could not act: wrote {' '.join(written)!r}"
+        return action if action is not None else f"{MALFORMED}: {' '.join(written)}"
 
     @torch.inference_mode()
     def sample_actions(self, contexts: list[list[str]], sample: bool = True, temperature: float = 1.0

@@ -16,7 +16,7 @@ import torch
 
 from wmstudio.train.agent_config import AgentTrainConfig
 from wmstudio.train.agent_policy import MAX_CONTEXT, AgentPolicy, new_policy_model, word_tokenizer
-from wmstudio.train.agent_text import EOR, SlotTable, action_words, prompt_words, result_words
+from wmstudio.train.agent_text import SlotTable, action_words, prompt_words, result_words
 from wmstudio.train.environments import SIMULATOR, run_episode
 from wmstudio.train.scenarios import Scenario, make_scenario
 from wmstudio.train.scripted_policies import expert
@@ -73,7 +73,7 @@ def train_agent(config: AgentTrainConfig, log: Callable[[str], None] = print) ->
     started = time.perf_counter()
     episodes = expert_episodes(config.episodes, config.seed)
     words = sorted({word for episode in episodes for word in episode.words})
-    tokenizer = word_tokenizer(words + [EOR])
+    tokenizer = word_tokenizer(words)
     model = new_policy_model(tokenizer, layers=config.layers, hidden=config.hidden, heads=config.heads,
                              ffn=config.hidden * 3, seed=config.seed)
     policy = AgentPolicy(model, tokenizer, config.out.name)

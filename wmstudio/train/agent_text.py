@@ -176,7 +176,7 @@ def _scalar(word: str, slots: SlotTable) -> Any:
             return slots.value(word)
         except KeyError:
             return _INVALID
-    if word in (OVERFLOW_SLOT, UNK, BOS, EOR, "=", "]", CALL, ANSWER) or word in SPECIAL:
+    if word in SPECIAL or word in ("=", "]", CALL, ANSWER):
         return _INVALID
     if word in ("true", "false"):
         return word == "true"

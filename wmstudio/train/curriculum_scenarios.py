@@ -43,6 +43,12 @@ def seed_demo_scenarios(store: Store) -> Curriculum:
     return curriculum
 
 
+def curriculum_row(store: Store, name: str) -> Curriculum:
+    """The latest version of the named curriculum; `demo` is made, with its scenarios, when missing (InvalidInput
+    for any other unknown name)."""
+    return seed_demo_scenarios(store) if name == DEMO_CURRICULUM else get_curriculum(store, name)
+
+
 def curriculum_scenarios(store: Store, name: str = DEMO_CURRICULUM, version: int | None = None) -> list[Scenario]:
     """The scenarios of a curriculum version (the latest unless `version`), in order, as saved or edited. `demo`
     without saved scenarios is demo_scenarios(); any other curriculum without scenarios is InvalidInput."""

@@ -25,7 +25,7 @@ from wmstudio.model.backends import Backend
 from wmstudio.model.batching import ForwardBatcher
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.agent_config import GrpoSettings
-from wmstudio.train.agent_policy import AgentPolicy, load_policy
+from wmstudio.train.agent_policy import MALFORMED, AgentPolicy, load_policy
 from wmstudio.train.agent_text import SlotTable, parse_action, prompt_words, result_words
 from wmstudio.train.environments import SIMULATOR, EpisodeWorld
 from wmstudio.train.off_policy import evaluate_policy
@@ -85,7 +85,7 @@ def play_group(policy: AgentPolicy, scenarios: list[Scenario], env: str, backend
             rollout.actions += 1
             action = parse_action(written, rollout.slots, rollout.scenario.task)
             if action is None:
-                rollout.transcript.append(f"(not an action) {' '.join(written)}")
+                rollout.transcript.append(f"{MALFORMED} {' '.join(written)}")
                 rollout.done = True
             elif isinstance(action, str):
                 rollout.valid_actions += 1

@@ -26,12 +26,12 @@ from wmstudio.store import (
     TrainingRun,
     add_metrics,
     create_run,
-    get_curriculum,
     get_run,
     list_runs,
     update_run,
 )
-from wmstudio.train.curriculum_scenarios import DEMO_CURRICULUM, seed_demo_scenarios
+from wmstudio.train.agent_config import ENVIRONMENTS  # who answers the agent's calls while it trains
+from wmstudio.train.curriculum_scenarios import DEMO_CURRICULUM, curriculum_row, seed_demo_scenarios
 from wmstudio.train.run_files import (
     CHECKPOINTS_DIR,
     LOG_FILE,
@@ -41,7 +41,6 @@ from wmstudio.train.run_files import (
     run_folder,
 )
 
-ENVIRONMENTS = ("world-model", "simulator", "hybrid")  # who answers the agent's calls while it trains
 MAX_STEPS = 10_000
 MAX_SEED = 2**31 - 1
 LIVE_STATUSES = ("queued", "running")
@@ -215,10 +214,7 @@ def start_job(store: Store, *, curriculum: str = DEMO_CURRICULUM, env: str = "si
     so it outlives the studio); output goes to the run folder's log.txt. Returns the run with its pid."""
     config = job_settings(curriculum, env, max_steps, seed, policy, save_every)
     _refuse_when_busy(store)
-    if config["curriculum"] == DEMO_CURRICULUM:
-        row = demo_curriculum(store)
-    else:
-        row = get_curriculum(store, config["curriculum"])
+    row = curriculum_row(store, config["curriculum"])
     config["curriculum_version"] = row.version
     run = create_run(store, row.id, config)
     move_aside_leftovers(run.id)

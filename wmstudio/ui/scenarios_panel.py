@@ -15,14 +15,13 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import (
     CurriculumScenario,
     Store,
-    get_curriculum,
     get_scenario,
     list_curricula,
     list_scenarios,
     update_scenario,
 )
 from wmstudio.store.scenarios import SUCCESS_EXAMPLE
-from wmstudio.train.curriculum_scenarios import DEMO_CURRICULUM, seed_demo_scenarios
+from wmstudio.train.curriculum_scenarios import DEMO_CURRICULUM, curriculum_row
 from wmstudio.ui.messages import failure_markdown
 
 SCENARIO_COLUMNS = ["key", "split", "world", "task", "success"]
@@ -47,7 +46,7 @@ def scenarios_of(store: Store, curriculum_name: Any) -> tuple[str, list[Curricul
     """The latest version of the curriculum (`demo` made and given its scenarios when missing): its label and
     scenarios."""
     name = str(curriculum_name or DEMO_CURRICULUM).strip()
-    curriculum = seed_demo_scenarios(store) if name == DEMO_CURRICULUM else get_curriculum(store, name)
+    curriculum = curriculum_row(store, name)
     return f"{curriculum.name} v{curriculum.version}", list_scenarios(store, curriculum.id)
 
 
