@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -14,7 +15,9 @@ from wmstudio.model.repair import fields_to_remask, held_anchors, solve_by_rules
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import check_step
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.rule_equations import implied_values
+from wmstudio.world.rule_patterns import implied_texts, nearest_match
 from wmstudio.world.sims import get_simulator
 from wmstudio.world.spec import Call
 
@@ -44,11 +47,29 @@ def test_an_equality_with_a_lone_response_field_says_what_the_field_must_hold():
                                               "fare_difference_cents": -120}}) == [("total_due_cents", 380)]
 
 
+def test_a_field_first_in_a_sum_is_solved_for():
+    tagged = "response.updated + size(response.failed_ids) == size(call.arguments.ids)"
+    variables = {"call": {"arguments": {"ids": ["a", "b", "c"]}}, "response": {"updated": 9, "failed_ids": ["b"]}}
+    assert implied_values(tagged, variables) == [("updated", 2)]
+    assert implied_values("response.count - 1 == 4", {"response": {"count": 1}}) == [("count", 5)]
+
+
+def test_inside_a_macro_each_element_of_its_list_gives_a_value():
+    fares = "state.flights.exists(f, response.charged_cents == f.fares[response.fare] * response.seats)"
+    variables = {"state": {"flights": [{"fares": {"basic": 100}}, {"fares": {"basic": 70}}]},
+                 "response": {"charged_cents": 1, "fare": "basic", "seats": 3}}
+    assert implied_values(fares, variables) == [("charged_cents", 300), ("charged_cents", 210)]
+    matching = 'state.flights.filter(f, f.id == response.flight).exists(f, response.paid == f.fares.basic)'
+    variables = {"state": {"flights": [{"id": "A", "fares": {"basic": 5}}, {"id": "B", "fares": {"basic": 9}}]},
+                 "response": {"flight": "B", "paid": 0}}
+    assert implied_values(matching, variables) == [("paid", 9)]  # only the elements the filter keeps
+
+
 def test_sides_that_cannot_be_evaluated_alone_or_hold_the_field_itself_imply_nothing():
     inside_a_macro = "state.flights.exists(f, response.charged_cents == f.fares[response.fare] * 2)"
     assert implied_values(inside_a_macro, {"state": {"flights": []}, "response": {"charged_cents": 1}}) == []
     assert implied_values("response.count == response.count + 0", {"response": {"count": 1}}) == []
-    assert implied_values("response.count + 1 == 4", {"response": {"count": 1}}) == []  # not alone on its side
+    assert implied_values("2 * response.count + 1 == 4", {"response": {"count": 1}}) == []  # not alone in its sum
     assert implied_values("x.response.count == 4", {"response": {"count": 1}}) == []
     # operators inside a string literal are text, not operators
     assert implied_values('response.note == "a && b == c"', {"response": {"note": ""}}) == [("note", "a && b == c")]
@@ -94,3 +115,30 @@ def test_steered_generation_fixes_the_count_of_a_listing_the_user_pinned(filesys
     assert json.loads(steered.response)["count"] == 9
     if json.loads(raw.response)["count"] != 9:  # the model's own count was wrong: a solved round set it
         assert any(r.solved == {"count": 9} for r in steered.repairs)
+
+
+def test_a_token_of_the_wrong_shape_is_brought_to_the_nearest_text_the_rule_matches():
+    rule = 'response.status == "error" ? response.api_key == "" : response.api_key.matches("^pl_live_[A-Za-z0-9]{8}$")'
+    [(name, fixed)] = implied_texts(rule, {"api_key": "pl_live_ab-cd ef", "status": "ok"})
+    assert name == "api_key" and re.fullmatch(r"pl_live_[A-Za-z0-9]{8}", fixed)
+    assert fixed.startswith("pl_live_abcdef")  # the model's own characters are kept, in order
+    assert nearest_match("^pl_live_[A-Za-z0-9]{8}$", "cus_") == nearest_match("^pl_live_[A-Za-z0-9]{8}$", "cus_")
+    assert implied_texts(rule, {"api_key": "pl_live_abcdefgh", "status": "ok"}) == []  # already matches
+    assert implied_texts('response.key.matches("(unclosed")', {"key": "x"}) == []  # an unreadable pattern
+
+
+def test_repair_gives_a_payments_key_the_shape_its_rule_states():
+    sim = get_simulator("payments")
+    state = sim.initial_state(random.Random(0))
+    world = sim.world(state)
+    login = Call("login", dict(state["login"]))
+    _, session = sim.step(state, login)
+    history = [HistoryStep(call=login, response=json.dumps(session))]
+    call = Call("create_api_key", {"session_token": session["session_token"], "label": "ci"})
+    text = json.dumps({"key_id": "key_1", "api_key": "cus_8n_", "label": "ci", "error": "", "message": "",
+                       "status": "ok"})
+    report = check_step(world, call, text, history=history)
+    assert len(report.rule_violations) == 1
+    solved_text, solved_report, fields = solve_by_rules(world, call, text, report, [], history)
+    assert set(fields) == {"api_key"} and json.loads(solved_text)["api_key"].startswith("pl_live_")
+    assert solved_report.ok

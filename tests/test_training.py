@@ -1,6 +1,7 @@
 """Training the world models: the MDLM objective on a hand-built batch, and short real runs that save
 folders loading with the Auto classes and with the engine's `load_backend`."""
 
+import itertools
 import json
 
 import pytest
@@ -13,7 +14,8 @@ from wmstudio.model.copy_head import load_copy_head
 from wmstudio.model.generation import generate
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
-from wmstudio.train.batches import _attention_mask, ar_batch, mdlm_batch, mdlm_split_batch, noise_canvas
+from wmstudio.train.batch_stream import BatchStream, stream_batches
+from wmstudio.train.batches import _attention_mask, ar_batch, mdlm_batch, mdlm_split_batch, noise_canvas, plan_batches
 from wmstudio.train.examples import CanvasTarget, TrainingExample
 from wmstudio.train.training import TrainConfig, batch_loss, train_world_model, uses_split_batches
 from wmstudio.world.corpus import write_corpus
@@ -258,3 +260,27 @@ def test_outcome_first_draws_mask_the_whole_canvas_and_weigh_the_outcome_like_th
     assert 30 < whole < 75  # about a quarter of the draws
     plain = [noise_canvas(canvas, 99, torch.Generator().manual_seed(seed))[2] for seed in range(50)]
     assert all(torch.allclose(w, w[0].expand_as(w)) for w in plain)  # off: one weight per canvas, as before
+
+
+def test_worker_processes_build_every_batch_of_an_epoch_in_the_loops_order(tokenizer):
+    """Batches built ahead by two worker processes arrive in the order the loop would build them, cover every
+    example once per epoch, and draw their own noise."""
+    examples = [TrainingExample(prompt_ids=[tokenizer.bos_token_id, 40 + i, tokenizer.sep_token_id],
+                                canvases=[CanvasTarget(tokens=[50, 51, 52, 53], maskable=[False, True, True, True],
+                                                       style="skeleton")]) for i in range(12)]
+    ids = {"mask": tokenizer.mask_token_id, "pad": tokenizer.pad_token_id}
+    stream = BatchStream(examples, "mdlm", ids, batch_tokens=20, seed=5, split=True, outcome_first=0.0)
+    plans = plan_batches(examples, "mdlm", 20, 5)
+    inline = list(itertools.islice(stream_batches(stream, 0), len(plans) + 1))
+    ahead = list(itertools.islice(stream_batches(stream, 2), len(plans) + 1))
+    for built in (inline, ahead):
+        assert [epoch for epoch, _ in built] == [0] * len(plans) + [1]
+        prompts = [sorted(batch.prompts[:, 1].tolist()) for _, batch in built[:len(plans)]]
+        assert prompts == [sorted(40 + i for i in plan) for plan in plans]
+    assert sorted(p for _, batch in ahead[:len(plans)] for p in batch.prompts[:, 1].tolist()) == \
+        [40 + i for i in range(12)]
+
+
+def test_loader_workers_must_be_a_whole_number(corpus, tmp_path):
+    with pytest.raises(InvalidInput, match="loader_workers"):
+        TrainConfig(corpus=corpus, out=tmp_path / "m", loader_workers=-1)

@@ -5,9 +5,10 @@ After denoising, the deterministic checks say what is wrong. The fields a failed
 written (pinned like a user anchor) and K candidates are denoised in one batch; the first that passes every check
 is kept, else the one with the fewest problems goes into the next round (R rounds). Before each round, fields a
 failed rule states as an equality (`response.count == size(response.entries)`) are set to the value it implies
-(world/rule_equations.py), kept only where that leaves fewer problems: arithmetic the small model does not do. Remasking what a verifier
-flags follows ReMDM (arXiv 2503.00307) and RemeDi (arXiv 2509.23653); picking among candidates by the checks is
-PRISM-like (arXiv 2505.18456). Reported apart from the model's raw output (`eval-wm`'s `steered` row)."""
+(world/rule_equations.py), and text a failed rule's `matches` rejects is brought to the nearest text of that
+shape (world/rule_patterns.py), each kept only where it leaves fewer problems: arithmetic and exact token shapes
+the small model does not do. Remasking what a verifier flags follows ReMDM (arXiv 2503.00307) and RemeDi (arXiv
+2509.23653); picking among candidates by the checks is PRISM-like (arXiv 2505.18456). Reported apart from the model's raw output (`eval-wm`'s `steered` row)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport, check_step, check_variables, parse_response
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.rule_equations import implied_values
+from wmstudio.world.rule_patterns import implied_texts
 from wmstudio.world.rule_references import references
 from wmstudio.world.spec import Call, WorldSpec
 
@@ -79,7 +81,7 @@ def problem_count(report: CheckReport) -> int:
 
 def solve_by_rules(world: WorldSpec, call: Call, response_text: str, report: CheckReport, pinned: list[Anchor],
                    history: list[HistoryStep]) -> tuple[str, CheckReport, dict[str, Any]] | None:
-    """Set, one at a time, top-level fields that a failed rule's equalities imply, keeping each change only when it
+    """Set, one at a time, top-level fields that a failed rule's equalities or patterns imply, keeping each change only when it
     leaves fewer problems; (text, report, fields set) or None when nothing helped. Pinned fields are never set;
     the outcome may be (`response.status == "error" ? ...`): measured on 200 held-out rows, holding it kept 10 more
     rows' status right but left 36 more responses inconsistent."""
@@ -105,7 +107,8 @@ def _one_solving_step(world: WorldSpec, call: Call, value: dict[str, Any], repor
     pinned_roots = {re.split(r"[.\[]", a.path, maxsplit=1)[0] for a in pinned}
     variables = check_variables(world, call, value, history)
     for violation in report.rule_violations:
-        for name, implied in implied_values(checks.get(violation["rule"], ""), variables):
+        check = checks.get(violation["rule"], "")
+        for name, implied in [*implied_values(check, variables), *implied_texts(check, value)]:
             fitted = _fitted(value.get(name), implied)
             if name in pinned_roots or name not in value or fitted is None or fitted == value[name]:
                 continue

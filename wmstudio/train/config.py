@@ -52,6 +52,9 @@ class TrainConfig:
     eval_rows: int = _option(24, "Held-out rows (eval split) for the loss curve.")
     eval_every_s: float = _option(600.0, "Seconds between held-out loss measurements.")
     threads: int | None = _option(None, "CPU threads for torch (default: torch's choice).")
+    loader_workers: int = _option(0, "Processes that build batches ahead of the training loop: worth it on a GPU, "
+                                     "which outruns one process (0: the loop builds them, so one seed gives one "
+                                     "run).")
     device: str | None = _option(None, "cpu, cuda or mps (default: cuda when present).")
 
     def __post_init__(self) -> None:
@@ -62,3 +65,6 @@ class TrainConfig:
         if isinstance(self.outcome_first, bool) or not isinstance(self.outcome_first, (int, float)) \
                 or not 0.0 <= self.outcome_first <= 1.0:
             raise InvalidInput(Problem("outcome_first", f"must be a share from 0 to 1, got {self.outcome_first!r}"))
+        if isinstance(self.loader_workers, bool) or not isinstance(self.loader_workers, int) \
+                or self.loader_workers < 0:
+            raise InvalidInput(Problem("loader_workers", f"must be a whole number from 0, got {self.loader_workers!r}"))

@@ -23,6 +23,7 @@ from wmstudio.model.backends import CanvasCache
 from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.copy_head import CopyHead, load_copy_head
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.train.batch_stream import BatchStream, stream_batches
 from wmstudio.train.batches import Batch, SplitBatch, make_batch, plan_batches
 from wmstudio.train.config import TrainConfig
 from wmstudio.train.examples import CorpusRow, build_examples, read_corpus_split
@@ -261,6 +262,8 @@ def train_world_model(
     eval_rows = read_corpus_split(config.corpus, "eval", config.eval_rows, required=False)
     model, tokenizer = prepare_model_and_tokenizer(config, train_rows)
     device = next(model.parameters()).device
+    if device.type == "cuda":  # fp32 weights, TF32 matrix products: the small models are launch-bound there anyway
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
     ids = _special_ids(tokenizer)
     copy = config.copy_head and config.arch == MDLM and uses_split_batches(model, config.arch)
     workers = max(1, min(config.threads or (os.cpu_count() or 1), os.cpu_count() or 1))
@@ -281,55 +284,51 @@ def train_world_model(
     optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay,
                                   betas=(0.9, 0.98))
     budget = config.minutes * 60 if config.minutes > 0 else math.inf
-    rng = torch.Generator().manual_seed(config.seed)
     curve: list[dict] = []
-    step, tokens_seen, epoch, smooth, copy_smooth = 0, 0, 0, None, None
+    step, tokens_seen, smooth, copy_smooth = 0, 0, None, None
     loop_start = time.perf_counter()
     last_eval = loop_start
     if held_out.examples:
         curve.append({"step": 0, "seconds": 0.0, **evaluate_loss(model, head, held_out.examples, config.arch, ids,
                                                                    config.batch_tokens, config.seed)})
     model.train()
-    split = uses_split_batches(model, config.arch)
-    done = False
-    while not done:
-        for indices in plan_batches(train.examples, config.arch, config.batch_tokens, config.seed + epoch):
-            elapsed = time.perf_counter() - loop_start
-            fraction = max(elapsed / budget, step / config.steps if config.steps else 0.0)
-            if fraction >= 1.0:
-                done = True
-                break
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate(config, step, fraction)
-            batch = make_batch([train.examples[i] for i in indices], config.arch, ids, rng, split=split,
-                               outcome_first=config.outcome_first)
-            loss = batch_loss(model, batch, head, config.copy_weight)
-            optimizer.zero_grad(set_to_none=True)
-            loss.total.backward()
-            torch.nn.utils.clip_grad_norm_(parameters, 1.0)
-            optimizer.step()
-            step += 1
-            tokens_seen += batch.tokens
-            smooth = loss.denoise if smooth is None else 0.95 * smooth + 0.05 * loss.denoise
-            if loss.copy is not None:
-                copy_smooth = loss.copy if copy_smooth is None else 0.95 * copy_smooth + 0.05 * loss.copy
-            if progress:
-                progress(min(999, int(1000 * fraction)), 1000)
-            if step % 25 == 0:
-                seconds = time.perf_counter() - loop_start
-                point = {"step": step, "seconds": round(seconds, 1), "train_loss": round(smooth, 4)}
-                if copy_smooth is not None:
-                    point["train_copy_loss"] = round(copy_smooth, 4)
-                if held_out.examples and time.perf_counter() - last_eval >= config.eval_every_s:
-                    point.update(evaluate_loss(model, head, held_out.examples, config.arch, ids, config.batch_tokens,
-                                               config.seed))
-                    last_eval = time.perf_counter()
-                curve.append(point)
-                say(f"step {step} epoch {epoch} loss {smooth:.3f}"
-                    + (f" copy {copy_smooth:.3f}" if copy_smooth is not None else "")
-                    + f" lr {optimizer.param_groups[0]['lr']:.2e} {tokens_seen / seconds:,.0f} tok/s {seconds:.0f}s"
-                    + "".join(f" {k} {v}" for k, v in point.items() if k.startswith("eval")))
-        epoch += 1
+    stream = BatchStream(train.examples, config.arch, ids, config.batch_tokens, config.seed,
+                         split=uses_split_batches(model, config.arch), outcome_first=config.outcome_first)
+    batches = stream_batches(stream, config.loader_workers)
+    for epoch, batch in batches:
+        elapsed = time.perf_counter() - loop_start
+        fraction = max(elapsed / budget, step / config.steps if config.steps else 0.0)
+        if fraction >= 1.0:
+            break
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(config, step, fraction)
+        loss = batch_loss(model, batch, head, config.copy_weight)
+        optimizer.zero_grad(set_to_none=True)
+        loss.total.backward()
+        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+        optimizer.step()
+        step += 1
+        tokens_seen += batch.tokens
+        smooth = loss.denoise if smooth is None else 0.95 * smooth + 0.05 * loss.denoise
+        if loss.copy is not None:
+            copy_smooth = loss.copy if copy_smooth is None else 0.95 * copy_smooth + 0.05 * loss.copy
+        if progress:
+            progress(min(999, int(1000 * fraction)), 1000)
+        if step % 25 == 0:
+            seconds = time.perf_counter() - loop_start
+            point = {"step": step, "seconds": round(seconds, 1), "train_loss": round(smooth, 4)}
+            if copy_smooth is not None:
+                point["train_copy_loss"] = round(copy_smooth, 4)
+            if held_out.examples and time.perf_counter() - last_eval >= config.eval_every_s:
+                point.update(evaluate_loss(model, head, held_out.examples, config.arch, ids, config.batch_tokens,
+                                           config.seed))
+                last_eval = time.perf_counter()
+            curve.append(point)
+            say(f"step {step} epoch {epoch} loss {smooth:.3f}"
+                + (f" copy {copy_smooth:.3f}" if copy_smooth is not None else "")
+                + f" lr {optimizer.param_groups[0]['lr']:.2e} {tokens_seen / seconds:,.0f} tok/s {seconds:.0f}s"
+                + "".join(f" {k} {v}" for k, v in point.items() if k.startswith("eval")))
+    del batches  # stops the workers that build batches ahead
     seconds = time.perf_counter() - loop_start
     final = {"step": step, "seconds": round(seconds, 1)}
     if smooth is not None:

@@ -2,9 +2,10 @@
 
 A small model does not do the arithmetic a rule states (a fee plus a fare difference, a list's length); the rule
 itself can. In a check, each equality with a top-level response field alone on one side (`response.F == E` or
-`E == response.F`) gives a value for F: E evaluated on the current call, state and response. Sides that read a
-macro's variable (`f.fares` inside `.exists(f, ...)`) cannot be evaluated alone and give nothing. Repair tries
-these values as steering; they are never reported as the model's own output."""
+`E == response.F`), or first in a sum (`response.F + E1 == E2`, so F = E2 - E1), gives a value for F: E evaluated
+on the current call, state and response. Inside a macro (`LIST.exists(f, response.F == f.fare * 2)`) each
+element of LIST in turn stands in for the variable, giving one value per element. Repair tries these values as
+steering; they are never reported as the model's own output."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from wmstudio.world.rules import evaluate_value
 
 _LONE_FIELD_LEFT = re.compile(r"response\.([A-Za-z_]\w*)\s*==(?!=)")
 _LONE_FIELD_RIGHT = re.compile(r"(?<![=!<>])==\s*response\.([A-Za-z_]\w*)")
+_FIELD_FIRST_IN_SUM = re.compile(r"response\.([A-Za-z_]\w*)\s*([+-])(?![=+-])")
+_MACRO = re.compile(r"\.(exists|all|exists_one)\(\s*([A-Za-z_]\w*)\s*,")
+MAX_MACRO_ELEMENTS = 32  # elements tried per macro: a rule over a long list stays cheap
 _OPENERS, _CLOSERS = "([{", ")]}"
 # operators that bind looser than `==` (or as loosely): an operand of `==` ends where one of them starts
 _TWO_CHAR = ("&&", "||", "==", "!=", "<=", ">=")
@@ -23,8 +27,9 @@ _BOUNDARIES = (*_TWO_CHAR, "?", ":", ",", "<", ">")
 
 
 def implied_values(check: str, variables: dict[str, Any]) -> list[tuple[str, Any]]:
-    """(field, value) for each equality of `check` with a top-level response field alone on one side whose other
-    side evaluates, in the order written; a field appears once per equality."""
+    """(field, value) for each equality of `check` with a top-level response field alone on one side (or first in
+    a sum) whose other side evaluates, in the order written, then those inside macros, one per list element;
+    each (field, value) once."""
     bare = _blank_strings(check)
     found: list[tuple[str, Any]] = []
     for match in _LONE_FIELD_LEFT.finditer(bare):
@@ -35,6 +40,49 @@ def implied_values(check: str, variables: dict[str, Any]) -> list[tuple[str, Any
         if _stands_alone_after(bare, match.end()):
             other = check[_operand_start(bare, match.start()):match.start()]
             found += _evaluated(match.group(1), other, variables)
+    for match in _FIELD_FIRST_IN_SUM.finditer(bare):
+        if _stands_alone_before(bare, match.start()):
+            found += _solved_sum(check, bare, match, variables)
+    for match in _MACRO.finditer(bare):
+        found += _inside_macro(check, bare, match, variables)
+    unique: list[tuple[str, Any]] = []
+    for pair in found:
+        if not any(pair[0] == seen[0] and pair[1] == seen[1] and type(pair[1]) is type(seen[1]) for seen in unique):
+            unique.append(pair)
+    return unique
+
+
+def _solved_sum(check: str, bare: str, match: re.Match, variables: dict[str, Any]) -> list[tuple[str, Any]]:
+    """`response.F + REST == OTHER` gives F = (OTHER) - (REST); with `-`, F = (OTHER) + (REST)."""
+    rest_end = _operand_end(bare, match.end())
+    if not bare.startswith("==", rest_end) or bare.startswith("===", rest_end):
+        return []
+    rest = check[match.end():rest_end]
+    other = check[rest_end + 2:_operand_end(bare, rest_end + 2)]
+    if not rest.strip() or not other.strip():
+        return []
+    inverse = "-" if match.group(2) == "+" else "+"
+    return _evaluated(match.group(1), f"({other.strip()}) {inverse} ({rest.strip()})", variables)
+
+
+def _inside_macro(check: str, bare: str, match: re.Match, variables: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The values a macro's body implies with each element of its list (up to MAX_MACRO_ELEMENTS) written in
+    place of the macro's variable."""
+    receiver = check[_operand_start(bare, match.start()):match.start()].strip()
+    body_end = _operand_end(bare, match.end())
+    while body_end < len(bare) and bare[body_end] not in _CLOSERS:  # a body runs to the macro's own closer
+        body_end = _operand_end(bare, body_end + 1)
+    body, variable = check[match.end():body_end], match.group(2)
+    if not receiver or variable not in body:
+        return []
+    try:
+        count = evaluate_value(f"size({receiver})", variables)
+    except ValueError:
+        return []
+    found: list[tuple[str, Any]] = []
+    for index in range(min(int(count), MAX_MACRO_ELEMENTS)):
+        element = f"({receiver})[{index}]"
+        found += implied_values(re.sub(rf"(?<![\w.]){variable}(?=\s*[.\[])", lambda _: element, body), variables)
     return found
 
 
