@@ -17,6 +17,7 @@ import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,16 @@ FEATURES = 26
 
 def key_words(text: str) -> list[str]:
     """`orderId` / `order_id` -> ["order", "id"]; plurals lose a trailing s (`orders` -> `order`)."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(text))
+    return list(_key_words(str(text)))
+
+
+@lru_cache(maxsize=65536)
+def _key_words(text: str) -> tuple[str, ...]:
+    """key_words, remembered: a plan asks for the same few key names thousands of times."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
     words = [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
-    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")) else w for w in words]
+    return tuple(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")) else w
+                 for w in words)
 
 
 def key_buckets(words: Sequence[str]) -> list[int]:
@@ -109,14 +117,41 @@ def value_tokens(canvas: Canvas, span: Span, value: Any, encoded: dict[str, list
     return ids
 
 
-def pair_features(slot: SpanSlot, source: CopySource) -> list[float]:
-    """The hand-made evidence that `source` is the value of `slot` (FEATURES numbers, mostly in [0, 1])."""
-    span_key, cand_key = slot.key.lower(), source.key.lower()
-    span_words, cand_words = set(slot.words), set(key_words(source.key))
-    parent = next((str(p) for p in reversed(source.path[:-1]) if isinstance(p, str)), "")
-    with_parent = cand_words | set(key_words(parent))
+@dataclass(frozen=True)
+class SourceFacts:
+    """What pair_features reads of a source, worked out once per plan rather than once per span."""
+
+    key: str
+    words: frozenset[str]
+    with_parent: frozenset[str]
+    path_keys: frozenset[str]
+    index: int | None
+    text: str
+
+
+def source_facts(source: CopySource) -> SourceFacts:
+    """The facts of `source` that every span's pair features compare against."""
+    parent = _parent(source)
+    words = frozenset(_key_words(source.key))
+    return SourceFacts(
+        key=source.key.lower(),
+        words=words,
+        with_parent=words | frozenset(_key_words(parent)),
+        path_keys=frozenset(str(p).lower() for p in source.path if isinstance(p, str)),
+        index=next((p for p in reversed(source.path) if isinstance(p, int)), None),
+        text=str(source.value),
+    )
+
+
+def pair_features(slot: SpanSlot, source: CopySource, facts: SourceFacts | None = None) -> list[float]:
+    """The hand-made evidence that `source` is the value of `slot` (FEATURES numbers, mostly in [0, 1]); `facts`
+    are source_facts(source) when the caller already has them."""
+    facts = facts or source_facts(source)
+    span_key, cand_key = slot.key.lower(), facts.key
+    span_words, cand_words = set(slot.words), facts.words
+    with_parent = facts.with_parent
     union = span_words | cand_words
-    cand_path_keys = {str(p).lower() for p in source.path if isinstance(p, str)}
+    cand_path_keys = facts.path_keys
     suffix = 0
     for a, b in zip(reversed(slot.parts), reversed(source.path)):
         if (isinstance(a, int) and isinstance(b, int) and a == b) or (str(a).lower() == str(b).lower()):
@@ -124,9 +159,9 @@ def pair_features(slot: SpanSlot, source: CopySource) -> list[float]:
         else:
             break
     span_index = next((p for p in reversed(slot.parts) if isinstance(p, int)), None)
-    cand_index = next((p for p in reversed(source.path) if isinstance(p, int)), None)
+    cand_index = facts.index
     value = source.value
-    text = str(value)
+    text = facts.text
     kind = "string" if slot.span.kind == KEY else slot.span.kind
     return [
         float(span_key == cand_key and bool(span_key)),
@@ -190,12 +225,20 @@ def copy_plan(canvas: Canvas, sources: Sequence[CopySource], max_candidates: int
     best candidates by key agreement (ties: the order sources come in)."""
     slots, candidates, tokens, rows = [], [], [], []
     encoded: dict[str, list[int]] = {}
+    fitted: dict[tuple, list[int] | None] = {}  # (span shape, source) -> its tokens: spans of one shape share them
+    facts = [source_facts(source) for source in sources]
+    keys = [key_buckets(list(_key_words(source.key)) + list(_key_words(_parent(source)))) for source in sources]
     for slot in copyable_spans(canvas):
+        span = slot.span
+        shape = (span.kind, span.quoted, span.length, span.grammar)
         fitting = []
         for index, source in enumerate(sources):
-            ids = value_tokens(canvas, slot.span, source.value, encoded)
+            memo = (shape, index)
+            if memo not in fitted:
+                fitted[memo] = value_tokens(canvas, span, source.value, encoded)
+            ids = fitted[memo]
             if ids is not None:
-                features = pair_features(slot, source)
+                features = pair_features(slot, source, facts[index])
                 fitting.append((-(features[0] + features[1] + features[2] + features[5]), len(fitting), index, ids,
                                 features))
         if not fitting:
@@ -204,20 +247,16 @@ def copy_plan(canvas: Canvas, sources: Sequence[CopySource], max_candidates: int
         fitting = fitting[:max_candidates]
         slots.append(slot)
         candidates.append([item[2] for item in fitting])
-        tokens.append([item[3] for item in fitting])
-        rows.append([(item[4], key_buckets(key_words(sources[item[2]].key) + key_words(_parent(sources[item[2]]))))
-                     for item in fitting])
+        tokens.append([list(item[3]) for item in fitting])
+        rows.append([(item[4], keys[item[2]]) for item in fitting])
     if not slots:
         return None
     width = max(len(r) for r in rows)
-    features = torch.zeros((len(slots), width, FEATURES))
-    cand_keys = torch.zeros((len(slots), width, MAX_KEY_WORDS), dtype=torch.long)
-    mask = torch.zeros((len(slots), width), dtype=torch.bool)
-    for s, row in enumerate(rows):
-        for c, (feats, keys) in enumerate(row):
-            features[s, c] = torch.tensor(feats)
-            cand_keys[s, c] = torch.tensor(keys)
-            mask[s, c] = True
+    features = torch.tensor([[feats for feats, _ in row] + [[0.0] * FEATURES] * (width - len(row)) for row in rows],
+                            dtype=torch.float32)
+    cand_keys = torch.tensor([[keys for _, keys in row] + [[0] * MAX_KEY_WORDS] * (width - len(row)) for row in rows],
+                             dtype=torch.long)
+    mask = torch.tensor([[True] * len(row) + [False] * (width - len(row)) for row in rows], dtype=torch.bool)
     span_keys = torch.tensor([key_buckets(slot.words) for slot in slots], dtype=torch.long)
     kinds = torch.tensor([[float(slot.span.kind == k or (slot.span.kind == KEY and k == "string")) for k in COPY_KINDS]
                           for slot in slots])

@@ -53,8 +53,16 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096, min_frequency:
     )
 
 
+PLAIN_BACKENDS = ("TokenizersBackend", "PreTrainedTokenizerFast")  # transformers 5's generic class, and 4's
+
+
 def encode_text(tokenizer: PreTrainedTokenizerBase, text: str) -> list[int]:
-    """Token ids of `text` with no special tokens added (the canvas tokenizes its segments this way)."""
+    """Token ids of `text` with no special tokens added (the canvas tokenizes its segments this way).
+
+    A plain tokenizers-backed tokenizer (ours; no model-specific Python around it) is asked through its Rust
+    backend directly: the same ids without the wrapper's per-call overhead. Other classes keep their own path."""
+    if type(tokenizer).__name__ in PLAIN_BACKENDS:
+        return tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
