@@ -45,6 +45,9 @@ class AgentTrainConfig:
     heads: int = _option(4, "Attention heads.")
     seed: int = _option(0, "Seed for the scenarios, initialisation and batching.")
     threads: int = _option(1, "CPU threads for torch.")
+    label_smoothing: float = _option(0.0, "Share of each target word's probability spread over the vocabulary: a "
+                                          "policy trained to certainty samples the same episode every time, and "
+                                          "GRPO learns nothing from a group that agrees (0: plain cross-entropy).")
 
     def __post_init__(self) -> None:
         if self.out is None:
@@ -57,6 +60,9 @@ class AgentTrainConfig:
             _positive(problems, name, getattr(self, name))
         if self.steps is not None:
             _positive(problems, "steps", self.steps, whole=True)
+        if isinstance(self.label_smoothing, bool) or not isinstance(self.label_smoothing, (int, float)) \
+                or not 0.0 <= self.label_smoothing < 1.0:
+            problems.append(Problem("label_smoothing", f"must be a share from 0 to below 1, got {self.label_smoothing!r}"))
         if not problems and self.hidden % self.heads:
             problems.append(Problem("hidden", f"must be a multiple of --heads ({self.heads}), got {self.hidden}"))
         if problems:

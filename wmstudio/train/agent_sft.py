@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from wmstudio.train.agent_config import AgentTrainConfig
 from wmstudio.train.agent_policy import MAX_CONTEXT, AgentPolicy, new_policy_model, word_tokenizer
@@ -95,7 +96,7 @@ def train_agent(config: AgentTrainConfig, log: Callable[[str], None] = print) ->
             group["lr"] = config.learning_rate * (min(1.0, (step + 1) / 20) * 0.5 * (1 + math.cos(math.pi * progress)))
         batch = rng.sample(rows, min(config.batch, len(rows)))
         input_ids, labels, attention = _padded(batch, tokenizer.pad_token_id)
-        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        loss = _sft_loss(model, input_ids, attention, labels, config.label_smoothing)
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -112,6 +113,17 @@ def train_agent(config: AgentTrainConfig, log: Callable[[str], None] = print) ->
             "config": {k: str(v) if k == "out" else v for k, v in vars(config).items()}}
     policy.save(config.out, info)
     return info
+
+
+def _sft_loss(model, input_ids: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor,
+              label_smoothing: float) -> torch.Tensor:
+    """Next-word cross-entropy on the policy's own words; with `label_smoothing`, part of each target's probability
+    is spread over the vocabulary, so the policy stays sure of its demonstrations but not certain."""
+    if not label_smoothing:
+        return model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+    logits = model(input_ids=input_ids, attention_mask=attention).logits[:, :-1]
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100,
+                           label_smoothing=label_smoothing)
 
 
 def _padded(batch: list[tuple[list[int], list[bool]]], pad: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
