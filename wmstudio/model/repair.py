@@ -8,7 +8,8 @@ failed rule states as an equality (`response.count == size(response.entries)`) a
 (world/rule_equations.py), and text a failed rule's `matches` rejects is brought to the nearest text of that
 shape (world/rule_patterns.py), each kept only where it leaves fewer problems: arithmetic and exact token shapes
 the small model does not do. Remasking what a verifier flags follows ReMDM (arXiv 2503.00307) and RemeDi (arXiv
-2509.23653); picking among candidates by the checks is PRISM-like (arXiv 2505.18456). Reported apart from the model's raw output (`eval-wm`'s `steered` row)."""
+2509.23653); picking among candidates by the checks is PRISM-like (arXiv 2505.18456). Reported apart from the
+model's raw output (`eval-wm`'s `steered` row)."""
 
 from __future__ import annotations
 
@@ -81,10 +82,10 @@ def problem_count(report: CheckReport) -> int:
 
 def solve_by_rules(world: WorldSpec, call: Call, response_text: str, report: CheckReport, pinned: list[Anchor],
                    history: list[HistoryStep]) -> tuple[str, CheckReport, dict[str, Any]] | None:
-    """Set, one at a time, top-level fields that a failed rule's equalities or patterns imply, keeping each change only when it
-    leaves fewer problems; (text, report, fields set) or None when nothing helped. Pinned fields are never set;
-    the outcome may be (`response.status == "error" ? ...`): measured on 200 held-out rows, holding it kept 10 more
-    rows' status right but left 36 more responses inconsistent."""
+    """Set, one at a time, top-level fields that a failed rule's equalities or patterns imply, keeping each change
+    only when it leaves fewer problems; (text, report, fields set) or None when nothing helped. Pinned fields are
+    never set; the outcome may be (`response.status == "error" ? ...`): measured on 200 held-out rows, holding it
+    kept 10 more rows' status right but left 36 more responses inconsistent."""
     json_valid, value = parse_response(response_text)
     if not json_valid or not isinstance(value, dict):
         return None

@@ -91,9 +91,12 @@ def _automaton(regex: str):
 
 
 def _next(fsm, state, ch: str):
-    if ch not in fsm.alphabet:
+    """The state after `ch` (a character the pattern names, or one its wildcards take), or None."""
+    try:
+        symbol = fsm.alphabet[ch]
+    except KeyError:
         return None
-    return fsm.map.get(state, {}).get(fsm.alphabet[ch])
+    return fsm.map.get(state, {}).get(symbol)
 
 
 def _alphabet_chars(fsm) -> list[str]:
