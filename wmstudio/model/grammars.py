@@ -6,8 +6,9 @@ states are small hashables, so constraints.py can compile a grammar into a per-t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Hashable
+
+from wmstudio.world.regex_automata import automaton, search_regex
 
 
 @dataclass(frozen=True)
@@ -228,17 +229,17 @@ class Pattern:
     regex: str
 
     def start(self) -> Hashable:
-        return _automaton(self.regex).initial
+        return automaton(self.regex).initial
 
     def step(self, state: Hashable, ch: str) -> Hashable | None:
         if ch in '"\\' or ord(ch) < 0x20:
             return None
-        fsm = _automaton(self.regex)
+        fsm = automaton(self.regex)
         symbol = fsm.alphabet[ch] if ch != "\x80" else fsm.alphabet[_ANYTHING_ELSE]
         return fsm.map.get(state, {}).get(symbol)
 
     def accepts(self, state: Hashable) -> bool:
-        return state in _automaton(self.regex).finals
+        return state in automaton(self.regex).finals
 
 
 def pattern_grammar(schema: dict) -> Pattern | None:
@@ -246,24 +247,16 @@ def pattern_grammar(schema: dict) -> Pattern | None:
     compiler cannot read (look-arounds, back-references) are left to the checks."""
     regex = schema.get("pattern") if isinstance(schema.get("pattern"), str) else None
     if regex is not None:
-        anchored = regex.startswith("^") and regex.endswith("$") and not regex.endswith("\\$")
-        regex = regex[1:-1] if anchored else f".*({regex}).*"
+        regex = search_regex(regex)
     elif isinstance(schema.get("format"), str):
         regex = FORMAT_PATTERNS.get(schema["format"])
     if regex is None:
         return None
     try:
-        _automaton(regex)
+        automaton(regex)
     except Exception:  # noqa: BLE001 - interegular raises several kinds for what it cannot compile
         return None
     return Pattern(regex)
-
-
-@lru_cache(maxsize=256)
-def _automaton(regex: str):
-    import interegular
-
-    return interegular.parse_pattern(regex).to_fsm()
 
 
 try:

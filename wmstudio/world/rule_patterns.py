@@ -13,6 +13,7 @@ import re
 from collections import deque
 from typing import Any
 
+from wmstudio.world.regex_automata import pattern_automaton
 from wmstudio.world.rule_references import STRING_LITERAL
 
 _FIELD_MATCHES = re.compile(r"response\.([A-Za-z_]\w*)\.matches\(\s*(" + STRING_LITERAL.pattern + r")\s*\)")
@@ -39,7 +40,7 @@ def implied_texts(check: str, response: Any) -> list[tuple[str, str]]:
 def nearest_match(regex: str, text: str) -> str | None:
     """A text matching `regex` (CEL's `matches`: anywhere unless anchored) made of `text`'s characters the
     pattern admits, in order, completed the shortest way; None when the pattern cannot be compiled."""
-    fsm = _automaton(regex)
+    fsm = pattern_automaton(regex)
     if fsm is None:
         return None
     distance = _distance_to_accept(fsm)
@@ -77,17 +78,6 @@ def _matches(regex: str, text: str) -> bool:
         return re.search(regex, text) is not None
     except re.error:
         return True  # a pattern Python cannot read: nothing to say about the text
-
-
-def _automaton(regex: str):
-    import interegular
-
-    anchored = regex.startswith("^") and regex.endswith("$") and not regex.endswith("\\$")
-    body = regex[1:-1] if anchored else f".*({regex}).*"
-    try:
-        return interegular.parse_pattern(body).to_fsm()
-    except Exception:  # noqa: BLE001 - interegular raises several kinds for what it cannot compile
-        return None
 
 
 def _next(fsm, state, ch: str):
