@@ -612,10 +612,17 @@ def _train_grpo(settings) -> None:
     from wmstudio.store import create_run
     from wmstudio.train.curriculum_scenarios import curriculum_row, curriculum_scenarios
     from wmstudio.train.environments import SIMULATOR
-    from wmstudio.train.grpo import train_grpo
+    from wmstudio.train.grpo import distributed_rank, train_grpo
     from wmstudio.train.jobs import JobReporter, run_folder
 
     store = _store(settings.db)
+    if distributed_rank() > 0:  # torchrun's other processes: train beside rank 0, which records the run
+        if settings.out is None:
+            fail("--out: under torchrun give the run folder, which every process shares")
+        backend = None if settings.env == SIMULATOR else load_backend(settings.model or DEFAULT_MODEL)
+        train_grpo(settings, settings.out, backend, log=lambda _: None,
+                   curriculum=curriculum_scenarios(store, settings.curriculum))
+        return
     try:
         row = curriculum_row(store, settings.curriculum)
         scenarios = curriculum_scenarios(store, settings.curriculum)

@@ -79,7 +79,8 @@ class GrpoSettings:
     curriculum: str = _option("demo", "The curriculum whose training scenarios the policy plays: demo (the five "
                                       "simulated worlds) or a saved curriculum with scenarios.")
     env: str = _option("world-model", "Who answers the policy's calls: world-model, simulator or hybrid.")
-    policy: str = _option(DEFAULT_POLICY, "The policy to start from (a `train-agent` folder).")
+    policy: str = _option(DEFAULT_POLICY, "The policy to start from: a `train-agent` folder, or a chat model by "
+                                          "hub id or folder (e.g. Qwen/Qwen3-0.6B, on a GPU).")
     model: str | None = _option(None, "The world model (default: the embedded MDLM).")
     max_steps: int = _option(60, "GRPO steps (each plays --scenarios-per-step scenarios x --generations).")
     minutes: float = _option(20.0, "Wall-clock budget; training stops at the first step past it.")
@@ -95,6 +96,8 @@ class GrpoSettings:
     run_id: int | None = _option(None, "Report into this queued run (the studio's Train tab starts jobs so).")
     resume: bool = _option(False, "Continue the run from its newest checkpoint.")
     threads: int = _option(1, "CPU threads for torch (one is fastest for these small models).")
+    lora_rank: int = _option(0, "Train LoRA adapters of this rank (peft) instead of every weight; they are merged "
+                                "into the saved policy (0: full fine-tuning).")
     json: bool = _option(False, "Print only the JSON result.")
 
     def __post_init__(self) -> None:
@@ -105,6 +108,8 @@ class GrpoSettings:
             problems.append(Problem("env", f"{self.env!r} is not an environment: use {', '.join(ENVIRONMENTS)}"))
         for name in ("max_steps", "generations", "scenarios_per_step", "save_every", "threads"):
             _positive(problems, name, getattr(self, name), whole=True)
+        if isinstance(self.lora_rank, bool) or not isinstance(self.lora_rank, int) or self.lora_rank < 0:
+            problems.append(Problem("lora_rank", f"must be a whole number from 0, got {self.lora_rank!r}"))
         for name in ("minutes", "learning_rate", "temperature"):
             _positive(problems, name, getattr(self, name))
         if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or self.beta < 0:

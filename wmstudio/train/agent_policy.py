@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tokenizers import Tokenizer
@@ -20,9 +20,23 @@ from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
 from wmstudio.model.backends import resolve_model_path
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.train.agent_text import BOS, EOA, PAD, SPECIAL, UNK, episode_words, parse_action
-from wmstudio.train.environments import Action
+from wmstudio.train.agent_text import (
+    BOS,
+    EOA,
+    PAD,
+    SPECIAL,
+    UNK,
+    SlotTable,
+    episode_words,
+    parse_action,
+    prompt_words,
+    result_words,
+)
+from wmstudio.train.environments import Action, Turn
 from wmstudio.train.scenarios import Scenario, Trajectory
+
+if TYPE_CHECKING:
+    from wmstudio.train.chat_policy import ChatPolicy
 
 MAX_ACTION_WORDS = 24  # the longest action a policy may write (the demo worlds' longest is 12)
 MAX_CONTEXT = 1024
@@ -52,6 +66,15 @@ def new_policy_model(tokenizer: PreTrainedTokenizerFast, layers: int = 3, hidden
 
 
 @dataclass
+class WordEpisode:
+    """One episode as the policy reads it: the words so far and the values its slots stand for."""
+
+    scenario: Scenario
+    slots: SlotTable
+    words: list[str]
+
+
+@dataclass
 class AgentPolicy:
     """A trained policy: its model and tokenizer, and where it came from (`name`, for reports)."""
 
@@ -62,6 +85,32 @@ class AgentPolicy:
     def ids(self, words: list[str]) -> list[int]:
         """Token ids of episode words (the tokenizer's own lookup, one id per word)."""
         return self.tokenizer.convert_tokens_to_ids(words)
+
+    def with_model(self, model: Qwen3ForCausalLM) -> AgentPolicy:
+        """The same policy reading through `model` (the one a trainer is updating)."""
+        return AgentPolicy(model, self.tokenizer, self.name)
+
+    def begin(self, scenario: Scenario) -> tuple[WordEpisode, list[int]]:
+        """The episode's opening words and their ids."""
+        slots = SlotTable()
+        words = prompt_words(scenario, slots)
+        return WordEpisode(scenario, slots, words), self.ids(words)
+
+    def sample_turns(self, episodes: list[WordEpisode], sample: bool = True, temperature: float = 1.0) -> list[Turn]:
+        """Each episode's next action (sampled or greedy), parsed; the words join the episode."""
+        written, logprobs = self.sample_actions([e.words for e in episodes], sample=sample, temperature=temperature)
+        turns = []
+        for episode, words, lp in zip(episodes, written, logprobs):
+            episode.words += words
+            turns.append(Turn(self.ids(words), lp, parse_action(words, episode.slots, episode.scenario.task),
+                              " ".join(words)))
+        return turns
+
+    def observe(self, episode: WordEpisode, response: str) -> list[int]:
+        """A tool's answer as result words joining the episode; their ids."""
+        shown = result_words(response, episode.slots)
+        episode.words += shown
+        return self.ids(shown)
 
     def act(self, scenario: Scenario, trajectory: Trajectory) -> Action:
         """The policy's next action, greedy. A malformed one ends the episode with an answer that is neither done
@@ -103,14 +152,24 @@ class AgentPolicy:
         (folder / POLICY_MARKER).write_text(json.dumps(info, indent=2) + "\n")
 
 
-def load_policy(path: str | Path) -> AgentPolicy:
-    """A saved agent policy (a relative path is also tried from the repository root, as the shipped one is named);
-    InvalidInput naming the path when it is not one."""
-    folder = Path(resolve_model_path(path))
-    if not (folder / POLICY_MARKER).is_file():
-        raise InvalidInput(Problem("policy", f"{str(path)!r} is not an agent policy folder (no {POLICY_MARKER}): "
-                                             "train one with `wmstudio train-agent`, or name a scripted policy"))
-    model = Qwen3ForCausalLM.from_pretrained(folder)
-    model.eval()
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(folder)
-    return AgentPolicy(model, tokenizer, folder.name)
+def load_policy(path: str | Path) -> AgentPolicy | ChatPolicy:
+    """A saved agent policy, or a chat LM (a folder or a hub id) played through its chat template (a relative path
+    is also tried from the repository root, as the shipped policy is named); InvalidInput naming the path when it
+    is neither."""
+    from wmstudio.train.chat_policy import CHAT_KIND, load_chat_policy
+
+    source = resolve_model_path(path)
+    folder = Path(source)
+    marker = folder / POLICY_MARKER
+    if marker.is_file():
+        if json.loads(marker.read_text()).get("kind") == CHAT_KIND:
+            return load_chat_policy(source)
+        model = Qwen3ForCausalLM.from_pretrained(folder)
+        model.eval()
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(folder)
+        return AgentPolicy(model, tokenizer, folder.name)
+    if (folder.is_dir() and not (folder / "config.json").is_file()) or (not folder.is_dir() and "/" not in source):
+        raise InvalidInput(Problem("policy", f"{str(path)!r} is not an agent policy folder (no {POLICY_MARKER}) nor "
+                                             "a chat model: train one with `wmstudio train-agent`, give a hub id "
+                                             "(e.g. Qwen/Qwen3-0.6B), or name a scripted policy"))
+    return load_chat_policy(source)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from wmstudio.model.backends import Backend
 from wmstudio.model.generation import Sample, generate
@@ -27,6 +28,17 @@ MAX_TURNS = 6
 
 Action = Call | str  # a tool call, or the agent's final answer
 Policy = Callable[[Scenario, Trajectory], Action]
+
+
+@dataclass
+class Turn:
+    """One reply a trained policy wrote in an episode: its token ids and their log-probabilities (what GRPO
+    scores), the action it parses as (None: malformed) and its text (for transcripts)."""
+
+    ids: list[int]
+    logprobs: list[float]
+    action: Action | None
+    text: str
 
 
 class EpisodeWorld:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from wmstudio.model.batching import ForwardBatcher
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.agent_config import GrpoSettings
 from wmstudio.train.agent_policy import MALFORMED, AgentPolicy, load_policy
-from wmstudio.train.agent_text import SlotTable, parse_action, prompt_words, result_words
+from wmstudio.train.chat_policy import ChatPolicy
 from wmstudio.train.environments import SIMULATOR, EpisodeWorld
 from wmstudio.train.off_policy import evaluate_policy
 from wmstudio.train.scenarios import HELDOUT, TRAIN, Scenario, Step, Trajectory, demo_scenarios, split_of, succeeded
@@ -41,18 +42,18 @@ METRIC_NAMES = {  # TRL's log keys -> the names the studio plots
     "rewards/valid_actions/mean": "valid_call_rate", "loss": "loss",
 }
 
+TrainablePolicy = AgentPolicy | ChatPolicy  # both play episodes turn by turn: begin, sample_turns, observe
 MetricsSink = Callable[[int, dict[str, float]], None]
 EpisodesSink = Callable[[int, list[dict[str, Any]]], None]
 
 
 @dataclass
 class Rollout:
-    """One episode being played inside a GRPO step: the words so far and the token streams TRL needs."""
+    """One episode being played inside a GRPO step: the policy's reading of it and the token streams TRL needs."""
 
     scenario: Scenario
     world: EpisodeWorld
-    slots: SlotTable
-    words: list[str]
+    episode: Any  # the policy's own record of the episode (words and slots, or chat messages)
     prompt_ids: list[int]
     completion_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
@@ -64,44 +65,40 @@ class Rollout:
     transcript: list[str] = field(default_factory=list)
 
 
-def play_group(policy: AgentPolicy, scenarios: list[Scenario], env: str, backend: Backend | None,
+def play_group(policy: TrainablePolicy, scenarios: list[Scenario], env: str, backend: Backend | None,
                batcher: ForwardBatcher | None = None, temperature: float = 1.0, sample: bool = True) -> list[Rollout]:
     """Play one episode per scenario (repeats allowed: a GRPO group), the policy sampling its actions turn by turn
     and each turn's calls answered together in `env`."""
     rollouts = []
     for scenario in scenarios:
-        slots = SlotTable()
-        words = prompt_words(scenario, slots)
-        rollouts.append(Rollout(scenario, EpisodeWorld(scenario, env, backend), slots, words, policy.ids(words)))
+        episode, prompt_ids = policy.begin(scenario)
+        rollouts.append(Rollout(scenario, EpisodeWorld(scenario, env, backend), episode, prompt_ids))
     for _ in range(MAX_TURNS):
         active = [r for r in rollouts if not r.done]
         if not active:
             break
-        actions, logprobs = policy.sample_actions([r.words for r in active], sample=sample, temperature=temperature)
+        turns = policy.sample_turns([r.episode for r in active], sample=sample, temperature=temperature)
         calls: list[tuple[Rollout, Call]] = []
-        for rollout, written, lp in zip(active, actions, logprobs):
-            _spliced(rollout, policy.ids(written), lp, trained=True)
-            rollout.words += written
+        for rollout, turn in zip(active, turns):
+            _spliced(rollout, turn.ids, turn.logprobs, trained=True)
             rollout.actions += 1
-            action = parse_action(written, rollout.slots, rollout.scenario.task)
-            if action is None:
-                rollout.transcript.append(f"{MALFORMED} {' '.join(written)}")
+            if turn.action is None:
+                rollout.transcript.append(f"{MALFORMED} {turn.text}")
                 rollout.done = True
-            elif isinstance(action, str):
+            elif isinstance(turn.action, str):
                 rollout.valid_actions += 1
-                rollout.trajectory.final_answer = action
-                rollout.transcript.append(f"answer: {action}")
+                rollout.trajectory.final_answer = turn.action
+                rollout.transcript.append(f"answer: {turn.action}")
                 rollout.done = True
             else:
                 rollout.valid_actions += 1
-                calls.append((rollout, action))
+                calls.append((rollout, turn.action))
         for (rollout, call), response in zip(calls, answer_calls(calls, batcher)):
             rollout.trajectory.steps.append(Step(call, response))
             rollout.transcript.append(f"call {call.name} {json.dumps(call.arguments, ensure_ascii=False)}")
             rollout.transcript.append(f"  -> {response}")
-            shown = result_words(response, rollout.slots)
-            rollout.words += shown
-            _spliced(rollout, policy.ids(shown), [0.0] * len(shown), trained=False)
+            shown = policy.observe(rollout.episode, response)
+            _spliced(rollout, shown, [0.0] * len(shown), trained=False)
             if len(rollout.completion_ids) >= MAX_COMPLETION_TOKENS:
                 rollout.done = True
     return rollouts
@@ -193,7 +190,7 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | None, on
     counts = {"model": 0, "calls": 0}
 
     def rollout_func(prompts: list[str], trainer: Any) -> dict[str, Any]:
-        policy = AgentPolicy(trainer.model, start.tokenizer)
+        policy = start.with_model(trainer.model)
         was_training = trainer.model.training
         trainer.model.eval()
         try:
@@ -230,8 +227,9 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | None, on
                 control.should_save = True
 
     batch = settings.scenarios_per_step * settings.generations
+    on_gpu = torch.cuda.is_available() and isinstance(start, ChatPolicy)  # the small word policy trains on the CPU
     config = GRPOConfig(
-        output_dir=str(folder / "checkpoints"), use_cpu=True, bf16=False, fp16=False, report_to="none",
+        output_dir=str(folder / "checkpoints"), use_cpu=not on_gpu, bf16=on_gpu, fp16=False, report_to="none",
         per_device_train_batch_size=batch, gradient_accumulation_steps=1, num_generations=settings.generations,
         max_completion_length=MAX_COMPLETION_TOKENS, learning_rate=settings.learning_rate, beta=settings.beta,
         temperature=settings.temperature, max_steps=settings.max_steps, logging_steps=1, save_strategy="steps",
@@ -240,24 +238,46 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | None, on
         shuffle_dataset=True, mask_truncated_completions=False, loss_type="grpo")
     trainer = GRPOTrainer(model=start.model, reward_funcs=[success, valid_actions, answered], args=config,
                           train_dataset=Dataset.from_dict({"prompt": train_ids}), processing_class=start.tokenizer,
-                          rollout_func=rollout_func, callbacks=[Report()])
+                          rollout_func=rollout_func, callbacks=[Report()], peft_config=lora_config(settings.lora_rank))
     checkpoint = latest_checkpoint(folder) if settings.resume else None
     if settings.resume and checkpoint is None:
         log("no checkpoint to resume from: starting from the policy")
     with contextlib.redirect_stdout(sys.stderr):  # the Trainer prints its logs: stdout stays the result's
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    trained = AgentPolicy(trainer.model, start.tokenizer, "grpo")
+    final = trainer.model.merge_and_unload() if settings.lora_rank else trainer.model  # LoRA folded in
+    trained = start.with_model(final)
+    trained.name = "grpo"
     trained.model.eval()
     policy_folder = folder / "policy"
     after = _heldout_success(trained, heldout)
-    trained.save(policy_folder, {"kind": "agent-policy", "trained_by": "wmstudio train-grpo", "env": settings.env,
-                                 "start": settings.policy, "steps": trainer.state.global_step,
-                                 "heldout_success_before": before, "heldout_success_after": after})
+    if trainer.accelerator.is_main_process:
+        trained.save(policy_folder, {"kind": "agent-policy", "trained_by": "wmstudio train-grpo", "env": settings.env,
+                                     "start": settings.policy, "steps": trainer.state.global_step,
+                                     "heldout_success_before": before, "heldout_success_after": after})
     log(f"held-out success in the simulator: {before:.1%} -> {after:.1%}")
     share = counts["model"] / counts["calls"] if counts["calls"] else None
     return GrpoResult(str(folder), str(policy_folder), settings.env, trainer.state.global_step,
                       round(time.perf_counter() - started, 1), round(before, 4), round(after, 4), len(heldout),
                       None if share is None else round(share, 4))
+
+
+def distributed_rank() -> int:
+    """This process's rank under torchrun (0 alone); each process is pinned to its own GPU, where its policy and
+    its own copy of the world model live."""
+    local = os.environ.get("LOCAL_RANK")
+    if local is not None and torch.cuda.is_available():
+        torch.cuda.set_device(int(local))
+    return int(os.environ.get("RANK", "0"))
+
+
+def lora_config(rank: int) -> Any:
+    """LoRA adapters of `rank` on every linear layer (peft), or None to train all the weights."""
+    if not rank:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules="all-linear",
+                      task_type="CAUSAL_LM")
 
 
 def world_model_batcher(backend: Backend | None, env: str) -> ForwardBatcher | None:
@@ -276,6 +296,6 @@ def latest_checkpoint(folder: Path) -> Path | None:
     return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
 
 
-def _heldout_success(policy: AgentPolicy, heldout: list[Scenario]) -> float:
+def _heldout_success(policy: TrainablePolicy, heldout: list[Scenario]) -> float:
     estimate = evaluate_policy(policy.act, heldout, None, SIMULATOR)
     return sum(estimate.truths.values()) / max(1, sum(estimate.episodes.values()))
