@@ -33,6 +33,7 @@ from wmstudio.train.agent_text import (
     result_words,
 )
 from wmstudio.train.environments import Action, Turn
+from wmstudio.train.policy_sampling import sample_replies
 from wmstudio.train.scenarios import Scenario, Trajectory
 
 if TYPE_CHECKING:
@@ -120,29 +121,14 @@ class AgentPolicy:
         action = parse_action(written, slots, scenario.task)
         return action if action is not None else f"{MALFORMED}: {' '.join(written)}"
 
-    @torch.inference_mode()
     def sample_actions(self, contexts: list[list[str]], sample: bool = True, temperature: float = 1.0
                        ) -> tuple[list[list[str]], list[list[float]]]:
         """The next action of each context (its words up to and with EOA) and each word's log-probability under the
         policy, sampled or greedy; contexts are left-padded into one batch."""
-        eoa = self.tokenizer.eos_token_id
-        pad = self.tokenizer.pad_token_id
         rows = [self.ids(words)[-(MAX_CONTEXT - MAX_ACTION_WORDS):] for words in contexts]
-        width = max(len(row) for row in rows)
-        input_ids = torch.tensor([[pad] * (width - len(row)) + row for row in rows])
-        attention = (torch.arange(width)[None, :] >= torch.tensor([width - len(r) for r in rows])[:, None]).long()
-        out = self.model.generate(input_ids=input_ids, attention_mask=attention, max_new_tokens=MAX_ACTION_WORDS,
-                                  do_sample=sample, temperature=temperature if sample else None, top_k=None,
-                                  top_p=None, eos_token_id=eoa, pad_token_id=pad, output_scores=True,
-                                  return_dict_in_generate=True)
-        new = out.sequences[:, width:]
-        logprobs = torch.stack(out.scores, dim=1).float().log_softmax(-1).gather(-1, new[..., None])[..., 0]
-        actions, action_logprobs = [], []
-        for row, lp in zip(new.tolist(), logprobs.tolist()):
-            end = row.index(eoa) + 1 if eoa in row else len(row)
-            actions.append(self.tokenizer.convert_ids_to_tokens(row[:end]))
-            action_logprobs.append(lp[:end])
-        return actions, action_logprobs
+        replies, logprobs = sample_replies(self.model, rows, self.tokenizer.pad_token_id,
+                                           [self.tokenizer.eos_token_id], MAX_ACTION_WORDS, sample, temperature)
+        return [self.tokenizer.convert_ids_to_tokens(reply) for reply in replies], logprobs
 
     def save(self, folder: Path, info: dict[str, Any]) -> None:
         """Weights, tokenizer and `policy.json` (what trained it) in `folder`."""

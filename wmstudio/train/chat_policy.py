@@ -20,6 +20,7 @@ import torch
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.environments import Action, Turn
+from wmstudio.train.policy_sampling import sample_replies
 from wmstudio.train.scenarios import COULD_NOT, Scenario, Trajectory
 from wmstudio.world.spec import Call
 
@@ -83,29 +84,19 @@ class ChatPolicy:
         episode = ChatEpisode(scenario, messages, self._render(scenario, messages, generation=True))
         return episode, list(episode.ids)
 
-    @torch.inference_mode()
     def sample_turns(self, episodes: list[ChatEpisode], sample: bool = True, temperature: float = 1.0) -> list[Turn]:
         """Each episode's next reply (sampled or greedy) with its tokens' log-probabilities, parsed as an action;
         the reply joins the episode."""
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        stops = _stop_ids(self.model, self.tokenizer)
-        width = max(len(e.ids) for e in episodes)
-        device = next(self.model.parameters()).device
-        input_ids = torch.tensor([[pad] * (width - len(e.ids)) + e.ids for e in episodes], device=device)
-        attention = torch.tensor([[0] * (width - len(e.ids)) + [1] * len(e.ids) for e in episodes], device=device)
-        out = self.model.generate(input_ids=input_ids, attention_mask=attention, max_new_tokens=MAX_ACTION_TOKENS,
-                                  do_sample=sample, temperature=temperature if sample else None, top_k=None,
-                                  top_p=None, eos_token_id=stops, pad_token_id=pad, output_scores=True,
-                                  return_dict_in_generate=True)
-        new = out.sequences[:, width:]
-        logprobs = torch.stack(out.scores, dim=1).float().log_softmax(-1).gather(-1, new[..., None])[..., 0]
+        replies, logprobs = sample_replies(self.model, [e.ids for e in episodes], pad,
+                                           _stop_ids(self.model, self.tokenizer), MAX_ACTION_TOKENS, sample,
+                                           temperature)
         turns = []
-        for episode, row, lp in zip(episodes, new.tolist(), logprobs.tolist()):
-            end = next((i + 1 for i, token in enumerate(row) if token in stops), len(row))
-            text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
-            episode.ids += row[:end]
+        for episode, reply, lp in zip(episodes, replies, logprobs):
+            text = self.tokenizer.decode(reply, skip_special_tokens=True)
+            episode.ids += reply
             episode.messages.append({"role": "assistant", "content": text})
-            turns.append(Turn(row[:end], lp[:end], parse_chat_action(text), text))
+            turns.append(Turn(reply, lp, parse_chat_action(text), text))
         return turns
 
     def observe(self, episode: ChatEpisode, response: str) -> list[int]:
