@@ -38,3 +38,45 @@ def test_the_world_tab_puts_the_schema_on_the_named_tool_and_names_a_wrong_one()
     assert "get_order" in message and message.startswith("⚠️")
     _, broken = infer_from_example(tools, "get_order", "{not json")
     assert "example response" in broken
+
+
+def test_a_tool_the_history_shows_answering_gets_the_schema_of_its_answers_with_spans_sized_by_them():
+    from wmstudio.world.history import HistoryStep
+    from wmstudio.world.schema_inference import schema_from_history
+    from wmstudio.world.spec import Call
+
+    history = [HistoryStep(Call("get_order", {"order_id": "A1"}), json.dumps({"order_id": "A1", "status": "ok"})),
+               HistoryStep(Call("cancel_order", {"order_id": "A1"}), "not JSON"),
+               HistoryStep(Call("get_order", {"order_id": "A22"}), {"order_id": "A22", "status": "error", "note": ""})]
+    schema, turns = schema_from_history("get_order", history)
+    assert turns == [1, 3]
+    assert set(schema["properties"]) == {"order_id", "status", "note"} and schema["required"] == ["order_id", "status"]
+    assert schema["properties"]["order_id"]["maxLength"] == 6  # twice the longest answer
+    assert schema["properties"]["status"]["maxLength"] == 10
+    assert "maxLength" not in schema["properties"]["note"]  # only ever empty: the default span
+    assert schema_from_history("cancel_order", history) is None  # it never answered JSON
+    assert schema_from_history("refund_order", history) is None
+
+
+def test_generation_for_a_schema_less_tool_keeps_the_keys_it_answered_with_before():
+    from dataclasses import replace
+
+    from wmstudio.model.backends import load_backend
+    from wmstudio.model.canvas import SKELETON
+    from wmstudio.model.generation import generate
+    from wmstudio.world.history import HistoryStep
+    from wmstudio.world.sims import get_simulator
+    from wmstudio.world.spec import Call
+
+    simulator = get_simulator("retail")
+    world = simulator.world()
+    world = replace(world, tools=[replace(t, response=None) for t in world.tools])
+    first, second = (o["id"] for o in world.initial_state["orders"][:2])
+    _, answer = simulator.step(world.initial_state, Call("get_order", {"order_id": first}))
+    history = [HistoryStep(Call("get_order", {"order_id": first}), answer)]
+    generation = generate(load_backend(), world, Call("get_order", {"order_id": second}), history=history)
+    response = json.loads(generation.samples[0].response)
+    assert generation.mode == SKELETON and set(response) == set(answer)
+    assert response["status"] in ("ok", "error")  # the outcome is a choice, never run-on text
+    fresh = generate(load_backend(), world, Call("get_order", {"order_id": second}))
+    assert fresh.mode != SKELETON  # nothing to go by: a free canvas

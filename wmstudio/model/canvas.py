@@ -32,6 +32,7 @@ from wmstudio.world.jsonpath import format_path, parse_path
 SKELETON, FREE = "skeleton", "free"
 MAX_CANVAS_TOKENS = 4096
 OUTCOME_KEY = "status"  # the response's outcome (ok / error): decided from the prompt, the other values follow it
+OUTCOME_VALUES = ("ok", "error")  # the outcomes every simulated world answers with
 __all__ = ["FREE", "FREE_TAIL", "MAX_CANVAS_TOKENS", "OUTCOME_KEY", "SKELETON", "Canvas", "Span", "SpanBudgets",
            "build_canvas", "check_fits", "skeleton_target"]
 

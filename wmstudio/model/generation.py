@@ -12,7 +12,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
 from wmstudio.model.backends import ArBaseline, Backend
-from wmstudio.model.canvas import FREE, SKELETON, Canvas, SpanBudgets, build_canvas, check_fits
+from wmstudio.model.canvas import (
+    FREE,
+    OUTCOME_KEY,
+    OUTCOME_VALUES,
+    SKELETON,
+    Canvas,
+    SpanBudgets,
+    build_canvas,
+    check_fits,
+)
 from wmstudio.model.copy_head import copy_plan
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
@@ -33,6 +42,7 @@ from wmstudio.world.checks import CheckReport, check_step
 from wmstudio.world.copy_sources import CopySource, copy_sources
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import RenderedPrompt, render
+from wmstudio.world.schema_inference import schema_from_history
 from wmstudio.world.spec import Call, WorldSpec
 
 MIN_PROMPT_TOKENS = 32  # a prompt shorter than this cannot even hold the call
@@ -145,13 +155,32 @@ def prompt_ids(tokenizer: Any, text: str, messages: list[dict[str, str]], limit:
 
 
 def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequence[Anchor], free: bool = False,
-                   free_length: int = 64, budgets: SpanBudgets = SpanBudgets()) -> Canvas:
-    """The canvas for `call`'s response: skeleton when the tool has a response schema (and not `free`)."""
-    tool = _tool(world, call)
-    mode = FREE if free or tool.response is None else SKELETON
-    return build_canvas(backend.tokenizer, tool.response, anchors, mode=mode, free_length=free_length,
+                   free_length: int = 64, budgets: SpanBudgets = SpanBudgets(),
+                   history: Sequence[HistoryStep] = ()) -> Canvas:
+    """The canvas for `call`'s response: skeleton when the tool has a response schema, or (a tool without one) when
+    the history shows it answering, from the schema those answers fit; free otherwise or when `free`."""
+    schema = response_schema(world, call, history)
+    mode = FREE if free or schema is None else SKELETON
+    return build_canvas(backend.tokenizer, schema, anchors, mode=mode, free_length=free_length,
                         budgets=budgets, vocab_size=backend.vocab_size, mask_id=backend.mask_id,
                         pad_id=backend.span_pad_id)
+
+
+def response_schema(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> dict[str, Any] | None:
+    """The called tool's response schema, else the one its earlier answers in `history` fit, else None."""
+    tool = _tool(world, call)
+    if tool.response is not None:
+        return tool.response
+    inferred = schema_from_history(call.name, history)
+    if inferred is None:
+        return None
+    schema, turns = inferred
+    outcome = schema.get("properties", {}).get(OUTCOME_KEY)
+    if isinstance(outcome, dict) and outcome.get("type") == "string" and "enum" not in outcome:
+        seen = [history[n - 1].response_value().get(OUTCOME_KEY) for n in turns]  # the outcome is a choice, not text
+        outcome["enum"] = list(dict.fromkeys([*OUTCOME_VALUES, *(v for v in seen if isinstance(v, str) and v)]))
+        outcome.pop("maxLength", None)
+    return schema
 
 
 def generate_stream(
@@ -171,7 +200,7 @@ def generate_stream(
     if isinstance(backend, ArBaseline):
         yield _generate_ar(backend, world, the_call, pinned, history, settings, started)
         return
-    canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length)
+    canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length, history=history)
     prompt = prepare_prompt(backend, world, the_call, history, len(canvas))
     prompt_ids = prompt.ids
     check_fits(len(prompt_ids), len(canvas), backend.max_length)
@@ -261,7 +290,7 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
         if not remask:
             break
         try:
-            canvas = prepare_canvas(backend, world, call, held_anchors(value, remask, pinned))
+            canvas = prepare_canvas(backend, world, call, held_anchors(value, remask, pinned), history=history)
         except InvalidInput:
             break
         candidates = replace(settings, samples=REPAIR_CANDIDATES, repair=False, seed=settings.seed + round_number + 1,

@@ -14,11 +14,12 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from wmstudio.metrics.diversity import distinct_n, self_bleu
+from wmstudio.model.canvas import SKELETON
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.examples import FREE_LENGTHS, read_corpus_split, request_from_meta
@@ -116,7 +117,9 @@ class EvalReport:
                      *[_pct(flip[k]["rule_consistent"]) if flip.get(k) else "" for k in ("raw", "steered", "ar")],
                      "", ""])
         free = f["free"]
-        rows.append(["free mode: json_valid / schema_valid / same_keys",
+        history = (f" (a skeleton from the tool's earlier answers on {_pct(free['from_history'])} of rows)"
+                   if free.get("from_history") is not None else "")
+        rows.append([f"no response schema given{history}: json_valid / schema_valid / same_keys",
                      f"{_pct(free['json_valid'])} / {_pct(free['schema_valid'])} / {_pct(free['same_keys'])}",
                      "", "", "", ""])
         use = f["prompt_use"]
@@ -197,7 +200,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
         raise InvalidInput(Problem("mdlm", f"{mdlm} is an autoregressive model: give the masked diffusion one"))
     rates = {name: Rates() for name in ("raw", "steered", "ar", "neutral_error", "neutral_ok", "flip_raw",
                                          "flip_steered", "flip_ar")}
-    free = {"cases": 0, "json_valid": 0, "schema_valid": 0, "same_keys": 0}
+    free = {"cases": 0, "json_valid": 0, "schema_valid": 0, "same_keys": 0, "from_history": 0}
     report = EvalReport()
     steered = SamplerSettings(repair=True)
     total = len(cases) + min(diversity_calls, len(cases))
@@ -257,19 +260,29 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
 
 
 def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport) -> None:
-    """Free mode: no skeleton, so JSON validity, the tool's schema and the simulator's top-level keys are earned."""
+    """No response schema given: the called tool's schema is taken out of the world (and so out of the prompt), so
+    JSON validity, the real schema and the simulator's top-level keys are earned. Generation then writes a free
+    canvas, or, where the history shows the tool answering, a skeleton of the schema those answers fit (counted in
+    `from_history`)."""
     from wmstudio.model.generation import generate
+    from wmstudio.world.checks import schema_errors_of
 
-    settings = SamplerSettings(free=True, free_length=free_length_for(case, model.tokenizer))
+    real = next((tool for tool in case.world.tools if tool.name == case.call.name), None)
+    world = replace(case.world, tools=[replace(tool, response=None) if tool is real else tool
+                                       for tool in case.world.tools])
+    settings = SamplerSettings(free_length=free_length_for(case, model.tokenizer))
     try:
-        sample = generate(model, case.world, case.call, (), case.history, settings).samples[0]
+        generation = generate(model, world, case.call, (), case.history, settings)
     except InvalidInput as err:
         report.errors.append(f"{case.where} (free): {err}")
         return
+    sample = generation.samples[0]
     value, truth = parse(sample.response), parse(case.truth)
     free["cases"] += 1
+    free["from_history"] += int(generation.mode == SKELETON)
     free["json_valid"] += int(sample.checks.json_valid)
-    free["schema_valid"] += int(sample.checks.json_valid and not sample.checks.schema_errors)
+    free["schema_valid"] += int(sample.checks.json_valid and real is not None
+                                and not schema_errors_of(value, real, "response"))
     free["same_keys"] += int(isinstance(value, dict) and isinstance(truth, dict) and set(value) == set(truth))
 
 

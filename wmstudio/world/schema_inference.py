@@ -2,19 +2,23 @@
 
 Tool files rarely say what a tool returns; a few real responses do. The schema is the union of what the examples
 show: an object's properties (required when every example has them), an array's items merged across elements,
-`integer` until a fraction appears, a string `format` when every example has it. The user edits it before saving."""
+`integer` until a fraction appears, a string `format` when every example has it. The user edits it before saving.
+Generation does the same on the fly for a schema-less tool the history shows answering (`schema_from_history`)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.json_types import json_type
 
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
 MAX_EXAMPLES = 200
+MIN_INFERRED_LENGTH = 4  # the shortest span a string inferred from the history gets
 
 
 def infer_schema(examples: list[Any]) -> dict[str, Any]:
@@ -51,3 +55,30 @@ def _merge(values: list[Any]) -> dict[str, Any]:
             schema["format"] = "date-time"
         return schema
     return {"type": kind}
+
+
+def schema_from_history(tool_name: str, history: Sequence[HistoryStep]) -> tuple[dict[str, Any], list[int]] | None:
+    """For a tool without a response schema: (the schema its earlier answers in `history` fit, their turn numbers
+    from 1), so a rollout keeps the keys the tool answered with before; None when it has not answered a JSON object."""
+    turns = [(number, step.response_value()) for number, step in enumerate(history, start=1)
+             if step.call.name == tool_name]
+    answers = [(number, value) for number, value in turns if isinstance(value, dict) and value]
+    if not answers:
+        return None
+    values = [value for _, value in answers]
+    return _bounded(infer_schema(values), values), [number for number, _ in answers]
+
+
+def _bounded(schema: dict[str, Any], values: list[Any]) -> dict[str, Any]:
+    """`schema` with each string given a `maxLength` of twice the longest non-empty example, so a canvas spends
+    as many slots on a value as its examples suggest (a `status` of "ok" gets a short span, not a sentence's)."""
+    if schema.get("type") == "object":
+        for key, child in schema.get("properties", {}).items():
+            _bounded(child, [v[key] for v in values if isinstance(v, dict) and key in v])
+    elif schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        _bounded(schema["items"], [item for v in values if isinstance(v, list) for item in v])
+    elif schema.get("type") == "string":
+        longest = max((len(v) for v in values if isinstance(v, str)), default=0)
+        if longest:
+            schema["maxLength"] = max(MIN_INFERRED_LENGTH, 2 * longest)
+    return schema
