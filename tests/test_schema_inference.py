@@ -80,3 +80,18 @@ def test_generation_for_a_schema_less_tool_keeps_the_keys_it_answered_with_befor
     assert response["status"] in ("ok", "error")  # the outcome is a choice, never run-on text
     fresh = generate(load_backend(), world, Call("get_order", {"order_id": second}))
     assert fresh.mode != SKELETON  # nothing to go by: a free canvas
+
+
+def test_an_outcome_seen_as_ok_or_error_becomes_a_choice_and_any_other_status_stays_text():
+    from wmstudio.model.generation import response_schema
+    from wmstudio.world.history import HistoryStep
+    from wmstudio.world.spec import Call, WorldSpec
+    from wmstudio.world.tools import Tool
+
+    world = WorldSpec(name="desk", tools=[Tool("get_ticket"), Tool("close_ticket")])
+    history = [HistoryStep(Call("close_ticket", {"id": "T1"}), {"closed": True, "status": "ok"}),
+               HistoryStep(Call("get_ticket", {"id": "T1"}), {"id": "T1", "status": "open"})]
+    assert response_schema(world, Call("close_ticket", {"id": "T2"}), history)["properties"]["status"] == {
+        "type": "string", "enum": ["ok", "error"]}
+    assert response_schema(world, Call("get_ticket", {"id": "T2"}), history)["properties"]["status"] == {
+        "type": "string", "maxLength": 8}

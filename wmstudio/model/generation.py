@@ -176,9 +176,9 @@ def response_schema(world: WorldSpec, call: Call, history: Sequence[HistoryStep]
         return None
     schema, turns = inferred
     outcome = schema.get("properties", {}).get(OUTCOME_KEY)
-    if isinstance(outcome, dict) and outcome.get("type") == "string" and "enum" not in outcome:
-        seen = [history[n - 1].response_value().get(OUTCOME_KEY) for n in turns]  # the outcome is a choice, not text
-        outcome["enum"] = list(dict.fromkeys([*OUTCOME_VALUES, *(v for v in seen if isinstance(v, str) and v)]))
+    seen = {history[n - 1].response_value().get(OUTCOME_KEY) for n in turns}
+    if isinstance(outcome, dict) and outcome.get("type") == "string" and seen <= set(OUTCOME_VALUES):
+        outcome["enum"] = list(OUTCOME_VALUES)  # an outcome is a choice, not text (a ticket's "open" stays text)
         outcome.pop("maxLength", None)
     return schema
 
