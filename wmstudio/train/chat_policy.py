@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.train.agent_policy import MALFORMED, POLICY_MARKER
 from wmstudio.train.environments import Action, Turn
 from wmstudio.train.policy_sampling import sample_replies
 from wmstudio.train.scenarios import COULD_NOT, Scenario, Trajectory
@@ -120,14 +121,14 @@ class ChatPolicy:
             episode.messages.append({"role": "tool", "content": step.response})
         episode.ids = self._render(scenario, episode.messages, generation=True)
         [turn] = self.sample_turns([episode], sample=False)
-        return turn.action if turn.action is not None else f"(not an action): {turn.text}"
+        return turn.action if turn.action is not None else f"{MALFORMED}: {turn.text}"
 
     def save(self, folder: Path, info: dict[str, Any]) -> None:
         """Weights, tokenizer (with its chat template) and `policy.json` saying how it reads."""
         folder.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
-        (folder / "policy.json").write_text(json.dumps({**info, "kind": CHAT_KIND}, indent=2) + "\n")
+        (folder / POLICY_MARKER).write_text(json.dumps({**info, "kind": CHAT_KIND}, indent=2) + "\n")
 
     def _text(self, scenario: Scenario, messages: list[dict[str, Any]], generation: bool) -> str:
         return self.tokenizer.apply_chat_template(messages, tools=tool_specs(scenario), tokenize=False,
