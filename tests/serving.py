@@ -33,7 +33,7 @@ def simulate_inputs(world_id: int, tool: str, arguments: str, seed: int) -> list
     from wmstudio.ui.forms import MASKED
     from wmstudio.ui.simulate_tab import ANCHOR_SLOTS
 
-    return [world_id, tool, arguments, "", 8, "low_confidence", 0.9, 0, 0.7, 1.0, 1, seed, False, 64,
+    return [world_id, tool, arguments, "", 8, "low_confidence", 0.9, 0, 0.7, 1.0, 1, seed, False, 64, False, True,
             *[MASKED] * ANCHOR_SLOTS]
 
 

@@ -94,9 +94,12 @@ def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(cor
     folder = tmp_path / "model"  # --write: quality.json beside the weights, the card shows raw and steered
     shutil.copytree(resolve_model_path(DEFAULT_MODEL), folder)
     write_quality(report, folder)
-    assert json.loads((folder / "quality.json").read_text())["figures"] == figures
+    quality = json.loads((folder / "quality.json").read_text())
+    assert quality["figures"] == figures
+    assert quality["denoiser"]["cases"] == figures["raw"]["cases"]  # the shipped model has an outcome head
     card = (folder / "README.md").read_text()
-    assert "| measure | raw | steered | AR | always error | always ok |" in card and "| field: copy_call |" in card
+    assert "| measure | raw | denoiser alone | steered | AR | always error | always ok |" in card
+    assert "| field: copy_call |" in card and "outcome head" in card
 
 
 def test_a_chat_corpus_without_meta_is_scored_by_the_papers_protocol(corpus, tmp_path):

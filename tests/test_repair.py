@@ -54,6 +54,16 @@ def test_a_field_first_in_a_sum_is_solved_for():
     assert implied_values("response.count - 1 == 4", {"response": {"count": 1}}) == [("count", 5)]
 
 
+def test_a_time_is_solved_for_and_written_back_as_rfc_3339_text():
+    session = ('call.name != "login" || response.status == "error" || timestamp(response.expires_at) - '
+               'timestamp(state.now) == duration("3600s")')
+    variables = {"call": {"name": "login"}, "state": {"now": "2025-08-10T18:44:00Z"},
+                 "response": {"expires_at": "20_2555-00000:8", "status": "ok"}}
+    assert ("expires_at", "2025-08-10T19:44:00Z") in implied_values(session, variables)
+    due = 'timestamp(response.due) == timestamp(state.now) + duration("60s")'
+    assert implied_values(due, variables) == [("due", "2025-08-10T18:45:00Z")]
+
+
 def test_inside_a_macro_each_element_of_its_list_gives_a_value():
     fares = "state.flights.exists(f, response.charged_cents == f.fares[response.fare] * response.seats)"
     variables = {"state": {"flights": [{"fares": {"basic": 100}}, {"fares": {"basic": 70}}]},

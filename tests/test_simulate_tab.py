@@ -228,7 +228,11 @@ def test_a_run_shows_the_canvas_first_then_each_step_and_honours_the_anchor(ctx,
 def test_the_report_says_when_the_outcome_was_decided_first_and_how_surely(ctx, worlds):
     shipped = StudioContext(store=ctx.store)  # the embedded default model, trained outcome first
     call = {"name": "refund_order", "arguments": {"order_id": "ORD-22930", "amount_cents": 500}}
-    *_, free = run_simulation(shipped, worlds["retail"], *parsed(call, []), SamplerSettings())
+    *_, headed = run_simulation(shipped, worlds["retail"], *parsed(call, []), SamplerSettings())
+    chosen = headed.generation.outcome  # by default the outcome head chooses and the canvas is denoised under it
+    assert chosen is not None and json.loads(headed.generation.samples[0].response)["status"] == chosen.status
+    assert headed.generation.decided_first() is None and "The outcome head chose" in finished_view(headed)[0]
+    *_, free = run_simulation(shipped, worlds["retail"], *parsed(call, []), SamplerSettings(outcome_head=False))
     decided, probability = free.generation.decided_first()
     assert decided == json.loads(free.generation.samples[0].response)["status"] and 0.0 < probability <= 1.0
     outcome = free.canvas.outcome_span()
@@ -236,7 +240,7 @@ def test_the_report_says_when_the_outcome_was_decided_first_and_how_surely(ctx, 
     assert f'Outcome decided first, from the prompt: status "{decided}" (p = {probability:.2f})' in \
         finished_view(free)[0]
     *_, pinned = run_simulation(shipped, worlds["retail"], *parsed(call, ['status="error"']), SamplerSettings())
-    assert pinned.generation.decided_first() is None and "Outcome decided first" not in finished_view(pinned)[0]
+    assert pinned.generation.outcome is None and pinned.generation.decided_first() is None and "Outcome decided first" not in finished_view(pinned)[0]
 
 
 def test_saving_puts_the_step_its_provenance_checks_and_trace_into_a_rollout(ctx, worlds):
@@ -330,7 +334,7 @@ def test_the_baseline_answers_the_same_call_with_anchors_as_directives(ctx, worl
 # ---- over HTTP, as the browser and API clients use it ----------------------------------------------------------------
 
 def request(world_id, tool, arguments="{}", pins=None, free="", steps=4, samples=1, temperature=0.0,
-            free_mode=False, free_length=64):
+            free_mode=False, free_length=64, outcome_head=True):
     """The /simulate inputs in order: the form, the sampler, then the anchor slots (field -> value)."""
     fields = [f.path for f in response_fields(retail_tool(tool).response)] if tool in {
         t.name for t in load_world(DEMO_WORLDS_DIR / "retail.json").tools} else []
@@ -338,7 +342,7 @@ def request(world_id, tool, arguments="{}", pins=None, free="", steps=4, samples
     for path, value in (pins or {}).items():
         slots[fields.index(path)] = value
     return [world_id, tool, arguments, free, steps, "low_confidence", 0.9, 0, temperature, 1.0, samples, 0,
-            free_mode, free_length, False, *slots]
+            free_mode, free_length, False, outcome_head, *slots]
 
 
 def test_run_streams_frames_then_the_report_and_save_stores_the_step(client, ctx, worlds):

@@ -12,6 +12,7 @@ from wmstudio.model.architecture import new_model, prefix_causal_mask
 from wmstudio.model.backends import ArBaseline, load_backend
 from wmstudio.model.copy_head import load_copy_head
 from wmstudio.model.generation import generate
+from wmstudio.model.sampler import SamplerSettings
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
 from wmstudio.train.batch_stream import BatchStream, stream_batches
@@ -123,7 +124,11 @@ def test_training_lowers_the_loss_and_saves_a_loadable_model(trained_mdlm, corpu
     row = json.loads((corpus / "test.jsonl").read_text().splitlines()[0])
     meta = row["meta"]
     world = get_simulator(meta["world"]).world(meta["initial_state"], meta["directives"])
-    generation = generate(backend, world, Call.from_json(meta["call"]), (), parse_history(meta["history"]))
+    assert backend.outcome_head is not None  # fitted after training, on the same rows
+    fitted = json.loads((out / "outcome_head.json").read_text())["fitted"]
+    assert fitted["rows"] > 0 and json.loads((out / "training.json").read_text())["outcome_head"] == fitted
+    generation = generate(backend, world, Call.from_json(meta["call"]), (), parse_history(meta["history"]),
+                          SamplerSettings(outcome_head=False))
     assert generation.samples[0].checks.json_valid  # the skeleton canvas makes any model's output parse
     outcome = generation.canvas.outcome_span()
     assert generation.frames[0].unmasked[0] == [outcome.start]
@@ -152,6 +157,7 @@ def test_public_chat_rows_without_meta_train_free_style(tmp_path, corpus):
     (folder / "train.jsonl").write_text("".join(json.dumps({"messages": r["messages"]}) + "\n" for r in rows))
     result = train_world_model(TrainConfig(corpus=folder, out=tmp_path / "m", steps=2, **TINY))
     assert result.examples == 6
+    assert not (tmp_path / "m" / "outcome_head.json").exists()  # no world to read an outcome from
 
 
 def test_base_checkpoint_is_fine_tuned_with_its_own_tokenizer(trained_mdlm, corpus, tmp_path):

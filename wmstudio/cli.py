@@ -18,7 +18,7 @@ import typer
 
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.sampler import DEFAULT_THRESHOLD, SamplerSettings
-from wmstudio.problems import InvalidInput
+from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.agent_config import AgentTrainConfig, GrpoSettings
 from wmstudio.train.chat_scoring import DEFAULT_CHAT_LENGTH
 from wmstudio.train.config import TrainConfig
@@ -663,6 +663,32 @@ def _train_grpo(settings) -> None:
 config_command(app, "train-grpo", GrpoSettings, _train_grpo)
 
 
+@app.command("fit-outcome")
+def fit_outcome(
+    corpus: Path = typer.Option(..., "--corpus", help="Corpus folder; its train split is fitted on."),
+    model: str = typer.Option(DEFAULT_MODEL, "--model", help="The model folder the head is saved in."),
+    rows: Optional[int] = typer.Option(None, "--rows", min=1, help="Fit on the first N training rows (all: none)."),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Fit a model's outcome head (status and error code from the call and the state) on a corpus and save it in
+    the model folder: what `train-wm` does after training, for a model trained before."""
+    from wmstudio.model.backends import resolve_model_path
+    from wmstudio.train.examples import read_corpus_split
+    from wmstudio.train.outcome_fitting import fit_outcome_head
+
+    try:
+        folder = Path(resolve_model_path(model))
+        if not (folder / "config.json").exists():
+            raise InvalidInput(Problem("--model", f"{folder} is not a model folder: give one that train-wm wrote"))
+        fitted = fit_outcome_head(read_corpus_split(corpus, "train", rows), folder, seed=seed)
+    except InvalidInput as err:
+        fail(str(err))
+    if fitted is None:
+        fail(f"{corpus}: no training row names a simulated world (`meta`) and answers ok or error, so there is "
+             "nothing to fit on: use a `wmstudio corpus` folder")
+    emit({"model": str(folder), **fitted})
+
+
 @app.command("eval-wm")
 def eval_wm(
     corpus: Path = typer.Option(..., "--corpus", help="Corpus folder; its test split is held out."),
@@ -789,6 +815,8 @@ def generate_cmd(
     free: bool = typer.Option(False, "--free", help=SamplerSettings.help("free")),
     free_length: int = typer.Option(64, "--free-length", help=SamplerSettings.help("free_length")),
     repair: bool = typer.Option(False, "--repair", help=SamplerSettings.help("repair")),
+    outcome_head: bool = typer.Option(True, "--outcome-head/--no-outcome-head",
+                                      help=SamplerSettings.help("outcome_head")),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow LLaDA/Dream model code."),
     approximate_cache: bool = typer.Option(
         False, "--approximate-cache", help="Cache the prompt of a fully bidirectional model (inexact, faster)."
@@ -804,7 +832,8 @@ def generate_cmd(
 
     settings = _sampler_settings(steps=steps, strategy=strategy, threshold=None if no_threshold else threshold,
                                  block=block, temperature=temperature, repetition_penalty=repetition_penalty,
-                                 samples=samples, seed=seed, free=free, free_length=free_length, repair=repair)
+                                 samples=samples, seed=seed, free=free, free_length=free_length, repair=repair,
+                                 outcome_head=outcome_head)
     try:
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
@@ -826,6 +855,8 @@ def generate_cmd(
         verdict = "ok" if sample.checks.ok else "; ".join(_check_problems(sample.checks)) or "failed"
         typer.echo(f"--- sample {k + 1} ({sample.steps} steps): {verdict}")
         typer.echo(sample.response)
+    if result.outcome is not None:
+        typer.echo(f"outcome head: {result.outcome} (pinned; --no-outcome-head lets the canvas decide)", err=True)
     typer.echo(f"{result.model}, {result.mode} canvas, {result.elapsed_ms:.0f} ms", err=True)
 
 

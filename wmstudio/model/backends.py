@@ -20,6 +20,7 @@ from transformers.cache_utils import Cache, DynamicCache
 from wmstudio.locations import DEFAULT_MODEL, REPO_ROOT
 from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefix_causal_mask
 from wmstudio.model.copy_head import load_copy_head
+from wmstudio.model.outcome_head import load_outcome_head
 from wmstudio.model.tokenizer import DEFAULT_PROMPT_TOKENS
 from wmstudio.problems import InvalidInput
 
@@ -78,7 +79,8 @@ class CanvasCache(Cache):
 class Backend:
     """The interface the sampler uses: ids in, logits `(K, C, V)` for the canvas positions out.
 
-    `copy_head` (a CopyHead or None) fills spans with values the prompt shows; `span_order` "left_to_right"
+    `copy_head` (a CopyHead or None) fills spans with values the prompt shows; `outcome_head` (an OutcomeHead or
+    None) chooses the status and error code before denoising; `span_order` "left_to_right"
     says the model was trained to write each value from its first slot on (its loss covers a value's content
     and first pad only), so the sampler commits a span's slots in order; `decide_first` "status" says it was
     trained to decide the outcome from the prompt, so the sampler settles the outcome span before the rest;
@@ -88,6 +90,7 @@ class Backend:
     kind: str = MDLM
     exact_cache: bool = False
     copy_head: Any = None
+    outcome_head: Any = None
     span_order: str = "any"
     decide_first: str | None = None
     prompt_tokens: int = DEFAULT_PROMPT_TOKENS
@@ -324,6 +327,7 @@ def _load(model_id_or_path: str | Path | None, trust_remote_code: bool, device: 
         backend.prompt_tokens = int(marker.get("prompt_tokens", DEFAULT_PROMPT_TOKENS))
         if Path(source).is_dir():
             backend.copy_head = load_copy_head(Path(source), where)
+            backend.outcome_head = load_outcome_head(Path(source))
         return backend
     if remote or "llada" in model_type or "dream" in model_type:
         if not trust_remote_code:

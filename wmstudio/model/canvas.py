@@ -82,6 +82,25 @@ class Canvas:
         """Display text of one token (a partial UTF-8 byte shows as U+FFFD); '' for pads."""
         return self.vocab.decode([token])
 
+    def with_values(self, values: dict[str, Any]) -> Canvas:
+        """This canvas with the top-level spans named in `values` ({path: value}) holding those values in their own
+        slots, right-padded, as anchors. Unlike a pinned anchor (its text in place of the span), the layout stays
+        the one the model was trained on, so what follows is not shifted. A value its span cannot hold is left out."""
+        tokens, span_of, spans = list(self.tokens), list(self.span_of), []
+        renumber: dict[int, int] = {}
+        for index, span in enumerate(self.spans):
+            ids = _value_tokens(self.tokenizer, span, values) if span.path in values else None
+            if ids is not None and len(ids) <= span.length:
+                ids = ids + [self.pad_id] * (span.length - len(ids))
+                if span.grammar is None or completable(self.vocab.table(span.grammar), ids):
+                    tokens[span.start : span.end] = ids
+                    span_of[span.start : span.end] = [-1] * span.length
+                    continue
+            renumber[index] = len(spans)
+            spans.append(span)
+        span_of = [renumber[s] if s >= 0 else -1 for s in span_of]
+        return replace(self, tokens=tokens, span_of=span_of, spans=spans)
+
     def fill(self, value: Any, cut_strings: bool = False) -> list[int] | None:
         """The canvas with every span holding `value`'s tokens (right-padded): a skeleton training target.
 

@@ -23,6 +23,7 @@ from wmstudio.model.canvas import (
     check_fits,
 )
 from wmstudio.model.copy_head import copy_plan
+from wmstudio.model.outcome_head import ERROR_KEY, Outcome
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
     REPAIR_ROUNDS,
@@ -80,6 +81,7 @@ class Generation:
     frames: list[Frame] = field(default_factory=list)
     elapsed_ms: float = 0.0
     prompt_cut: list[str] = field(default_factory=list)  # what the prompt left out to fit the model's budget
+    outcome: Outcome | None = None  # the outcome head's choice, pinned on the canvas (None: the canvas decided)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +92,7 @@ class Generation:
             "canvas_tokens": len(self.canvas) if self.canvas is not None else None,
             "settings": self.settings.to_json(),
             "anchors": [a.to_json() for a in self.anchors],
+            "outcome": self.outcome.to_json() if self.outcome is not None else None,
             "elapsed_ms": round(self.elapsed_ms, 1),
             "samples": [s.to_json() for s in self.samples],
         }
@@ -200,7 +203,13 @@ def generate_stream(
     if isinstance(backend, ArBaseline):
         yield _generate_ar(backend, world, the_call, pinned, history, settings, started)
         return
+    outcome = choose_outcome(backend, world, the_call, pinned, history, settings)
     canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length, history=history)
+    chosen: list[Anchor] = []  # the outcome head's choice, which repair keeps too
+    if outcome is not None:
+        schema = response_schema(world, the_call, history)
+        canvas = canvas.with_values(outcome.values(schema))
+        chosen = outcome.anchors(schema)
     prompt = prepare_prompt(backend, world, the_call, history, len(canvas))
     prompt_ids = prompt.ids
     check_fits(len(prompt_ids), len(canvas), backend.max_length)
@@ -219,9 +228,25 @@ def generate_stream(
     if settings.repair and canvas.mode == SKELETON:
         for k, sample in enumerate(results):
             if not sample.checks.ok:
-                results[k] = _repair(backend, world, the_call, pinned, history, settings, prompt_ids, prompt, sample)
+                results[k] = _repair(backend, world, the_call, pinned, history, settings, prompt_ids, prompt, sample,
+                                     outcome_held=chosen)
     yield Generation(backend.name, canvas.mode, results, settings, pinned, len(prompt_ids), canvas, frames,
-                     (time.perf_counter() - started) * 1000, prompt.rendered.cut)
+                     (time.perf_counter() - started) * 1000, prompt.rendered.cut, outcome)
+
+
+def choose_outcome(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
+                   history: Sequence[HistoryStep], settings: SamplerSettings) -> Outcome | None:
+    """The outcome head's choice for a skeleton with a status, unless it is switched off, the model has none, the
+    user pinned the status or error code (their steering wins), or the head never saw the tool."""
+    head = getattr(backend, "outcome_head", None)
+    if head is None or not settings.outcome_head or settings.free:
+        return None
+    if any(a.path in (OUTCOME_KEY, ERROR_KEY) for a in pinned):
+        return None
+    schema = response_schema(world, call, history)
+    if not isinstance(schema, dict) or OUTCOME_KEY not in (schema.get("properties") or {}):
+        return None
+    return head.predict(world, call, history)
 
 
 def generate(backend: Backend | ArBaseline, world: WorldSpec, call: Call, anchors: Sequence[Anchor] = (),
@@ -267,14 +292,18 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
 
 
 def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor], history: Sequence[HistoryStep],
-            settings: SamplerSettings, prompt_ids: list[int], prompt: Prompt, sample: Sample) -> Sample:
+            settings: SamplerSettings, prompt_ids: list[int], prompt: Prompt, sample: Sample,
+            outcome_held: Sequence[Anchor] = ()) -> Sample:
     """Rule-guided repair of one failed sample (model/repair.py): before each of up to REPAIR_ROUNDS rounds, fields a
     failed rule's equality implies are set (a round without a model call); then K candidates with the fields the
-    failed checks read remasked and the rest held. The best sample found, with its rounds."""
+    failed checks read remasked and the rest held. `outcome_held` (the outcome head's choice) is held like the
+    user's anchors but not checked as one, and let go when the rules cannot pass with it (they have the last word).
+    The best sample found, with its rounds."""
     best, rounds = sample, []
+    holding = [*pinned, *outcome_held]
 
     def solved(sample: Sample) -> Sample:
-        found = solve_by_rules(world, call, sample.response, sample.checks, pinned, list(history))
+        found = solve_by_rules(world, call, sample.response, sample.checks, holding, list(history))
         if found is None:
             return sample
         text, report, fields = found
@@ -290,7 +319,7 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
         if not remask:
             break
         try:
-            canvas = prepare_canvas(backend, world, call, held_anchors(value, remask, pinned), history=history)
+            canvas = prepare_canvas(backend, world, call, held_anchors(value, remask, holding), history=history)
         except InvalidInput:
             break
         candidates = replace(settings, samples=REPAIR_CANDIDATES, repair=False, seed=settings.seed + round_number + 1,
@@ -319,6 +348,9 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
             break
     if not best.checks.ok:
         best = solved(best)
+    if not best.checks.ok and outcome_held:
+        again = _repair(backend, world, call, pinned, history, settings, prompt_ids, prompt, best)
+        return replace(again, repairs=rounds + again.repairs)
     return replace(best, repairs=rounds)
 
 

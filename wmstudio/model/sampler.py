@@ -58,6 +58,8 @@ class SamplerSettings:
     repair: bool = _setting(False, "Repair a response that fails a check: set fields a failed rule states as an "
                                    "equality, remask the fields the failed rules read and denoise them again, the "
                                    "rest held (a few rounds of 4 candidates).")
+    outcome_head: bool = _setting(True, "Let the model's outcome head choose the status and error code from the call "
+                                        "and the state before denoising (off: the canvas decides them).")
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -87,7 +89,7 @@ class SamplerSettings:
         number("repetition_penalty", 1.0, MAX_REPETITION_PENALTY)
         whole("samples", 1, MAX_SAMPLES)
         whole("seed", 0, 2**63 - 1)
-        for name in ("free", "repair"):
+        for name in ("free", "repair", "outcome_head"):
             if not isinstance(getattr(self, name), bool):
                 problems.append(Problem(name, f"must be true or false, got {getattr(self, name)!r}"))
         whole("free_length", 1, MAX_CANVAS_TOKENS)

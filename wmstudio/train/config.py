@@ -39,6 +39,8 @@ class TrainConfig:
     max_positions: int = _option(3072, "Context length (prompt + canvas) in tokens.")
     prompt_tokens: int = _option(768, "Tokens a prompt is rendered within (call-local state, newest turns first).")
     copy_head: bool = _option(True, "Train a copy head beside an MDLM (fills values the prompt shows).")
+    outcome_head: bool = _option(True, "Fit an outcome head beside an MDLM (chooses status and error code from "
+                                       "the call and the state; about two minutes on 16k rows).")
     copy_weight: float = _option(1.0, "Weight of the copy head's loss beside the denoising loss.")
     outcome_first: float = _option(0.25, "Share of skeleton canvases wholly masked with the outcome (`status`) "
                                          "weighted as much as the other values: the model learns to decide the "

@@ -88,6 +88,7 @@ class EvalReport:
     """All figures of one evaluation (the `--json` shape), a table to print, the settings, and timing."""
 
     figures: dict[str, Any] = field(default_factory=dict)
+    denoiser: dict[str, Any] | None = None  # raw with the outcome head off, when the model has one (not in --json)
     settings: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -99,39 +100,48 @@ class EvalReport:
         s = self.settings
         return (f"Measured by `wmstudio eval-wm` on {s.get('rows')} held-out rows of the `{s.get('split')}` split of "
                 f"`{s.get('corpus')}` ({self.seconds / 60:.1f} min); greedy decoding with the default sampler "
-                f"settings; diversity over {s.get('samples')} samples at temperature 1 for "
+                f"settings (`raw` with the model's outcome head choosing status and error code where it has one; "
+                f"`denoiser alone` the same with the head off); diversity over {s.get('samples')} samples at temperature 1 for "
                 f"{s.get('diversity_calls')} calls. Trivial baselines are constant responses on the same rows.")
 
     def table(self) -> list[dict[str, str]]:
-        """Rows `measure | raw | steered | AR | always error | always ok` for the card and the terminal."""
+        """Rows `measure | raw | (denoiser alone) | steered | AR | always error | always ok` for the card and the
+        terminal; the denoiser-alone column only for a model with an outcome head."""
         f = self.figures
-        columns = [f.get("raw"), f.get("steered"), f.get("ar"), f["trivial"]["neutral_error"],
-                   f["trivial"]["neutral_ok"]]
-        rows = []
+        columns = {"raw": f.get("raw"), "denoiser alone": self.denoiser, "steered": f.get("steered"),
+                   "AR": f.get("ar"), "always error": f["trivial"]["neutral_error"],
+                   "always ok": f["trivial"]["neutral_ok"]}
+        if self.denoiser is None:
+            del columns["denoiser alone"]
+        rows: list[dict[str, str]] = []
+
+        def row(measure: str, **cells: str) -> None:
+            rows.append({"measure": measure, **{name: cells.get(name.replace(" ", "_"), "") for name in columns}})
+
+        def rates(measure: str, read: Callable[[dict], float | None]) -> None:
+            row(measure, **{name.replace(" ", "_"): _pct(read(c)) if c else "" for name, c in columns.items()})
+
         for name in (*RATE_NAMES, "nonempty_recall"):
-            rows.append([name, *[_pct(c.get(name)) if c else "" for c in columns]])
+            rates(name, lambda c, name=name: c.get(name))
         for kind in FieldScores().right:
-            rows.append([f"field: {kind}", *[_pct(c["field_accuracy"][kind]) if c else "" for c in columns]])
+            rates(f"field: {kind}", lambda c, kind=kind: c["field_accuracy"][kind])
         flip = f["flip"]
-        rows.append([f"flip (status=error pinned, n={flip['raw']['cases'] if flip['raw'] else 0}): rule_consistent",
-                     *[_pct(flip[k]["rule_consistent"]) if flip.get(k) else "" for k in ("raw", "steered", "ar")],
-                     "", ""])
+        row(f"flip (status=error pinned, n={flip['raw']['cases'] if flip['raw'] else 0}): rule_consistent",
+            **{name: _pct(flip[key]["rule_consistent"]) if flip.get(key) else ""
+               for name, key in (("raw", "raw"), ("steered", "steered"), ("AR", "ar"))})
         free = f["free"]
         history = (f" (a skeleton from the tool's earlier answers on {_pct(free['from_history'])} of rows)"
                    if free.get("from_history") is not None else "")
-        rows.append([f"no response schema given{history}: json_valid / schema_valid / same_keys",
-                     f"{_pct(free['json_valid'])} / {_pct(free['schema_valid'])} / {_pct(free['same_keys'])}",
-                     "", "", "", ""])
+        row(f"no response schema given{history}: json_valid / schema_valid / same_keys",
+            raw=f"{_pct(free['json_valid'])} / {_pct(free['schema_valid'])} / {_pct(free['same_keys'])}")
         use = f["prompt_use"]
         if use.get("own_nll") is not None:
-            rows.append(["prompt_use: content NLL own / swapped prompt",
-                         f"{use['own_nll']:.3f} / {use['swapped_nll']:.3f}", "", "", "", ""])
+            row("prompt_use: content NLL own / swapped prompt", raw=f"{use['own_nll']:.3f} / {use['swapped_nll']:.3f}")
         for name, values in (f.get("diversity") or {}).items():
-            rows.append([f"{name} Self-BLEU / Distinct-2 (values only)",
-                         f"{values['self_bleu']:.3f} / {values['distinct_2']:.3f} "
-                         f"({values['values_self_bleu']:.3f} / {values['values_distinct_2']:.3f})", "", "", "", ""])
-        heads = ("measure", "raw", "steered", "AR", "always error", "always ok")
-        return [dict(zip(heads, row)) for row in rows]
+            row(f"{name} Self-BLEU / Distinct-2 (values only)",
+                raw=f"{values['self_bleu']:.3f} / {values['distinct_2']:.3f} "
+                    f"({values['values_self_bleu']:.3f} / {values['values_distinct_2']:.3f})")
+        return rows
 
     def render(self) -> str:
         table = self.table()
@@ -198,8 +208,9 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     baseline = load_backend(str(ar)) if ar else None
     if getattr(model, "kind", None) == "ar":
         raise InvalidInput(Problem("mdlm", f"{mdlm} is an autoregressive model: give the masked diffusion one"))
-    rates = {name: Rates() for name in ("raw", "steered", "ar", "neutral_error", "neutral_ok", "flip_raw",
-                                         "flip_steered", "flip_ar")}
+    rates = {name: Rates() for name in ("raw", "denoiser", "steered", "ar", "neutral_error", "neutral_ok",
+                                         "flip_raw", "flip_steered", "flip_ar")}
+    has_head = getattr(model, "outcome_head", None) is not None
     free = {"cases": 0, "json_valid": 0, "schema_valid": 0, "same_keys": 0, "from_history": 0}
     report = EvalReport()
     steered = SamplerSettings(repair=True)
@@ -220,6 +231,8 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
             text = trivial_response(case, status)
             rates[f"neutral_{status}"].add(check_step(case.world, case.call, text, history=case.history), text, case)
         run("raw", model, case)
+        if has_head:
+            run("denoiser", model, case, settings=SamplerSettings(outcome_head=False))
         run("steered", model, case, settings=steered)
         if baseline is not None:
             run("ar", baseline, case)
@@ -241,6 +254,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     report.settings = {"mdlm": str(mdlm), "ar": str(ar) if ar else None, "corpus": str(corpus), "split": split,
                        "rows": len(cases), "seed": seed, "samples": samples,
                        "diversity_calls": min(diversity_calls, len(cases))}
+    report.denoiser = rates["denoiser"].to_json() if has_head else None
     report.figures = {
         "rows": len(cases),
         "model": str(mdlm),
@@ -313,7 +327,7 @@ def write_quality(report: EvalReport, model_dir: Path) -> Path:
     from wmstudio.train.model_card import write_model_card
 
     path = Path(model_dir) / "quality.json"
-    data = {"figures": report.figures, "table": report.table(), "summary": report.summary(),
+    data = {"figures": report.figures, "denoiser": report.denoiser, "table": report.table(), "summary": report.summary(),
             "settings": report.settings, "errors": report.errors[:20], "seconds": round(report.seconds, 1)}
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if (Path(model_dir) / "training.json").exists():

@@ -85,6 +85,7 @@ def write_model_card(folder: Path) -> Path:
         "## Objective",
         objective + ".",
         *_copy_head_lines(config, arch, evals),
+        *_outcome_head_lines(folder),
         "",
         "## Size",
         f"- {training['parameters']:,} parameters; {config['layers']} layers, width {config['hidden']}, "
@@ -134,6 +135,21 @@ def _copy_head_lines(config: dict, arch: str, evals: list[dict]) -> list[str]:
     return ["", f"Beside it a copy (pointer) head, `copy_head.safetensors`, trained jointly (loss weight "
                 f"{config.get('copy_weight', 1.0)}): for each masked value span it scores the prompt's JSON leaves "
                 f"that fit the span against a generate gate{accuracy}."]
+
+
+def _outcome_head_lines(folder: Path) -> list[str]:
+    """A line on the outcome head when one is saved beside the weights, with what its fit saw."""
+    path = folder / "outcome_head.json"
+    if not path.exists():
+        return []
+    fitted = json.loads(path.read_text(encoding="utf-8")).get("fitted") or {}
+    seen = (f", fitted on {fitted['rows']:,} training rows ({fitted['tools']} tools, {fitted['outcomes']} "
+            f"status/error-code pairs; training accuracy {fitted['train_accuracy']:.1%}, {fitted['seconds']:.0f} s)"
+            if fitted.get("rows") else "")
+    return ["", "Beside it an outcome head, `outcome_head.safetensors`: a hashed linear scorer over named facts of "
+                "the call and the state (lookups, the named record's flags, dates' ages, number comparisons, "
+                f"argument checks, earlier turns on the same ids){seen}. Generation pins its choice of `status` and "
+                "`error` before denoising (sampler setting `outcome_head`; the canvas decides when it is off)."]
 
 
 def _corpus_summary(stats: dict) -> str:

@@ -22,12 +22,15 @@ from wmstudio.model.architecture import MDLM, model_kind
 from wmstudio.model.backends import CanvasCache
 from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.copy_head import CopyHead, load_copy_head
+from wmstudio.model.outcome_head import CONFIG_FILE as OUTCOME_CONFIG_FILE
+from wmstudio.model.outcome_head import HEAD_FILE as OUTCOME_HEAD_FILE
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.batch_stream import BatchStream, stream_batches
 from wmstudio.train.batches import Batch, SplitBatch, make_batch, plan_batches
 from wmstudio.train.config import TrainConfig
 from wmstudio.train.examples import CorpusRow, build_examples, read_corpus_split
 from wmstudio.train.model_card import corpus_stats, write_model_card
+from wmstudio.train.outcome_fitting import fit_outcome_head
 
 ARCHITECTURES = ("mdlm", "ar")
 TOKENIZER_PROMPTS = 1500  # prompts sampled for tokenizer training (all responses are used)
@@ -347,6 +350,16 @@ def train_world_model(
     tokenizer.save_pretrained(out)
     if head is not None:
         head.save(out)
+    outcome = None
+    if config.arch == MDLM and config.outcome_head:
+        say("fitting the outcome head")
+        outcome = fit_outcome_head(train_rows, out, seed=config.seed)
+    if outcome is None:  # a head left from an earlier run in this folder would answer for another model
+        for name in (OUTCOME_HEAD_FILE, OUTCOME_CONFIG_FILE):
+            (out / name).unlink(missing_ok=True)
+    else:
+        say(f"outcome head: {outcome['rows']} rows, {outcome['tools']} tools, training accuracy "
+            f"{outcome['train_accuracy']}, {outcome['seconds']} s")
     result = TrainResult(
         out=out,
         arch=config.arch,
@@ -360,7 +373,7 @@ def train_world_model(
     )
     summary = {"config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
                "corpus": corpus_stats(config.corpus), "device": str(device), **result.to_json(),
-               "lineage": base_lineage(config.base)}
+               "lineage": base_lineage(config.base), "outcome_head": outcome}
     (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     write_model_card(out)
     say(f"saved {out} ({result.parameters:,} parameters, {result.checkpoint_bytes:,} bytes) after {step} steps")

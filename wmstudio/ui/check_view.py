@@ -34,7 +34,7 @@ REPORT_CSS = """
 .wm-verdict.bad { color: #991b1b; }
 .wm-metrics { margin: 8px 0; font-size: 0.9em; }
 .wm-metrics b { margin-right: 14px; }
-.wm-repair, .wm-cut { font-size: 0.85em; color: var(--body-text-color-subdued); margin-top: 4px; }
+.wm-repair, .wm-cut, .wm-outcome { font-size: 0.85em; color: var(--body-text-color-subdued); margin-top: 4px; }
 """
 
 
@@ -99,6 +99,10 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
             lines.append(f'<div class="wm-repair">🔧 {label} {k + 1}, repair round {number}: remasked '
                          f'{html.escape(", ".join(repair.remasked))}; {sum(repair.passed)} of '
                          f"{len(repair.candidates)} candidates pass every check</div>")
+    if generation.outcome is not None:
+        lines.append(f'<div class="wm-outcome">🎯 The outcome head chose {html.escape(str(generation.outcome))} from '
+                     "the call and the state; the canvas was denoised under it (switch it off to let the canvas "
+                     "decide)</div>")
     if generation.prompt_cut:
         lines.append(f'<div class="wm-cut">The prompt left out, to fit the model\'s budget: '
                      f"{html.escape('; '.join(generation.prompt_cut))}</div>")

@@ -247,6 +247,9 @@ def finished_view(simulation: Simulation) -> tuple:
     decided = generation.decided_first()
     outcome = (f" Outcome decided first, from the prompt: status \"{decided[0]}\" (p = {decided[1]:.2f}); the other "
                "values were written to agree with it." if decided else "")
+    if generation.outcome is not None:
+        outcome = (f" The outcome head chose {generation.outcome} from the call and the state; the canvas was "
+                   "denoised under it.")
     status = (f"Done: {frames} step(s), {len(simulation.canvas)}-token canvas ({generation.mode}), "
               f"{len(generation.samples)} sample(s), {passed} pass every check, {generation.elapsed_ms:.0f} ms."
               f"{outcome}{copies}{warnings}")
@@ -371,6 +374,8 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             free_length = gr.Number(64, label="Free length (tokens)", precision=0)
             repair = gr.Checkbox(False, label="Repair with the rules (remask what a failed check reads)",
                                  elem_id="simulate-repair")
+            outcome_head = gr.Checkbox(True, label="Outcome head (status and error code chosen from the call and "
+                                                   "state first)", elem_id="simulate-outcome-head")
     with gr.Row():
         run = gr.Button("Run", variant="primary", elem_id="simulate-run")
         stop = gr.Button("Stop")
@@ -395,7 +400,8 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
 
     sampler_inputs = {"steps": steps, "strategy": strategy, "threshold": threshold, "block": block,
                       "temperature": temperature, "repetition_penalty": repetition_penalty, "samples": samples,
-                      "seed": seed, "free": free, "free_length": free_length, "repair": repair}
+                      "seed": seed, "free": free, "free_length": free_length, "repair": repair,
+                      "outcome_head": outcome_head}
     request = [world, tool, arguments, free_anchors, *(sampler_inputs[name] for name in SETTING_NAMES),
                *anchor_inputs]
     refresh.click(partial(refresh_worlds, ctx), world, world, api_name="simulate_worlds")

@@ -4,8 +4,9 @@ A small model does not do the arithmetic a rule states (a fee plus a fare differ
 itself can. In a check, each equality with a top-level response field alone on one side (`response.F == E` or
 `E == response.F`), or first in a sum (`response.F + E1 == E2`, so F = E2 - E1), gives a value for F: E evaluated
 on the current call, state and response. Inside a macro (`LIST.exists(f, response.F == f.fare * 2)`) each
-element of LIST in turn stands in for the variable, giving one value per element. Repair tries these values as
-steering; they are never reported as the model's own output."""
+element of LIST in turn stands in for the variable, giving one value per element. A field read as a time
+(`timestamp(response.F) - timestamp(state.now) == duration("3600s")`) is solved the same way and written back as
+RFC 3339 text. Repair tries these values as steering; they are never reported as the model's own output."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from wmstudio.world.rules import evaluate_value
 _LONE_FIELD_LEFT = re.compile(r"response\.([A-Za-z_]\w*)\s*==(?!=)")
 _LONE_FIELD_RIGHT = re.compile(r"(?<![=!<>])==\s*response\.([A-Za-z_]\w*)")
 _FIELD_FIRST_IN_SUM = re.compile(r"response\.([A-Za-z_]\w*)\s*([+-])(?![=+-])")
+_TIME_FIRST = r"timestamp\(\s*response\.([A-Za-z_]\w*)\s*\)\s*"
+_TIME_FIRST_IN_SUM = re.compile(_TIME_FIRST + r"([+-])(?![=+-])")
+_LONE_TIME_LEFT = re.compile(_TIME_FIRST + r"==(?!=)")
 _MACRO = re.compile(r"\.(exists|all|exists_one)\(\s*([A-Za-z_]\w*)\s*,")
 MAX_MACRO_ELEMENTS = 32  # elements tried per macro: a rule over a long list stays cheap
 _OPENERS, _CLOSERS = "([{", ")]}"
@@ -43,6 +47,13 @@ def implied_values(check: str, variables: dict[str, Any]) -> list[tuple[str, Any
     for match in _FIELD_FIRST_IN_SUM.finditer(bare):
         if _stands_alone_before(bare, match.start()):
             found += _solved_sum(check, bare, match, variables)
+    for match in _LONE_TIME_LEFT.finditer(bare):
+        if _stands_alone_before(bare, match.start()):
+            other = check[match.end():_operand_end(bare, match.end())]
+            found += _evaluated(match.group(1), f"string({other.strip()})", variables) if other.strip() else []
+    for match in _TIME_FIRST_IN_SUM.finditer(bare):
+        if _stands_alone_before(bare, match.start()):
+            found += _solved_sum(check, bare, match, variables, as_text=True)
     for match in _MACRO.finditer(bare):
         found += _inside_macro(check, bare, match, variables)
     unique: list[tuple[str, Any]] = []
@@ -52,8 +63,10 @@ def implied_values(check: str, variables: dict[str, Any]) -> list[tuple[str, Any
     return unique
 
 
-def _solved_sum(check: str, bare: str, match: re.Match, variables: dict[str, Any]) -> list[tuple[str, Any]]:
-    """`response.F + REST == OTHER` gives F = (OTHER) - (REST); with `-`, F = (OTHER) + (REST)."""
+def _solved_sum(check: str, bare: str, match: re.Match, variables: dict[str, Any],
+                as_text: bool = False) -> list[tuple[str, Any]]:
+    """`response.F + REST == OTHER` gives F = (OTHER) - (REST); with `-`, F = (OTHER) + (REST). `as_text`: F is read
+    as a time, so its value is that time's RFC 3339 text."""
     rest_end = _operand_end(bare, match.end())
     if not bare.startswith("==", rest_end) or bare.startswith("===", rest_end):
         return []
@@ -62,7 +75,8 @@ def _solved_sum(check: str, bare: str, match: re.Match, variables: dict[str, Any
     if not rest.strip() or not other.strip():
         return []
     inverse = "-" if match.group(2) == "+" else "+"
-    return _evaluated(match.group(1), f"({other.strip()}) {inverse} ({rest.strip()})", variables)
+    solved = f"({other.strip()}) {inverse} ({rest.strip()})"
+    return _evaluated(match.group(1), f"string({solved})" if as_text else solved, variables)
 
 
 def _inside_macro(check: str, bare: str, match: re.Match, variables: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -1,0 +1,149 @@
+"""The outcome head: the facts it reads, that it learns outcomes the simulators give, and that generation pins its
+choice (and steps aside for the user's pins, for tools it never saw, or when switched off)."""
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import replace
+
+import pytest
+from typer.testing import CliRunner
+
+from wmstudio.cli import app
+from wmstudio.model.backends import load_backend
+from wmstudio.model.generation import generate
+from wmstudio.model.outcome_head import CONFIG_FILE, HEAD_FILE, Outcome, OutcomeHead, load_outcome_head, outcome_of
+from wmstudio.model.sampler import SamplerSettings
+from wmstudio.train.examples import read_corpus_split, request_from_meta
+from wmstudio.train.outcome_fitting import fit_outcome_head
+from wmstudio.world.anchors import Anchor
+from wmstudio.world.corpus import write_corpus
+from wmstudio.world.outcome_features import outcome_features
+from wmstudio.world.sims import get_simulator
+from wmstudio.world.spec import Call
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _retail(orders: list[dict], today: str = "2025-06-30"):
+    world = get_simulator("retail").world()
+    return replace(world, initial_state={**world.initial_state, "today": today, "orders": orders})
+
+
+ORDER = {"id": "ORD-500", "status": "delivered", "placed_on": "2025-05-01", "delivered_on": "2025-05-10",
+         "total_cents": 5000, "refunded_cents": 1000, "items": []}
+
+
+def test_the_facts_name_the_lookup_the_record_the_dates_age_and_the_numbers_comparisons():
+    world = _retail([ORDER])
+    found = set(outcome_features(world, Call("refund_order", {"order_id": "ORD-500", "amount_cents": 4500})))
+    assert "arg:order_id:found" in found and "arg:order_id:record.status=delivered" in found
+    assert "arg:order_id:record.delivered_on:age<=30" not in found  # 51 days before "today"
+    assert "arg:order_id:record.delivered_on:age<=60" in found
+    assert "arg:order_id:record:amount_cents>total_cents-refunded_cents" in found  # 4500 > 5000 - 1000
+    missing = set(outcome_features(world, Call("refund_order", {"order_id": "ORD-9", "amount_cents": 100})))
+    assert "arg:order_id:missing" in missing and not any("record" in fact for fact in missing)
+    assert "missing_arg:order_id" in set(outcome_features(world, Call("refund_order", {})))
+    steered = replace(world, directives=["The store is rate limited today"])
+    assert "directive:limited" in outcome_features(steered, Call("get_order", {"order_id": "ORD-500"}))
+
+
+def _rows(folder, split):
+    for row in read_corpus_split(folder, split):
+        request = request_from_meta(row.meta, row.where)
+        yield request.world, request.call, request.history, json.loads(row.response_text)
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    train, test = tmp_path_factory.mktemp("train"), tmp_path_factory.mktemp("test")
+    write_corpus(train, rows=1500, seed=11)
+    write_corpus(test, rows=1500, seed=12)
+    return train, test
+
+
+@pytest.fixture(scope="module")
+def head(corpora):
+    fitted, stats = OutcomeHead.fit(list(_rows(corpora[0], "train")))
+    assert stats["rows"] > 1000 and stats["tools"] >= 20
+    return fitted
+
+
+def test_the_head_learns_the_simulators_outcomes_far_above_the_tools_majority(corpora, head):
+    train, test = corpora
+    majority = defaultdict(Counter)
+    for _, call, _, response in _rows(train, "train"):
+        majority[call.name][outcome_of(response)] += 1
+    right = status = baseline = total = 0
+    for world, call, history, response in _rows(test, "test"):
+        truth = outcome_of(response)
+        if truth is None:
+            continue
+        choice = head.predict(world, call, history)
+        total += 1
+        right += choice is not None and (choice.status, choice.error) == truth
+        status += choice is not None and choice.status == truth[0]
+        baseline += majority[call.name].most_common(1)[0][0][0] == truth[0]
+    assert total > 100
+    assert status / total >= baseline / total + 0.15, (status, baseline, total)
+    assert right / total >= 0.75, (right, total)
+
+
+def test_a_saved_head_loads_back_with_the_same_choices_and_abstains_on_tools_it_never_saw(head, tmp_path):
+    head.save(tmp_path)
+    loaded = load_outcome_head(tmp_path)
+    world = _retail([ORDER])
+    for call in (Call("refund_order", {"order_id": "ORD-500", "amount_cents": 100}),
+                 Call("cancel_order", {"order_id": "ORD-404"})):
+        assert loaded.predict(world, call) == head.predict(world, call)
+    assert loaded.predict(world, Call("teleport", {})) is None
+    assert load_outcome_head(tmp_path / "nowhere") is None
+
+
+def test_an_outcome_pins_only_what_the_schema_admits():
+    schema = {"type": "object", "properties": {"status": {"type": "string", "enum": ["ok", "error"]},
+                                               "error": {"type": "string"}}}
+    assert Outcome("error", "NOT_FOUND", 0.9).anchors(schema) == [Anchor("status", "error"),
+                                                                 Anchor("error", "NOT_FOUND")]
+    closed = {**schema, "properties": {**schema["properties"], "error": {"type": "string", "enum": ["", "X"]}}}
+    assert Outcome("error", "NOT_FOUND", 0.9).anchors(closed) == [Anchor("status", "error")]
+    assert Outcome("error", "", 0.9).anchors({"type": "object", "properties": {"ok": {"type": "boolean"}}}) == []
+
+
+@pytest.fixture(scope="module")
+def model_with_head(tiny_model, demo_tokenizer, corpora, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("model")
+    tiny_model(demo_tokenizer, folder)
+    assert fit_outcome_head(read_corpus_split(corpora[0], "train"), folder) is not None
+    return load_backend(str(folder))
+
+
+def test_generation_pins_the_heads_choice_and_the_users_pins_win(model_with_head):
+    world = _retail([ORDER])
+    call = Call("cancel_order", {"order_id": "ORD-404"})  # not in the state
+    generation = generate(model_with_head, world, call)
+    choice = generation.outcome
+    assert choice is not None and choice.status == "error" and choice.error
+    response = json.loads(generation.samples[0].response)
+    assert (response["status"], response["error"]) == (choice.status, choice.error)
+    assert generation.anchors == [] and generation.to_json()["outcome"]["status"] == "error"
+    pinned = generate(model_with_head, world, call, [Anchor("status", "ok")])
+    assert pinned.outcome is None and json.loads(pinned.samples[0].response)["status"] == "ok"
+    assert generate(model_with_head, world, call, settings=SamplerSettings(outcome_head=False)).outcome is None
+    assert generate(model_with_head, world, Call("cancel_order", {"order_id": "ORD-404"}),
+                    settings=SamplerSettings(free=True, free_length=24)).outcome is None
+
+
+def test_fit_outcome_saves_a_head_beside_a_model_and_refuses_a_corpus_without_worlds(
+        tiny_model, demo_tokenizer, corpora, tmp_path):
+    folder = tmp_path / "model"
+    tiny_model(demo_tokenizer, folder)
+    result = CliRunner().invoke(app, ["fit-outcome", "--corpus", str(corpora[0]), "--model", str(folder),
+                                      "--rows", "200"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["rows"] > 100 and (folder / HEAD_FILE).exists() and (folder / CONFIG_FILE).exists()
+    chat = tmp_path / "chat"
+    chat.mkdir()
+    (chat / "train.jsonl").write_text(json.dumps({"messages": [{"role": "user", "content": "hi"},
+                                                               {"role": "assistant", "content": "{}"}]}) + "\n")
+    refused = CliRunner().invoke(app, ["fit-outcome", "--corpus", str(chat), "--model", str(folder)])
+    assert refused.exit_code != 0 and "meta" in refused.output and "Traceback" not in refused.output
