@@ -119,6 +119,19 @@ def test_pads_only_trail_a_complete_value(tokenizer):
     assert not allowed[0, pad] and allowed[0, seven] and allowed[2].nonzero().flatten().tolist() == [pad]
 
 
+def test_values_written_into_their_own_slots_keep_the_layout_a_model_was_trained_on(tokenizer):
+    canvas = build_canvas(tokenizer, REFUND, budgets=SpanBudgets(array_items=1))
+    held = canvas.with_values({"status": "error", "message": "No", "amount": "not a number"})
+    assert len(held) == len(canvas)  # unlike a pinned anchor, nothing after the value moves
+    assert [s.path for s in held.spans] == [s.path for s in canvas.spans if s.path not in ("status", "message")]
+    status = next(s for s in canvas.spans if s.path == "status")
+    assert held.tokens[status.start] != canvas.mask_id and held.kinds()[status.start] == "anchor"
+    assert all(held.span_of[i] == -1 for i in range(status.start, status.end))
+    text = held.decode(held.tokens)  # the held values read back; the masked rest shows as nothing yet
+    assert '"message":"No"' in text and text.endswith('"status":"error"}')
+    assert held.with_values({}).tokens == held.tokens and canvas.with_values({"status": "maybe"}).spans == canvas.spans
+
+
 def test_free_mode_places_text_anchors_and_pinned_fields(tokenizer):
     canvas = build_canvas(tokenizer, None, mode="free", free_length=10, text_anchors=[(0, "{"), (10, "}")])
     assert layout(canvas) == "{" + "_" * 10 + "}" and canvas.mode == "free"

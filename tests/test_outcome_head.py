@@ -96,17 +96,22 @@ def test_a_saved_head_loads_back_with_the_same_choices_and_abstains_on_tools_it_
                  Call("cancel_order", {"order_id": "ORD-404"})):
         assert loaded.predict(world, call) == head.predict(world, call)
     assert loaded.predict(world, Call("teleport", {})) is None
+    refund = Call("refund_order", {"order_id": "ORD-500", "amount_cents": 100})
+    assert loaded.predict(world, refund, schema=world.tool("refund_order").response) is not None
+    elsewhere = {"type": "object", "properties": {"status": {"type": "string"}, "refund": {"type": "object"}}}
+    assert loaded.predict(world, refund, schema=elsewhere) is None  # another world's refund_order: not this one
     assert load_outcome_head(tmp_path / "nowhere") is None
 
 
-def test_an_outcome_pins_only_what_the_schema_admits():
+def test_an_outcome_holds_only_what_the_schema_admits():
     schema = {"type": "object", "properties": {"status": {"type": "string", "enum": ["ok", "error"]},
                                                "error": {"type": "string"}}}
+    assert Outcome("error", "NOT_FOUND", 0.9).values(schema) == {"status": "error", "error": "NOT_FOUND"}
     assert Outcome("error", "NOT_FOUND", 0.9).anchors(schema) == [Anchor("status", "error"),
                                                                  Anchor("error", "NOT_FOUND")]
     closed = {**schema, "properties": {**schema["properties"], "error": {"type": "string", "enum": ["", "X"]}}}
-    assert Outcome("error", "NOT_FOUND", 0.9).anchors(closed) == [Anchor("status", "error")]
-    assert Outcome("error", "", 0.9).anchors({"type": "object", "properties": {"ok": {"type": "boolean"}}}) == []
+    assert Outcome("error", "NOT_FOUND", 0.9).values(closed) == {"status": "error"}
+    assert Outcome("error", "", 0.9).values({"type": "object", "properties": {"ok": {"type": "boolean"}}}) == {}
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +133,8 @@ def test_generation_pins_the_heads_choice_and_the_users_pins_win(model_with_head
     assert generation.anchors == [] and generation.to_json()["outcome"]["status"] == "error"
     pinned = generate(model_with_head, world, call, [Anchor("status", "ok")])
     assert pinned.outcome is None and json.loads(pinned.samples[0].response)["status"] == "ok"
-    assert generate(model_with_head, world, call, settings=SamplerSettings(outcome_head=False)).outcome is None
+    alone = generate(model_with_head, world, call, settings=SamplerSettings(outcome_head=False))
+    assert alone.outcome is None and len(alone.canvas) == len(generation.canvas)  # written into its own slots
     assert generate(model_with_head, world, Call("cancel_order", {"order_id": "ORD-404"}),
                     settings=SamplerSettings(free=True, free_length=24)).outcome is None
 

@@ -680,7 +680,7 @@ def fit_outcome(
         folder = Path(resolve_model_path(model))
         if not (folder / "config.json").exists():
             raise InvalidInput(Problem("--model", f"{folder} is not a model folder: give one that train-wm wrote"))
-        fitted = fit_outcome_head(read_corpus_split(corpus, "train", rows), folder, seed=seed)
+        fitted = fit_outcome_head(read_corpus_split(corpus, "train", rows), folder, seed=seed, corpus=str(corpus))
     except InvalidInput as err:
         fail(str(err))
     if fitted is None:

@@ -246,7 +246,7 @@ def choose_outcome(backend: Backend, world: WorldSpec, call: Call, pinned: Seque
     schema = response_schema(world, call, history)
     if not isinstance(schema, dict) or OUTCOME_KEY not in (schema.get("properties") or {}):
         return None
-    return head.predict(world, call, history)
+    return head.predict(world, call, history, schema)
 
 
 def generate(backend: Backend | ArBaseline, world: WorldSpec, call: Call, anchors: Sequence[Anchor] = (),

@@ -78,14 +78,21 @@ class OutcomeHead:
     """A hashed linear scorer: the score of outcome c for a call is the sum of the weights of (fact, tool, c) over
     the call's facts; the outcomes offered are those the tool answered with in training."""
 
-    def __init__(self, weights: torch.Tensor, outcomes: dict[str, list[tuple[str, str]]]) -> None:
+    def __init__(self, weights: torch.Tensor, outcomes: dict[str, list[tuple[str, str]]],
+                 keys: dict[str, list[str]] | None = None) -> None:
         self.weights = weights.float()
         self.outcomes = outcomes
+        self.keys = keys or {}  # each tool's top-level response keys as fitted: another world's same-named tool differs
 
-    def predict(self, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> Outcome | None:
-        """The likeliest outcome of `call`, or None for a tool the head was not fitted on."""
+    def predict(self, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
+                schema: dict[str, Any] | None = None) -> Outcome | None:
+        """The likeliest outcome of `call`, or None for a tool the head was not fitted on (by name, and when a
+        response `schema` is given, by its top-level keys: a same-named tool of another world is not this one)."""
         choices = self.outcomes.get(call.name)
         if not choices:
+            return None
+        known = self.keys.get(call.name)
+        if schema is not None and known is not None and sorted((schema.get("properties") or {})) != known:
             return None
         facts = outcome_features(world, call, history)
         scores = torch.stack([self.weights[torch.tensor(fact_buckets(facts, call.name, c))].sum() for c in choices])
@@ -103,8 +110,11 @@ class OutcomeHead:
         labelled = [(world, call, history, outcome) for world, call, history, response in rows
                     if (outcome := outcome_of(response)) is not None]
         seen: dict[str, Counter] = {}
-        for _, call, _, outcome in labelled:
+        keys: dict[str, list[str]] = {}
+        for world, call, _, outcome in labelled:
             seen.setdefault(call.name, Counter())[outcome] += 1
+            if call.name not in keys:
+                keys[call.name] = sorted((_response_schema(world, call) or {}).get("properties") or {})
         outcomes = {tool: sorted(counts) for tool, counts in seen.items()}
         if not labelled:
             return cls(torch.zeros(BUCKETS), outcomes), {"rows": 0, "tools": 0, "train_accuracy": None}
@@ -133,7 +143,7 @@ class OutcomeHead:
         with torch.no_grad():
             scores = scorer(index, start).view(-1, width).masked_fill(~mask, -math.inf)
             accuracy = float((scores.argmax(1) == target).float().mean())
-        head = cls(scorer.weight.detach().squeeze(1).half(), outcomes)
+        head = cls(scorer.weight.detach().squeeze(1).half(), outcomes, keys)
         return head, {"rows": len(labelled), "tools": len(outcomes), "outcomes": sum(map(len, outcomes.values())),
                       "train_accuracy": round(accuracy, 4), "loss": round(loss.item(), 4)}
 
@@ -145,7 +155,7 @@ class OutcomeHead:
         save_file({"weights": self.weights.half().contiguous()}, str(folder / HEAD_FILE))
         config = {"buckets": BUCKETS, "outcomes": {tool: [list(c) for c in choices]
                                                    for tool, choices in sorted(self.outcomes.items())},
-                  "fitted": fitted or {}}
+                  "keys": dict(sorted(self.keys.items())), "fitted": fitted or {}}
         (folder / CONFIG_FILE).write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
 
 
@@ -169,7 +179,14 @@ def load_outcome_head(folder: Path) -> OutcomeHead | None:
     if config.get("buckets") != BUCKETS:
         return None
     outcomes = {tool: [(str(s), str(e)) for s, e in choices] for tool, choices in config["outcomes"].items()}
-    return OutcomeHead(load_file(str(folder / HEAD_FILE))["weights"], outcomes)
+    return OutcomeHead(load_file(str(folder / HEAD_FILE))["weights"], outcomes, config.get("keys"))
+
+
+def _response_schema(world: WorldSpec, call: Call) -> dict[str, Any] | None:
+    try:
+        return world.tool(call.name).response
+    except KeyError:
+        return None
 
 
 def _admits(schema: Any, value: str) -> bool:

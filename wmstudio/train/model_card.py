@@ -143,13 +143,15 @@ def _outcome_head_lines(folder: Path) -> list[str]:
     if not path.exists():
         return []
     fitted = json.loads(path.read_text(encoding="utf-8")).get("fitted") or {}
-    seen = (f", fitted on {fitted['rows']:,} training rows ({fitted['tools']} tools, {fitted['outcomes']} "
+    source = f" of `{fitted['corpus']}`" if fitted.get("corpus") else ""
+    seen = (f", fitted on {fitted['rows']:,} training rows{source} ({fitted['tools']} tools, {fitted['outcomes']} "
             f"status/error-code pairs; training accuracy {fitted['train_accuracy']:.1%}, {fitted['seconds']:.0f} s)"
             if fitted.get("rows") else "")
     return ["", "Beside it an outcome head, `outcome_head.safetensors`: a hashed linear scorer over named facts of "
                 "the call and the state (lookups, the named record's flags, dates' ages, number comparisons, "
-                f"argument checks, earlier turns on the same ids){seen}. Generation pins its choice of `status` and "
-                "`error` before denoising (sampler setting `outcome_head`; the canvas decides when it is off)."]
+                f"argument checks, earlier turns on the same ids){seen}. Generation writes its choice of `status` and "
+                "`error` into their own canvas slots before denoising, and the model fills the rest under it "
+                "(sampler setting `outcome_head`; the canvas decides when it is off)."]
 
 
 def _corpus_summary(stats: dict) -> str:

@@ -16,10 +16,10 @@ from wmstudio.train.examples import CorpusRow, request_from_meta
 from wmstudio.train.field_kinds import parse
 
 
-def fit_outcome_head(rows: list[CorpusRow], out: Path, seed: int = 0) -> dict[str, Any] | None:
-    """Fit the head on `rows` and save it in `out`; what the fit saw, with its seconds, or None (nothing saved)
-    when no row teaches an outcome. Rows whose prompt leaves out the directives (`grounding` off) are fitted
-    without them, as the model saw them."""
+def fit_outcome_head(rows: list[CorpusRow], out: Path, seed: int = 0, corpus: str = "") -> dict[str, Any] | None:
+    """Fit the head on `rows` and save it in `out`; what the fit saw (with `corpus`, where the rows came from, and
+    its seconds), or None and nothing saved when no row teaches an outcome. Rows whose prompt leaves out the
+    directives (`grounding` off) are fitted without them, as the model saw them."""
     started = time.perf_counter()
     examples = []
     for row in rows:
@@ -31,6 +31,6 @@ def fit_outcome_head(rows: list[CorpusRow], out: Path, seed: int = 0) -> dict[st
     head, fitted = OutcomeHead.fit(examples, seed=seed)
     if not fitted["rows"]:
         return None
-    fitted["seconds"] = round(time.perf_counter() - started, 1)
+    fitted.update(corpus=corpus, seconds=round(time.perf_counter() - started, 1))
     head.save(out, fitted)
     return fitted

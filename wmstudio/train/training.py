@@ -353,7 +353,7 @@ def train_world_model(
     outcome = None
     if config.arch == MDLM and config.outcome_head:
         say("fitting the outcome head")
-        outcome = fit_outcome_head(train_rows, out, seed=config.seed)
+        outcome = fit_outcome_head(train_rows, out, seed=config.seed, corpus=str(config.corpus))
     if outcome is None:  # a head left from an earlier run in this folder would answer for another model
         for name in (OUTCOME_HEAD_FILE, OUTCOME_CONFIG_FILE):
             (out / name).unlink(missing_ok=True)
