@@ -232,6 +232,8 @@ def test_the_report_says_when_the_outcome_was_decided_first_and_how_surely(ctx, 
     chosen = headed.generation.outcome  # by default the outcome head chooses and the canvas is denoised under it
     assert chosen is not None and json.loads(headed.generation.samples[0].response)["status"] == chosen.status
     assert headed.generation.decided_first() is None and "The outcome head chose" in finished_view(headed)[0]
+    saved = save_simulation(shipped, headed, sample=0)  # provenance says the head, not the user, chose the outcome
+    assert saved.made_by["outcome"] == chosen.to_json() and "anchors" not in saved.made_by
     *_, free = run_simulation(shipped, worlds["retail"], *parsed(call, []), SamplerSettings(outcome_head=False))
     decided, probability = free.generation.decided_first()
     assert decided == json.loads(free.generation.samples[0].response)["status"] and 0.0 < probability <= 1.0

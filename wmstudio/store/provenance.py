@@ -31,13 +31,16 @@ class MadeBy:
     original_response: str | None = None
     original: MadeBy | None = None
     source: str | None = None  # the file an imported response came from, with its line
+    outcome: dict[str, Any] | None = None  # the outcome head's choice, when it chose status and error code
 
     @classmethod
     def by_model(cls, model: str, sampler: dict[str, Any] | None = None, seed: int | None = None,
-                 anchors: Sequence[Anchor | dict[str, Any]] = ()) -> MadeBy:
-        """A response sampled from `model` with these sampler settings, seed and pinned anchors."""
+                 anchors: Sequence[Anchor | dict[str, Any]] = (), outcome: dict[str, Any] | None = None) -> MadeBy:
+        """A response sampled from `model` with these sampler settings, seed and pinned anchors (and `outcome`,
+        the status and error code its outcome head chose, so a reader knows they were not the user's)."""
         pinned = [a.to_json() if isinstance(a, Anchor) else dict(a) for a in anchors]
-        return cls(kind="model", model=model, sampler=dict(sampler or {}), seed=seed, anchors=pinned)
+        return cls(kind="model", model=model, sampler=dict(sampler or {}), seed=seed, anchors=pinned,
+                   outcome=dict(outcome) if outcome else None)
 
     @classmethod
     def by_hand(cls, editor: str | None = None) -> MadeBy:
@@ -74,6 +77,8 @@ class MadeBy:
             data["original"] = self.original.to_json()
         if self.source is not None:
             data["source"] = self.source
+        if self.outcome is not None:
+            data["outcome"] = self.outcome
         return data
 
     @classmethod
@@ -92,4 +97,5 @@ class MadeBy:
             original_response=data.get("original_response"),
             original=cls.from_json(original, f"{source}.original") if original is not None else None,
             source=data.get("source"),
+            outcome=dict(data["outcome"]) if isinstance(data.get("outcome"), dict) else None,
         )
