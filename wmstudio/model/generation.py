@@ -81,7 +81,7 @@ class Generation:
     frames: list[Frame] = field(default_factory=list)
     elapsed_ms: float = 0.0
     prompt_cut: list[str] = field(default_factory=list)  # what the prompt left out to fit the model's budget
-    outcome: Outcome | None = None  # the outcome head's choice, pinned on the canvas (None: the canvas decided)
+    outcome: Outcome | None = None  # the outcome head's choice, written into its slots (None: the canvas decided)
 
     def to_json(self) -> dict[str, Any]:
         return {
