@@ -139,6 +139,28 @@ def test_generation_pins_the_heads_choice_and_the_users_pins_win(model_with_head
                     settings=SamplerSettings(free=True, free_length=24)).outcome is None
 
 
+def test_at_a_temperature_each_sample_draws_its_outcome_and_is_denoised_under_it(model_with_head, corpora):
+    head = model_with_head.outcome_head
+    rows = list(_rows(corpora[1], "test"))
+    unsure = next((world, call, history) for world, call, history, _ in rows
+                  if 0.2 < (head.distribution(world, call, history) or [Outcome("", "", 1.0)])[0].probability < 0.7)
+    world, call, history = unsure
+    greedy = generate(model_with_head, world, call, (), history, SamplerSettings(samples=3))
+    assert {s.outcome for s in greedy.samples} == {head.predict(world, call, history)}
+    for seed in range(20):
+        drawn = generate(model_with_head, world, call, (), history, SamplerSettings(samples=6, temperature=1.0, seed=seed))
+        if len({s.outcome for s in drawn.samples}) > 1:
+            break
+    assert len({s.outcome for s in drawn.samples}) > 1, "20 seeds never drew two outcomes from an unsure head"
+    assert drawn.outcome_summary().startswith("drew per sample")
+    for k, sample in enumerate(drawn.samples):
+        response = json.loads(sample.response)
+        assert (response["status"], response["error"]) == (sample.outcome.status, sample.outcome.error)
+        committed = sorted(p for frame in drawn.frames for p in frame.unmasked[k])
+        assert committed == drawn.canvas.masked_positions  # each of its slots committed once, in merged frames
+    assert drawn.frames[-1].done and sum(f.done for f in drawn.frames) == 1
+
+
 def test_fit_outcome_saves_a_head_beside_a_model_and_refuses_a_corpus_without_worlds(
         tiny_model, demo_tokenizer, corpora, tmp_path):
     folder = tmp_path / "model"

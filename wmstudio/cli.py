@@ -856,7 +856,8 @@ def generate_cmd(
         typer.echo(f"--- sample {k + 1} ({sample.steps} steps): {verdict}")
         typer.echo(sample.response)
     if result.outcome is not None:
-        typer.echo(f"outcome head: {result.outcome} (pinned; --no-outcome-head lets the canvas decide)", err=True)
+        typer.echo(f"outcome head {result.outcome_summary()} (written into its slots; --no-outcome-head lets the "
+                   "canvas decide)", err=True)
     typer.echo(f"{result.model}, {result.mode} canvas, {result.elapsed_ms:.0f} ms", err=True)
 
 

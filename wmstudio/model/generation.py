@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
+
+import torch
 
 from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.canvas import (
@@ -58,9 +61,12 @@ class Sample:
     steps: int
     tokens: list[int] = field(default_factory=list)
     repairs: list[RepairRound] = field(default_factory=list)  # rule-guided repair rounds, when asked for
+    outcome: Outcome | None = None  # the outcome head's choice this sample was denoised under
 
     def to_json(self) -> dict[str, Any]:
         data = {"response": self.response, "checks": self.checks.to_json(), "steps": self.steps}
+        if self.outcome is not None:
+            data["outcome"] = self.outcome.to_json()
         if self.repairs:
             data["repairs"] = [{"solved": r.solved} if r.solved else
                                {"remasked": r.remasked, "candidates_passing": sum(r.passed)} for r in self.repairs]
@@ -81,7 +87,7 @@ class Generation:
     frames: list[Frame] = field(default_factory=list)
     elapsed_ms: float = 0.0
     prompt_cut: list[str] = field(default_factory=list)  # what the prompt left out to fit the model's budget
-    outcome: Outcome | None = None  # the outcome head's choice, written into its slots (None: the canvas decided)
+    outcome: Outcome | None = None  # the first sample's outcome-head choice, in its slots (None: the canvas decided)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +102,18 @@ class Generation:
             "elapsed_ms": round(self.elapsed_ms, 1),
             "samples": [s.to_json() for s in self.samples],
         }
+
+    def outcome_summary(self) -> str | None:
+        """What the outcome head chose, in words: its choice, or the outcomes the samples drew and how many drew
+        each (at a temperature); None when the canvas decided."""
+        drawn = [s.outcome for s in self.samples if s.outcome is not None]
+        if not drawn:
+            return None
+        counts = Counter((outcome.status, outcome.error) for outcome in drawn)
+        if len(counts) == 1:
+            return f"chose {drawn[0]}"
+        first = {(outcome.status, outcome.error): outcome for outcome in reversed(drawn)}
+        return "drew per sample " + ", ".join(f"{first[key]} × {n}" for key, n in counts.items())
 
     def trace(self, sample: int = 0) -> DecodeTrace:
         """The decode trace of one sample: per committed position, the step and the confidence."""
@@ -203,40 +221,56 @@ def generate_stream(
     if isinstance(backend, ArBaseline):
         yield _generate_ar(backend, world, the_call, pinned, history, settings, started)
         return
-    outcome = choose_outcome(backend, world, the_call, pinned, history, settings)
+    outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings)
     canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length, history=history)
-    chosen: list[Anchor] = []  # the outcome head's choice, which repair keeps too
-    if outcome is not None:
-        schema = response_schema(world, the_call, history)
-        canvas = canvas.with_values(outcome.values(schema))
-        chosen = outcome.anchors(schema)
+    schema = response_schema(world, the_call, history) if outcomes else None
+    groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
+    canvases = {key: canvas.with_values(outcomes[members[0]].values(schema)) if key else canvas
+                for key, members in groups.items()}
+    canvas = canvases[next(iter(groups))]  # the first sample's: the one the view draws
     prompt = prepare_prompt(backend, world, the_call, history, len(canvas))
     prompt_ids = prompt.ids
     check_fits(len(prompt_ids), len(canvas), backend.max_length)
-    plan = copy_plan(canvas, prompt.sources) if backend.copy_head is not None else None
     yield canvas
     frames: list[Frame] = []
-    for frame in denoise(backend, prompt_ids, canvas, settings, copy=plan):
-        frames.append(frame)
-        yield frame
+    if len(groups) == 1:
+        plan = copy_plan(canvas, prompt.sources) if backend.copy_head is not None else None
+        for frame in denoise(backend, prompt_ids, canvas, settings, copy=plan):
+            frames.append(frame)
+            yield frame
+    else:  # samples drew different outcomes: each group is denoised under its own, then the frames are merged
+        runs = []
+        for number, (key, members) in enumerate(groups.items()):
+            own = canvases[key]
+            plan = copy_plan(own, prompt.sources) if backend.copy_head is not None else None
+            group_settings = replace(settings, samples=len(members), seed=settings.seed + number)
+            runs.append((members, list(denoise(backend, prompt_ids, own, group_settings, copy=plan))))
+        for frame in _merged_frames(runs, settings.samples):
+            frames.append(frame)
+            yield frame
     final = frames[-1].tokens if frames else [list(canvas.tokens)] * settings.samples
+    sample_canvas = {k: canvases[key] for key, members in groups.items() for k in members}
     results = []
     for k, tokens in enumerate(final):
-        text = canvas.decode(tokens)
+        text = sample_canvas[k].decode(tokens)
         report = check_step(world, the_call, text, anchors=pinned, history=history)
-        results.append(Sample(text, report, sum(1 for f in frames if f.unmasked[k]), tokens))
+        results.append(Sample(text, report, sum(1 for f in frames if f.unmasked[k]), tokens,
+                              outcome=outcomes[k] if outcomes else None))
     if settings.repair and canvas.mode == SKELETON:
         for k, sample in enumerate(results):
             if not sample.checks.ok:
-                results[k] = _repair(backend, world, the_call, pinned, history, settings, prompt_ids, prompt, sample,
-                                     outcome_held=chosen)
+                held = sample.outcome.anchors(schema) if sample.outcome is not None else []
+                results[k] = replace(_repair(backend, world, the_call, pinned, history, settings, prompt_ids, prompt,
+                                             sample, outcome_held=held), outcome=sample.outcome)
     yield Generation(backend.name, canvas.mode, results, settings, pinned, len(prompt_ids), canvas, frames,
-                     (time.perf_counter() - started) * 1000, prompt.rendered.cut, outcome)
+                     (time.perf_counter() - started) * 1000, prompt.rendered.cut, outcomes[0] if outcomes else None)
 
 
-def choose_outcome(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
-                   history: Sequence[HistoryStep], settings: SamplerSettings) -> Outcome | None:
-    """The outcome head's choice for a skeleton with a status, unless it is switched off, the model has none, the
+def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
+                    history: Sequence[HistoryStep], settings: SamplerSettings) -> list[Outcome] | None:
+    """The outcome head's choice for each sample of a skeleton with a status: its likeliest outcome when greedy; at
+    a temperature, one drawn per sample (seeded) from its distribution sharpened or flattened by the temperature, so
+    K samples show the outcomes the head finds likely. None when the head is switched off, the model has none, the
     user pinned the status or error code (their steering wins), or the head never saw the tool."""
     head = getattr(backend, "outcome_head", None)
     if head is None or not settings.outcome_head or settings.free:
@@ -246,7 +280,41 @@ def choose_outcome(backend: Backend, world: WorldSpec, call: Call, pinned: Seque
     schema = response_schema(world, call, history)
     if not isinstance(schema, dict) or OUTCOME_KEY not in (schema.get("properties") or {}):
         return None
-    return head.predict(world, call, history, schema)
+    ranked = head.distribution(world, call, history, schema)
+    if not ranked:
+        return None
+    if settings.temperature == 0 or len(ranked) == 1:
+        return [ranked[0]] * settings.samples
+    weights = torch.tensor([outcome.probability for outcome in ranked], dtype=torch.float64)
+    weights = (weights.log() / settings.temperature).softmax(0)
+    drawn = torch.multinomial(weights, settings.samples, replacement=True,
+                              generator=torch.Generator().manual_seed(settings.seed))
+    return [ranked[i] for i in drawn.tolist()]
+
+
+def _outcome_groups(outcomes: list[Outcome]) -> dict[tuple[str, str], list[int]]:
+    """Sample indices by the (status, error code) they drew, in order of first appearance."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for k, outcome in enumerate(outcomes):
+        groups.setdefault((outcome.status, outcome.error), []).append(k)
+    return groups
+
+
+def _merged_frames(runs: list[tuple[list[int], list[Frame]]], samples: int) -> Iterator[Frame]:
+    """One frame sequence for all samples from the groups' own: a group that finished early keeps its last
+    canvas, committing nothing more."""
+    steps = max((len(frames) for _, frames in runs), default=0)
+    for step in range(steps):
+        tokens, unmasked, confidences, copied = [[]] * samples, [[]] * samples, [[]] * samples, [[]] * samples
+        for members, frames in runs:
+            frame = frames[min(step, len(frames) - 1)]
+            fresh = step < len(frames)
+            for j, k in enumerate(members):
+                tokens[k] = frame.tokens[j]
+                unmasked[k] = frame.unmasked[j] if fresh else []
+                confidences[k] = frame.confidences[j] if fresh else []
+                copied[k] = frame.copied[j] if fresh and frame.copied else []
+        yield Frame(step, tokens, unmasked, confidences, step == steps - 1, copied)
 
 
 def generate(backend: Backend | ArBaseline, world: WorldSpec, call: Call, anchors: Sequence[Anchor] = (),

@@ -88,18 +88,24 @@ class OutcomeHead:
                 schema: dict[str, Any] | None = None) -> Outcome | None:
         """The likeliest outcome of `call`, or None for a tool the head was not fitted on (by name, and when a
         response `schema` is given, by its top-level keys: a same-named tool of another world is not this one)."""
+        ranked = self.distribution(world, call, history, schema)
+        return ranked[0] if ranked else None
+
+    def distribution(self, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
+                     schema: dict[str, Any] | None = None) -> list[Outcome]:
+        """Every outcome the tool answered with in training, with its probability for `call`, likeliest first;
+        empty where `predict` abstains."""
         choices = self.outcomes.get(call.name)
         if not choices:
-            return None
+            return []
         known = self.keys.get(call.name)
         if schema is not None and known is not None and sorted((schema.get("properties") or {})) != known:
-            return None
+            return []
         facts = outcome_features(world, call, history)
         scores = torch.stack([self.weights[torch.tensor(fact_buckets(facts, call.name, c))].sum() for c in choices])
-        probabilities = torch.softmax(scores, dim=0)
-        best = int(probabilities.argmax())
-        status, error = choices[best]
-        return Outcome(status, error, float(probabilities[best]))
+        probabilities = torch.softmax(scores, dim=0).tolist()
+        ranked = sorted(zip(choices, probabilities), key=lambda pair: -pair[1])
+        return [Outcome(status, error, probability) for (status, error), probability in ranked]
 
     @classmethod
     def fit(cls, rows: Sequence[tuple[WorldSpec, Call, Sequence[HistoryStep], Any]], epochs: int = EPOCHS,

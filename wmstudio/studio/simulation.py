@@ -107,7 +107,7 @@ def save_simulation(ctx: StudioContext, simulation: Simulation | None, sample: i
     chosen = generation.samples[sample]
     sampler = {**simulation.settings.to_json(), "sample_index": sample}
     sampler.pop("seed")
-    outcome = generation.outcome.to_json() if generation.outcome is not None else None
+    outcome = chosen.outcome.to_json() if chosen.outcome is not None else None
     made_by = MadeBy.by_model(generation.model, sampler, simulation.settings.seed, simulation.anchors, outcome)
     return append_step(ctx.store, rollout_id, simulation.call, chosen.response, made_by, chosen.checks,
                        generation.trace(sample))

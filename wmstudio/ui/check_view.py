@@ -99,10 +99,10 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
             lines.append(f'<div class="wm-repair">🔧 {label} {k + 1}, repair round {number}: remasked '
                          f'{html.escape(", ".join(repair.remasked))}; {sum(repair.passed)} of '
                          f"{len(repair.candidates)} candidates pass every check</div>")
-    if generation.outcome is not None:
-        lines.append(f'<div class="wm-outcome">🎯 The outcome head chose {html.escape(str(generation.outcome))} from '
-                     "the call and the state; the canvas was denoised under it (switch it off to let the canvas "
-                     "decide)</div>")
+    summary = generation.outcome_summary()
+    if summary:
+        lines.append(f'<div class="wm-outcome">🎯 The outcome head {html.escape(summary)} from the call and the '
+                     "state; the canvas was denoised under it (switch it off to let the canvas decide)</div>")
     if generation.prompt_cut:
         lines.append(f'<div class="wm-cut">The prompt left out, to fit the model\'s budget: '
                      f"{html.escape('; '.join(generation.prompt_cut))}</div>")

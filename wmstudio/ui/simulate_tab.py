@@ -248,7 +248,7 @@ def finished_view(simulation: Simulation) -> tuple:
     outcome = (f" Outcome decided first, from the prompt: status \"{decided[0]}\" (p = {decided[1]:.2f}); the other "
                "values were written to agree with it." if decided else "")
     if generation.outcome is not None:
-        outcome = (f" The outcome head chose {generation.outcome} from the call and the state; the canvas was "
+        outcome = (f" The outcome head {generation.outcome_summary()} from the call and the state; the canvas was "
                    "denoised under it.")
     status = (f"Done: {frames} step(s), {len(simulation.canvas)}-token canvas ({generation.mode}), "
               f"{len(generation.samples)} sample(s), {passed} pass every check, {generation.elapsed_ms:.0f} ms."
