@@ -78,6 +78,10 @@ def test_generation_for_a_schema_less_tool_keeps_the_keys_it_answered_with_befor
     response = json.loads(generation.samples[0].response)
     assert generation.mode == SKELETON and set(response) == set(answer)
     assert response["status"] in ("ok", "error")  # the outcome is a choice, never run-on text
+    from wmstudio.ui.check_view import generation_html
+
+    report = generation_html(generation, world, world.tool("get_order"), [])
+    assert "no response schema: the skeleton was laid out from the schema its earlier answers" in report
     fresh = generate(load_backend(), world, Call("get_order", {"order_id": second}))
     assert fresh.mode != SKELETON  # nothing to go by: a free canvas
 

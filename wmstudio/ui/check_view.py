@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 
 from wmstudio.metrics.diversity import distinct_n, self_bleu
+from wmstudio.model.canvas import SKELETON
 from wmstudio.model.generation import Generation
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport
@@ -99,6 +100,9 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
             lines.append(f'<div class="wm-repair">🔧 {label} {k + 1}, repair round {number}: remasked '
                          f'{html.escape(", ".join(repair.remasked))}; {sum(repair.passed)} of '
                          f"{len(repair.candidates)} candidates pass every check</div>")
+    if tool.response is None and generation.mode == SKELETON:
+        lines.append('<div class="wm-cut">The tool has no response schema: the skeleton was laid out from the schema '
+                     "its earlier answers in the history fit (save one in the World tab to fix its shape)</div>")
     summary = generation.outcome_summary()
     if summary:
         lines.append(f'<div class="wm-outcome">🎯 The outcome head {html.escape(summary)} from the call and the '
