@@ -337,3 +337,14 @@ def test_a_real_grpo_run_killed_after_its_first_checkpoint_resumes_from_it(store
     assert max(logged_before) < 40 == max(steps)
     assert "resuming:" in Path(final.log_path).read_text() and (run_folder(run.id) / "policy").is_dir()
     assert latest_episodes(run.id, 1)[0]["step"] == 40
+
+
+def test_the_train_tabs_policy_field_takes_a_folder_or_a_hub_id_and_names_the_fix_otherwise(store, tmp_path):
+    from wmstudio.ui.train_tab import read_policy, start_run
+
+    assert read_policy("") is None and read_policy("  ") is None  # the shipped policy
+    assert read_policy(str(tmp_path)) == str(tmp_path)
+    assert read_policy("Qwen/Qwen3-0.6B") == "Qwen/Qwen3-0.6B"
+    with pytest.raises(InvalidInput, match="Policy") as refused:
+        start_run(store, "demo", "simulator", "2", "no such folder")
+    assert "hub id" in str(refused.value) and not jobs.list_runs(store)  # nothing was started

@@ -7,7 +7,9 @@ while a run is live, every 10 s otherwise), and redraws a part only when what it
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -42,6 +44,7 @@ RUNS_SHOWN = 50
 EPISODES_SHOWN = 5
 MAX_LINE_CHARS = 600
 KEPT = "nothing was changed"
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # owner/name, as the hub spells model ids
 
 
 @dataclass
@@ -160,14 +163,28 @@ def read_run_id(value: Any) -> int:
         raise InvalidInput(Problem("Run", "pick a run in the list (or start one) first")) from None
 
 
-def start_run(store: Store, curriculum: Any, env: Any, max_steps: Any) -> tuple[int, str]:
+def start_run(store: Store, curriculum: Any, env: Any, max_steps: Any, policy: Any = "") -> tuple[int, str]:
     """Start a run from the form; its id and a message saying what happens next."""
     if env not in ENVIRONMENTS:
         raise InvalidInput(Problem("Environment", f"choose one of {', '.join(ENVIRONMENTS)}"))
     run = start_job(store, curriculum=str(curriculum or DEMO_CURRICULUM), env=env, max_steps=read_max_steps(max_steps),
-                    db_path=store.path)
+                    db_path=store.path, policy=read_policy(policy))
     return run.id, (f"🚀 Started run #{run.id} (pid {run.pid}) in the background: its curves appear here as it "
                     "logs steps, and it keeps training if you close the page.")
+
+
+def read_policy(value: Any) -> str | None:
+    """The policy field: empty for the shipped agent policy, a local folder (train-agent's or train-grpo's), or a
+    chat model's hub id (`owner/name`, loaded by the run: it needs the hub or a cache). InvalidInput otherwise."""
+    text = str(value or "").strip()
+    if not text:
+        return None
+    if Path(text).expanduser().is_dir():
+        return str(Path(text).expanduser())
+    if HUB_ID.fullmatch(text):
+        return text
+    raise InvalidInput(Problem("Policy", f"no folder {text!r} here and not a hub id (owner/name): give a policy "
+                                         "folder, a chat model's hub id such as Qwen/Qwen3-0.6B, or leave it empty"))
 
 
 def cancel_run(store: Store, run_id: Any) -> str:
@@ -242,6 +259,8 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                        elem_id="train-env")
         max_steps = gr.Textbox("20", label=f"Max steps (1 to {MAX_STEPS:,})", min_width=120, max_lines=1,
                                elem_id="train-max-steps")
+        policy = gr.Textbox("", label="Policy (empty: the shipped agent-small)", min_width=160, max_lines=1,
+                            placeholder="a policy folder, or a chat model's hub id", elem_id="train-policy")
         start = gr.Button("Start training", variant="primary", min_width=120, elem_id="train-start")
     message = gr.Markdown(elem_id="train-message")
     build_scenarios_panel(store, curriculum, studio)
@@ -270,9 +289,9 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             failure_markdown(err, "refresh the runs")  # logged with its traceback
             return [gr.skip()] * len(watched)
 
-    def on_start(curriculum_name: Any, env_name: Any, steps: Any) -> list[Any]:
+    def on_start(curriculum_name: Any, env_name: Any, steps: Any, policy_name: Any) -> list[Any]:
         try:
-            run_id, note = start_run(store, curriculum_name, env_name, steps)
+            run_id, note = start_run(store, curriculum_name, env_name, steps, policy_name)
         except Exception as err:  # noqa: BLE001 - shown as a message, the form keeps what was typed
             return [failure_markdown(err, "start training", "your settings are kept"), gr.skip()]
         _, choices, _ = runs_table(store)
@@ -288,8 +307,8 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
 
     now = {"fn": on_refresh, "inputs": [selected, shown], "outputs": watched, "api_visibility": "private",
            "show_progress": "hidden"}
-    start.click(on_start, [curriculum, env, max_steps], [message, selected], api_name="train_start").then(**now)
-    max_steps.submit(on_start, [curriculum, env, max_steps], [message, selected],
+    start.click(on_start, [curriculum, env, max_steps, policy], [message, selected], api_name="train_start").then(**now)
+    max_steps.submit(on_start, [curriculum, env, max_steps, policy], [message, selected],
                      api_visibility="private").then(**now)
     cancel.click(on_action(cancel_run, "cancel the run"), selected, message, api_name="train_cancel").then(**now)
     resume.click(on_action(resume_run, "resume the run"), selected, message, api_name="train_resume").then(**now)
