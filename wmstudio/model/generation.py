@@ -221,9 +221,9 @@ def generate_stream(
     if isinstance(backend, ArBaseline):
         yield _generate_ar(backend, world, the_call, pinned, history, settings, started)
         return
-    outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings)
+    schema = response_schema(world, the_call, history)
+    outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema)
     canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length, history=history)
-    schema = response_schema(world, the_call, history) if outcomes else None
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     canvases = {key: canvas.with_values(outcomes[members[0]].values(schema)) if key else canvas
                 for key, members in groups.items()}
@@ -267,17 +267,18 @@ def generate_stream(
 
 
 def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
-                    history: Sequence[HistoryStep], settings: SamplerSettings) -> list[Outcome] | None:
+                    history: Sequence[HistoryStep], settings: SamplerSettings,
+                    schema: dict[str, Any] | None) -> list[Outcome] | None:
     """The outcome head's choice for each sample of a skeleton with a status: its likeliest outcome when greedy; at
     a temperature, one drawn per sample (seeded) from its distribution sharpened or flattened by the temperature, so
-    K samples show the outcomes the head finds likely. None when the head is switched off, the model has none, the
-    user pinned the status or error code (their steering wins), or the head never saw the tool."""
+    K samples show the outcomes the head finds likely. `schema` is the response schema generation lays out. None
+    when the head is switched off, the model has none, the user pinned the status or error code (their steering
+    wins), the schema has no status, or the head never saw the tool."""
     head = getattr(backend, "outcome_head", None)
     if head is None or not settings.outcome_head or settings.free:
         return None
     if any(a.path in (OUTCOME_KEY, ERROR_KEY) for a in pinned):
         return None
-    schema = response_schema(world, call, history)
     if not isinstance(schema, dict) or OUTCOME_KEY not in (schema.get("properties") or {}):
         return None
     ranked = head.distribution(world, call, history, schema)

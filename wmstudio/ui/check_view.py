@@ -81,6 +81,13 @@ def _badge(state: str, text: str) -> str:
     return f'<span class="wm-badge {state}" title="{html.escape(text)}">{mark} {html.escape(shown)}</span>'
 
 
+def outcome_sentence(generation: Generation) -> str | None:
+    """What the outcome head did, as the Simulate status and report say it; None when the canvas decided."""
+    summary = generation.outcome_summary()
+    return f"The outcome head {summary} from the call and the state; the canvas was denoised under it." \
+        if summary else None
+
+
 def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchors: Sequence[Anchor],
                     label: str = "Sample") -> str:
     """Every sample of a generation side by side, with Self-BLEU and Distinct-N when there are several."""
@@ -103,10 +110,9 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
     if tool.response is None and generation.mode == SKELETON:
         lines.append('<div class="wm-cut">The tool has no response schema: the skeleton was laid out from the schema '
                      "its earlier answers in the history fit (save one in the World tab to fix its shape)</div>")
-    summary = generation.outcome_summary()
-    if summary:
-        lines.append(f'<div class="wm-outcome">🎯 The outcome head {html.escape(summary)} from the call and the '
-                     "state; the canvas was denoised under it (switch it off to let the canvas decide)</div>")
+    said = outcome_sentence(generation)
+    if said:
+        lines.append(f'<div class="wm-outcome">🎯 {html.escape(said)} (switch it off to let the canvas decide)</div>')
     if generation.prompt_cut:
         lines.append(f'<div class="wm-cut">The prompt left out, to fit the model\'s budget: '
                      f"{html.escape('; '.join(generation.prompt_cut))}</div>")

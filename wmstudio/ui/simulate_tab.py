@@ -38,7 +38,7 @@ from wmstudio.studio.simulation import (
     tool_of,
     world_spec,
 )
-from wmstudio.ui.check_view import REPORT_CSS, generation_html
+from wmstudio.ui.check_view import REPORT_CSS, generation_html, outcome_sentence
 from wmstudio.ui.denoise_view import CANVAS_CSS, canvas_html, heatmap_figure
 from wmstudio.ui.forms import (
     MASKED,
@@ -248,8 +248,7 @@ def finished_view(simulation: Simulation) -> tuple:
     outcome = (f" Outcome decided first, from the prompt: status \"{decided[0]}\" (p = {decided[1]:.2f}); the other "
                "values were written to agree with it." if decided else "")
     if generation.outcome is not None:
-        outcome = (f" The outcome head {generation.outcome_summary()} from the call and the state; the canvas was "
-                   "denoised under it.")
+        outcome = f" {outcome_sentence(generation)}"
     status = (f"Done: {frames} step(s), {len(simulation.canvas)}-token canvas ({generation.mode}), "
               f"{len(generation.samples)} sample(s), {passed} pass every check, {generation.elapsed_ms:.0f} ms."
               f"{outcome}{copies}{warnings}")
