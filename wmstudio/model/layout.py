@@ -69,7 +69,7 @@ class SpanBudgets:
     array: int = 16  # an array of scalars, written as one span
     json: int = 16  # a value the schema leaves open
     array_items: int = 5  # item slots for an array of objects (the simulated worlds page by 5)
-    max_string: int = 48  # cap for budgets taken from maxLength
+    max_string: int = 64  # cap for budgets taken from maxLength (a short file's text, read whole)
 
 
 @dataclass

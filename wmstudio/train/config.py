@@ -46,6 +46,9 @@ class TrainConfig:
                                          "weighted as much as the other values: the model learns to decide the "
                                          "outcome from the prompt, and its sampler settles the outcome first "
                                          "(0: off).")
+    shape_share: float = _option(0.25, "Share of rows that also teach an MDLM to write its tool's response shape (a "
+                                       "sketch of the schema) from a prompt without that schema, so a tool imported "
+                                       "without one still gets a skeleton (0: off).")
     batch_tokens: int = _option(6144, "About this many tokens per optimizer step.")
     learning_rate: float = _option(2e-3, "Peak learning rate (AdamW, cosine decay after warm-up).")
     warmup_steps: int = _option(30, "Linear warm-up steps.")
@@ -67,6 +70,9 @@ class TrainConfig:
         if isinstance(self.outcome_first, bool) or not isinstance(self.outcome_first, (int, float)) \
                 or not 0.0 <= self.outcome_first <= 1.0:
             raise InvalidInput(Problem("outcome_first", f"must be a share from 0 to 1, got {self.outcome_first!r}"))
+        if isinstance(self.shape_share, bool) or not isinstance(self.shape_share, (int, float)) \
+                or not 0.0 <= self.shape_share <= 1.0:
+            raise InvalidInput(Problem("shape_share", f"must be a share from 0 to 1, got {self.shape_share!r}"))
         if isinstance(self.loader_workers, bool) or not isinstance(self.loader_workers, int) \
                 or self.loader_workers < 0:
             raise InvalidInput(Problem("loader_workers", f"must be a whole number from 0, got {self.loader_workers!r}"))

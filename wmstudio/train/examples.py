@@ -22,6 +22,7 @@ MAX_ROW_BYTES = 2_000_000
 FREE_LENGTHS = (64, 96, 128, 192, 256)  # free canvas sizes a user picks; a response is padded up to one of them
 MIN_PROMPT_TOKENS = 64
 SKELETON_COPIES = 3  # noisy copies of the skeleton per row: they share one prompt pass, so they come cheap
+SHAPE_COPIES = 2  # noisy copies of a schema's sketch beside the prompt without that schema
 SPLITS = ("train", "eval", "test")
 
 
@@ -82,6 +83,7 @@ class ExampleSet:
     skipped: list[str] = field(default_factory=list)
     skeleton_canvases: int = 0
     free_canvases: int = 0
+    shape_canvases: int = 0  # rows that also teach the sketch of their tool's schema (a prompt without it)
     copy_spans: int = 0  # spans the copy head trains on
     copy_hits: int = 0  # of them, spans whose value a candidate holds
 
@@ -211,6 +213,28 @@ def free_canvas(tokenizer, response_ids: list[int], rnd: random.Random) -> Canva
     return CanvasTarget(tokens=tokens, maskable=[True] * len(tokens), style="free")
 
 
+def shape_target(tokenizer, schema: dict[str, Any]) -> CanvasTarget | None:
+    """The sketch of `schema` on a shape canvas (model/shape_canvas.py): the lead text fixed, then the sketch and
+    pads, all scored; None when the sketch is longer than the canvas."""
+    from wmstudio.model.shape_canvas import SHAPE_LENGTH, lead_ids
+    from wmstudio.model.tokenizer import encode_text
+    from wmstudio.world.schema_sketch import sketch_text
+
+    lead, sketch = lead_ids(tokenizer), encode_text(tokenizer, sketch_text(schema))
+    if len(sketch) > SHAPE_LENGTH:
+        return None
+    tokens = lead + sketch + [tokenizer.pad_token_id] * (SHAPE_LENGTH - len(sketch))
+    return CanvasTarget(tokens=tokens, maskable=[False] * len(lead) + [True] * SHAPE_LENGTH, style="shape")
+
+
+def without_response_schema(world, tool_name: str):
+    """`world` with the called tool's response schema taken out: the prompt a tool imported without one renders."""
+    from dataclasses import replace
+
+    return replace(world, tools=[replace(tool, response=None) if tool.name == tool_name else tool
+                                 for tool in world.tools])
+
+
 def skeleton_canvas(tokenizer, schema: dict[str, Any], response_text: str):
     """The response laid out by the engine's `build_canvas` (skeleton mode, shaped like the value).
 
@@ -258,16 +282,21 @@ def copy_targets(canvas, value: Any, sources) -> CopyTargets | None:
 
 
 def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: int, prompt_tokens: int = 768,
-                   seed: int = 0, copy: bool = True, workers: int = 1) -> ExampleSet:
+                   seed: int = 0, copy: bool = True, workers: int = 1, shape_share: float = 0.0) -> ExampleSet:
     """Tokenise rows for `arch`. MDLM: a skeleton canvas (when the tool has a response schema and the response
     fits it, with copy targets when `copy`) and a free canvas per row; AR: the response tokens and eos.
+
+    `shape_share` of the MDLM rows whose tool has a schema also make a second example, whose prompt is rendered
+    with that schema taken out (as for a tool imported without one): SHAPE_COPIES shape canvases holding the
+    schema's sketch, and the row's free canvas, which moves there (free mode is what such a tool gets).
 
     The prompt of a wmstudio row is rendered within `prompt_budget` of the longest canvas, as generation does;
     a public chat row's prompt is its text, cut at the start to fit. `workers` > 1 builds chunks of rows in
     that many processes (rendering and copy plans take ~35 ms a row); every row draws its own randomness from
     `seed` and its place, so the result does not depend on the split."""
     if workers > 1 and len(rows) > CHUNK_ROWS:
-        return _build_in_processes(rows, tokenizer, arch, max_positions, prompt_tokens, seed, copy, workers)
+        return _build_in_processes(rows, tokenizer, arch, max_positions, prompt_tokens, seed, copy, workers,
+                                   shape_share)
     from wmstudio.model.tokenizer import encode_prompt, encode_text, prompt_budget
     from wmstudio.world.copy_sources import copy_sources
     from wmstudio.world.prompt import render
@@ -289,8 +318,20 @@ def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: i
                 skeleton, canvas, value = laid
                 example.canvases += [skeleton] * SKELETON_COPIES  # each copy gets its own mask ratio and mask
                 result.skeleton_canvases += 1
-            example.canvases.append(free_canvas(tokenizer, response_ids, rnd))
+            free = free_canvas(tokenizer, response_ids, rnd)
             result.free_canvases += 1
+            shape = shape_target(tokenizer, schema) if skeleton and request and rnd.random() < shape_share else None
+            if shape is not None:
+                shapeless = TrainingExample(prompt_ids=[], canvases=[shape] * SHAPE_COPIES + [free])
+                budget = prompt_budget(tokenizer, max_positions, max(len(c.tokens) for c in shapeless.canvases),
+                                       prompt_tokens)
+                world = without_response_schema(request.world, request.call.name)
+                rendered = render(world, request.call, request.history, budget, grounding=request.grounding)
+                shapeless.prompt_ids = encode_prompt(tokenizer, rendered.text, budget.limit + 2)
+                result.examples.append(shapeless)
+                result.shape_canvases += 1
+            else:
+                example.canvases.append(free)
             canvas_len = max(len(c.tokens) for c in example.canvases)
         budget = prompt_budget(tokenizer, max_positions, canvas_len, prompt_tokens)
         if budget.limit < MIN_PROMPT_TOKENS:
@@ -314,7 +355,7 @@ CHUNK_ROWS = 400
 
 
 def _build_in_processes(rows: list[CorpusRow], tokenizer, arch: str, max_positions: int, prompt_tokens: int,
-                        seed: int, copy: bool, workers: int) -> ExampleSet:
+                        seed: int, copy: bool, workers: int, shape_share: float) -> ExampleSet:
     """build_examples over chunks of rows in `workers` fresh processes, merged in row order."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -323,11 +364,12 @@ def _build_in_processes(rows: list[CorpusRow], tokenizer, arch: str, max_positio
     merged = ExampleSet(examples=[])
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         for blob in pool.map(_build_chunk, chunks, *[[value] * len(chunks) for value in
-                                                       (tokenizer, arch, max_positions, prompt_tokens, seed, copy)]):
+                                                       (tokenizer, arch, max_positions, prompt_tokens, seed, copy,
+                                                        1, shape_share)]):
             part = pickle.loads(blob)
             merged.examples += part.examples
             merged.skipped += part.skipped
-            for name in ("skeleton_canvases", "free_canvases", "copy_spans", "copy_hits"):
+            for name in ("skeleton_canvases", "free_canvases", "shape_canvases", "copy_spans", "copy_hits"):
                 setattr(merged, name, getattr(merged, name) + getattr(part, name))
     return merged
 

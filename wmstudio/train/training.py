@@ -270,14 +270,16 @@ def train_world_model(
     ids = _special_ids(tokenizer)
     copy = config.copy_head and config.arch == MDLM and uses_split_batches(model, config.arch)
     workers = max(1, min(config.threads or (os.cpu_count() or 1), os.cpu_count() or 1))
+    shapes = config.shape_share if config.arch == MDLM else 0.0
     train = build_examples(train_rows, tokenizer, config.arch, config.max_positions, config.prompt_tokens,
-                           seed=config.seed, copy=copy, workers=workers)
+                           seed=config.seed, copy=copy, workers=workers, shape_share=shapes)
     held_out = build_examples(eval_rows, tokenizer, config.arch, config.max_positions, config.prompt_tokens,
-                              seed=config.seed + 1, copy=copy)
+                              seed=config.seed + 1, copy=copy, shape_share=shapes)
     if not train.examples:
         raise InvalidInput(Problem(str(config.corpus), "no usable training rows: " + "; ".join(train.skipped[:3])))
     say(f"{len(train.examples)} training examples ({len(train.skipped)} rows skipped), {len(held_out.examples)} "
         f"held out; {train.copy_spans:,} copy spans ({train.copy_hits:,} with a candidate holding the value); "
+        f"{train.shape_canvases:,} rows teach their tool's shape; "
         f"data ready in {time.perf_counter() - started:.0f}s")
     head = None
     if copy:  # a base checkpoint of ours goes on training its own copy head
@@ -346,6 +348,8 @@ def train_world_model(
     model.config.wmstudio = {**model.config.wmstudio, "prompt_tokens": config.prompt_tokens}
     if config.arch == MDLM and config.outcome_first > 0:  # its sampler settles the outcome first
         model.config.wmstudio["decide_first"] = OUTCOME_KEY
+    if train.shape_canvases or model.config.wmstudio.get("writes_shape"):  # a tool without a schema gets a sketch
+        model.config.wmstudio["writes_shape"] = True
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     if head is not None:

@@ -81,6 +81,43 @@ def call_local(state: Any, needles: set[str | int | float]) -> tuple[Any, int]:
     return copy.deepcopy(prune(state)), omitted  # a copy: callers cut it further without touching the state
 
 
+def with_references(state: Any, needles: set[str | int | float]) -> set[str | int | float]:
+    """`needles` plus the ids the records they touch point to, one hop: a booking names its flight, so the flight's
+    record (its date, its fares) is shown beside the booking. An id is a value that identifies one record of a
+    collection (a map's key, or a list's `id` / `*_id` / singular-named field, unique across its records)."""
+    identifiers = record_ids(state)
+    if not identifiers:
+        return needles
+    local, _ = call_local(state, needles)
+    found = {leaf for leaf in json_leaves(local, keys=True)
+             if isinstance(leaf, str) and leaf in identifiers and not leaf.startswith(OMITTED_KEY)}
+    return needles | found
+
+
+def record_ids(state: Any) -> set[str]:
+    """The values that identify a record anywhere in `state`: the keys of id-keyed maps and, in a list of records,
+    the values of a field named `id`, `*_id` or after the list (`flight` in `flights`) when no two records share one."""
+    found: set[str] = set()
+    stack: list[tuple[Any, str]] = [(state, "")]
+    while stack:
+        node, name = stack.pop()
+        if isinstance(node, dict):
+            if is_collection(node):
+                found.update(str(key) for key in node if key != OMITTED_KEY)
+            stack.extend((value, str(key)) for key, value in node.items())
+        elif isinstance(node, list):
+            records = [item for item in node if isinstance(item, dict)]
+            if len(records) >= 2 and len(records) == len(node):
+                for key in records[0]:
+                    if not (key == "id" or key.endswith("_id") or (name.endswith("s") and key == name[:-1])):
+                        continue
+                    values = [record.get(key) for record in records]
+                    if all(isinstance(v, str) and v for v in values) and len(set(values)) == len(values):
+                        found.update(values)
+            stack.extend((item, name) for item in node)
+    return found
+
+
 def _small(value: Any) -> bool:
     return not isinstance(value, (list, dict)) or len(value) <= LONG_SCALAR_LIST
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.call_local import call_local, drop_last_record, needles_of
+from wmstudio.world.call_local import call_local, drop_last_record, needles_of, with_references
 from wmstudio.world.checks import argument_problems
 from wmstudio.world.history import HistoryStep, compact_json, response_text
 from wmstudio.world.spec import Call, WorldSpec
@@ -346,10 +346,12 @@ def _fit_state(world: WorldSpec, call: Call, now: Any, parts: _Parts, shown: Sho
             parts.state, shown.state = None, None
             return ["the environment state (text)"]
         return []
-    local, omitted = call_local(state, needles_of(call.arguments))
-    parts.state, shown.state = f"{label} {compact_json(local)}", local
-    if fits():
-        return [f"{omitted} state record(s) not shown"] if omitted else []
+    needles = needles_of(call.arguments)
+    for trial in dict.fromkeys((frozenset(with_references(state, needles)), frozenset(needles))):
+        local, omitted = call_local(state, set(trial))  # with the records they refer to, when that fits
+        parts.state, shown.state = f"{label} {compact_json(local)}", local
+        if fits():
+            return [f"{omitted} state record(s) not shown"] if omitted else []
     dropped = _fewest_drops(local, lambda trial: _try_state(parts, label, trial, fits))
     if dropped is None:
         parts.state, shown.state = None, None
@@ -370,12 +372,13 @@ def _widen_state(call: Call, shown_steps: list[HistoryStep], now: Any, world: Wo
     needles = needles_of(call.arguments)
     for step in shown_steps:
         needles |= needles_of(step.to_json(), strict=True)
-    local, omitted = call_local(state, needles)
-    parts.state, shown.state = f"{_state_label(now)} {compact_json(local)}", local
-    if not fits():
-        parts.state, shown.state = before
-        return None
-    return [f"{omitted} state record(s) not shown"] if omitted else []
+    for trial in dict.fromkeys((frozenset(with_references(state, needles)), frozenset(needles))):
+        local, omitted = call_local(state, set(trial))
+        parts.state, shown.state = f"{_state_label(now)} {compact_json(local)}", local
+        if fits():
+            return [f"{omitted} state record(s) not shown"] if omitted else []
+    parts.state, shown.state = before
+    return None
 
 
 def _state_label(now: Any) -> str:

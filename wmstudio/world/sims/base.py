@@ -29,12 +29,18 @@ def _described(schema: JSON, description: str) -> JSON:
     return {**schema, "description": description} if description else schema
 
 
-def string(description: str = "", enum: Iterable[str] | None = None) -> JSON:
-    """A string property; `enum` lists the closed set of values. Response fields mostly go undescribed
-    (their names say enough), which keeps the prompt short for a small model."""
+def string(description: str = "", enum: Iterable[str] | None = None, pattern: str | None = None,
+           max_length: int | None = None) -> JSON:
+    """A string property; `enum` lists the closed set of values, `pattern` the shape of a token or id, `max_length`
+    its longest text. Response fields mostly go undescribed (their names say enough), which keeps the prompt short
+    for a small model."""
     schema = _described({"type": "string"}, description)
     if enum is not None:
         schema["enum"] = list(enum)
+    if pattern is not None:
+        schema["pattern"] = pattern
+    if max_length is not None:
+        schema["maxLength"] = max_length
     return schema
 
 

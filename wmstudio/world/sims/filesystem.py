@@ -33,6 +33,7 @@ from wmstudio.world.tools import Tool
 
 DEFAULT_LIMIT = 8
 DIR_SIZE = 4096
+MAX_READ_CHARS = 4096  # cat returns a text file whole, up to this many characters (this world's files are short)
 WRITABLE = r"^(/home/[^/]+|/tmp)(/|$)"
 USERS = ["alex", "sam", "jordan", "maria", "wei", "noor"]
 PROJECTS = ["webshop", "ml-notes", "budget-tool", "blog", "scraper"]
@@ -82,7 +83,7 @@ class FilesystemSimulator(Simulator):
             make_tool(
                 "cat", "Read a text file.",
                 params({"path": string("File to read")}, ["path"]),
-                response_schema({"path": path, "content": string(), "size": integer("Bytes", 0)}),
+                response_schema({"path": path, "content": string(max_length=MAX_READ_CHARS), "size": integer("Bytes", 0)}),
             ),
             make_tool(
                 "mkdir", "Create a folder; with parents, create missing parent folders too.",

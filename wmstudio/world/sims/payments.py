@@ -35,6 +35,8 @@ from wmstudio.world.tools import Tool
 
 SESSION_PREFIX, SESSION_CHARS = "plsess_", 32
 API_KEY_PREFIX, API_KEY_CHARS = "pl_live_", 32
+ID_CHARS, KEY_ID_CHARS = 14, 12  # charge and refund ids: ch_ / re_ + 14 letters/digits; key ids: key_ + 12
+RFC3339_UTC = r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\dZ"
 SESSION_HOURS = 1
 MIN_CHARGE_CENTS = 50
 DEFAULT_PAGE_SIZE = 5
@@ -67,8 +69,10 @@ class PaymentsSimulator(Simulator):
                 "login", f"Log in; returns a session token valid for {SESSION_HOURS} hour.",
                 params({"email": string(), "password": string()}, ["email", "password"]),
                 response_schema({
-                    "session_token": string(f'{SESSION_PREFIX} + {SESSION_CHARS} letters/digits; "" on failure'),
-                    "expires_at": string('RFC 3339 UTC; "" on failure'), "account_id": string(),
+                    "session_token": string(f'{SESSION_PREFIX} + {SESSION_CHARS} letters/digits; "" on failure',
+                                            pattern=f"^({SESSION_PREFIX}[A-Za-z0-9]{{{SESSION_CHARS}}})?$"),
+                    "expires_at": string('RFC 3339 UTC; "" on failure', pattern=f"^({RFC3339_UTC})?$"),
+                    "account_id": string(),
                 }),
             ),
             make_tool(
@@ -82,7 +86,8 @@ class PaymentsSimulator(Simulator):
                         "amount_cents": integer(f"Amount in cents, at least {MIN_CHARGE_CENTS}", 1),
                         "currency": string(enum=CURRENCIES), "description": string("Shown on the receipt")},
                        ["session_token", "customer_id", "amount_cents", "currency"]),
-                response_schema({"charge_id": string('"" on failure'), "customer_id": string(),
+                response_schema({"charge_id": string('"" on failure', pattern=f"^(ch_[A-Za-z0-9]{{{ID_CHARS}}})?$"),
+                                 "customer_id": string(),
                                  "amount_cents": cents, "currency": currency}),
             ),
             make_tool(
@@ -90,7 +95,8 @@ class PaymentsSimulator(Simulator):
                 params({**SESSION_PARAM, "charge_id": charge_id, "amount_cents": integer("Amount to refund", 1)},
                        ["session_token", "charge_id"]),
                 response_schema({
-                    "charge_id": string(), "refund_id": string('"" if none'), "refunded": boolean(),
+                    "charge_id": string(),
+                    "refund_id": string('"" if none', pattern=f"^(re_[A-Za-z0-9]{{{ID_CHARS}}})?$"), "refunded": boolean(),
                     "amount_refunded_cents": cents, "total_refunded_cents": integer("Refunded on the charge so far", 0),
                     "charge_amount_cents": cents,
                 }, statuses=(OK, PARTIAL, ERROR)),
@@ -107,8 +113,9 @@ class PaymentsSimulator(Simulator):
             make_tool(
                 "create_api_key", "Create a live API key for a server integration; the full key is shown only once.",
                 params({**SESSION_PARAM, "label": string("What the key is for")}, ["session_token", "label"]),
-                response_schema({"key_id": string('"" on failure'),
-                                 "api_key": string(f'{API_KEY_PREFIX} + {API_KEY_CHARS} letters/digits; "" on failure'),
+                response_schema({"key_id": string('"" on failure', pattern=f"^(key_[A-Za-z0-9]{{{KEY_ID_CHARS}}})?$"),
+                                 "api_key": string(f'{API_KEY_PREFIX} + {API_KEY_CHARS} letters/digits; "" on failure',
+                                                   pattern=f"^({API_KEY_PREFIX}[A-Za-z0-9]{{{API_KEY_CHARS}}})?$"),
                                  "label": string()}),
             ),
         ]
@@ -149,7 +156,7 @@ class PaymentsSimulator(Simulator):
         charges = []
         for _ in range(rng.randrange(3, 7)):
             amount = rng.randrange(8, 400) * 100 + rng.choice([0, 0, 50, 99])
-            charges.append({"id": "ch_" + _random62(rng, 14), "customer_id": rng.choice(customers)["id"],
+            charges.append({"id": "ch_" + _random62(rng, ID_CHARS), "customer_id": rng.choice(customers)["id"],
                             "amount_cents": amount, "currency": "usd",
                             "refunded_cents": amount if rng.random() < 0.2 else 0})
         password = rng.choice(["Tea-Time-42!", "c0rrect-Horse", "Blue#Harbor7", "Quiet.River.9"])
@@ -159,7 +166,7 @@ class PaymentsSimulator(Simulator):
             "account": {"id": "acct_" + _random62(rng, 16), "business": business},
             "login": {"email": f"finance@{handle}.example", "password": password},
             "sessions": [{"token": SESSION_PREFIX + _random62(rng, SESSION_CHARS), "expires_at": _stamp(expired)}],
-            "api_keys": [{"key_id": "key_" + _random62(rng, 12), "label": "website", "prefix": API_KEY_PREFIX + _random62(rng, 4)}],
+            "api_keys": [{"key_id": "key_" + _random62(rng, KEY_ID_CHARS), "label": "website", "prefix": API_KEY_PREFIX + _random62(rng, 4)}],
             "balance": {"available_cents": rng.randrange(500, 8000) * 100, "pending_cents": rng.randrange(0, 900) * 100,
                         "currency": "usd"},
             "customers": customers,
@@ -212,7 +219,7 @@ class PaymentsSimulator(Simulator):
             return fail("AMOUNT_TOO_SMALL", f"Charges must be at least {MIN_CHARGE_CENTS} cents.")
         if not customer["card_ok"]:
             return fail("CARD_DECLINED", f"The {customer['card']} card was declined.")
-        charge_id = "ch_" + _derived62(state, f"charge{len(state['charges'])}", 14)
+        charge_id = "ch_" + _derived62(state, f"charge{len(state['charges'])}", ID_CHARS)
         state["charges"].insert(0, {"id": charge_id, "customer_id": customer["id"], "amount_cents": amount,
                                     "currency": currency, "refunded_cents": 0})
         if currency == state["balance"]["currency"]:
@@ -235,7 +242,7 @@ class PaymentsSimulator(Simulator):
         refunded, status = amount, OK
         if steer.partial_success and amount >= 2:
             refunded, status = amount // 2, PARTIAL
-        refund_id = "re_" + _derived62(state, f"refund{len(state['refunds'])}", 14)
+        refund_id = "re_" + _derived62(state, f"refund{len(state['refunds'])}", ID_CHARS)
         charge["refunded_cents"] += refunded
         state["refunds"].append({"id": refund_id, "charge_id": charge["id"], "amount_cents": refunded})
         if charge["currency"] == state["balance"]["currency"]:
@@ -270,7 +277,7 @@ class PaymentsSimulator(Simulator):
         if any(key["label"] == label for key in state["api_keys"]):
             return fail("DUPLICATE_LABEL", f"A key labelled '{label}' already exists.")
         key = API_KEY_PREFIX + _derived62(state, f"key{len(state['api_keys'])}", API_KEY_CHARS)
-        key_id = "key_" + _derived62(state, f"keyid{len(state['api_keys'])}", 12)
+        key_id = "key_" + _derived62(state, f"keyid{len(state['api_keys'])}", KEY_ID_CHARS)
         state["api_keys"].append({"key_id": key_id, "label": label, "prefix": key[: len(API_KEY_PREFIX) + 4]})
         return Reply({"key_id": key_id, "api_key": key, "label": label},
                      message="Store this key now: it will not be shown again.")

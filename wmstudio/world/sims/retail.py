@@ -196,6 +196,15 @@ class RetailSimulator(Simulator):
         return {"orders_matching": len(matching), "page": page,
                 "orders_on_page": matching[(page - 1) * DEFAULT_PAGE_SIZE: page * DEFAULT_PAGE_SIZE]}
 
+    def lookup(self, state: JSON, tool: str, args: JSON) -> JSON | None:
+        if tool != "list_orders":
+            return None
+        page = args.get("page", 1)
+        matching = _orders_matching(state, args)
+        on_page = matching[(page - 1) * DEFAULT_PAGE_SIZE: page * DEFAULT_PAGE_SIZE] if page >= 1 else []
+        return {"orders_matching": len(matching), "page": page,  # the records' own fields, their items aside
+                "orders_on_page": [{k: v for k, v in o.items() if k != "items"} for o in on_page]}
+
     def do_list_orders(self, state: JSON, args: JSON, steer: Steering) -> Reply:
         page, size = args.get("page", 1), steer.page_size or DEFAULT_PAGE_SIZE
         matching = _orders_matching(state, args)
