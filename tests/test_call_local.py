@@ -3,7 +3,7 @@ collection gives up records first when a budget needs it."""
 
 from __future__ import annotations
 
-from wmstudio.world.call_local import call_local, drop_last_record, needles_of, touches
+from wmstudio.world.call_local import call_local, drop_last_record, needles_of, record_ids, touches, with_references
 
 ORDERS = {"today": "2025-03-01", "customer": {"id": "CUS-1", "name": "Ada"},
           "orders": [{"id": f"ORD-{i}", "status": "delivered" if i % 2 else "pending", "total_cents": 1000 + i,
@@ -40,3 +40,25 @@ def test_the_largest_collection_drops_its_last_record_first_and_counts_it():
     while drop_last_record(local):
         pass
     assert local["orders"] == ["… 10 more"]
+
+
+TRIPS = {"flights": [{"flight": f"NX{i}", "date": f"2025-05-0{i}", "fares": {"basic": 100 * i}} for i in range(1, 6)],
+         "bookings": [{"booking_id": "B7RFHM", "flight": "NX3", "passengers": 2},
+                      {"booking_id": "QAQYHJ", "flight": "NX5", "passengers": 1}],
+         "log": [{"event": "login", "at": "09:00"}, {"event": "login", "at": "09:00"}]}
+
+
+def test_ids_are_map_keys_and_unique_id_fields_of_records():
+    assert record_ids(TRIPS) == {"NX1", "NX2", "NX3", "NX4", "NX5", "B7RFHM", "QAQYHJ"}  # `flight` in `flights`
+    assert record_ids({"users": {f"user_{i}": {"name": "x", "age": i} for i in range(3)}}) == {"user_0", "user_1",
+                                                                                             "user_2"}
+    assert record_ids({"rows": [{"id": "a"}, {"id": "a"}]}) == set()  # not unique: not an id
+
+
+def test_a_record_the_call_names_brings_the_records_it_refers_to_one_hop():
+    needles = with_references(TRIPS, {"B7RFHM"})
+    assert needles == {"B7RFHM", "NX3"}
+    local, _ = call_local(TRIPS, needles)
+    assert [f["flight"] for f in local["flights"][:-1]] == ["NX3"]  # the booked flight, with its date and fares
+    assert local["bookings"][0]["booking_id"] == "B7RFHM" and local["bookings"][-1] == "… 1 more"
+    assert with_references(TRIPS, {"nothing"}) == {"nothing"}

@@ -332,3 +332,23 @@ def test_a_budget_smaller_than_the_call_and_its_tool_says_so():
     assert len(rendered.text) > 300  # the call and the called tool are always shown
     assert rendered.cut[-1].startswith("nothing more: the call, its validation and the called tool alone take")
     assert "over the budget of 300" in rendered.cut[-1]
+
+
+def test_a_booking_lookup_shows_the_booked_flight_and_its_references_give_way_first_to_a_budget():
+    from wmstudio.world.sims import get_simulator
+
+    world = get_simulator("airline").world()
+    booking = world.initial_state["bookings"][0]
+    call = Call("get_booking", {"booking_id": booking["booking_id"]})
+    whole = render(world, call)
+    flights = [f for f in whole.shown.state["flights"] if isinstance(f, dict)]
+    assert [f["flight"] for f in flights] == [booking["flight"]]  # its date and fares are what the answer holds
+    seen = set()
+    for limit in range(len(whole.text), 400, -25):  # tighter and tighter: the flight goes before the booking does
+        state = render(world, call, budget=PromptBudget(limit)).shown.state or {}
+        has_flight = any(isinstance(f, dict) for f in state.get("flights", []))
+        has_booking = any(isinstance(b, dict) and b["booking_id"] == booking["booking_id"]
+                          for b in state.get("bookings", []))
+        assert has_booking or not has_flight
+        seen.add((has_booking, has_flight))
+    assert (True, False) in seen and (True, True) in seen

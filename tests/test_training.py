@@ -121,6 +121,7 @@ def test_training_lowers_the_loss_and_saves_a_loadable_model(trained_mdlm, corpu
 
     backend = load_backend(out)
     assert backend.decide_first == "status"  # trained outcome first (the default), so its sampler decides it first
+    assert backend.writes_shape  # a quarter of the rows (the default) taught it to sketch a tool's schema
     row = json.loads((corpus / "test.jsonl").read_text().splitlines()[0])
     meta = row["meta"]
     world = get_simulator(meta["world"]).world(meta["initial_state"], meta["directives"])
@@ -290,3 +291,9 @@ def test_worker_processes_build_every_batch_of_an_epoch_in_the_loops_order(token
 def test_loader_workers_must_be_a_whole_number(corpus, tmp_path):
     with pytest.raises(InvalidInput, match="loader_workers"):
         TrainConfig(corpus=corpus, out=tmp_path / "m", loader_workers=-1)
+
+
+def test_the_shape_share_must_be_a_share(corpus, tmp_path):
+    for bad in (-0.1, 1.5, True, "half"):
+        with pytest.raises(InvalidInput, match="shape_share"):
+            TrainConfig(corpus=corpus, out=tmp_path / "m", shape_share=bad)

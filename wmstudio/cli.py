@@ -858,6 +858,12 @@ def generate_cmd(
     if result.outcome is not None:
         typer.echo(f"outcome head {result.outcome_summary()} (written into its slots; --no-outcome-head lets the "
                    "canvas decide)", err=True)
+    if result.sketch is not None:
+        used = "its skeleton was laid out from it" if result.schema_from == "sketch" else "not a schema: free canvas"
+        typer.echo(f"the tool has no response schema; the model sketched it as {result.sketch.text} ({used})", err=True)
+    elif result.schema_from == "history":
+        typer.echo("the tool has no response schema; its skeleton comes from its earlier answers in the history",
+                   err=True)
     typer.echo(f"{result.model}, {result.mode} canvas, {result.elapsed_ms:.0f} ms", err=True)
 
 

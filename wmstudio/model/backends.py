@@ -84,7 +84,8 @@ class Backend:
     says the model was trained to write each value from its first slot on (its loss covers a value's content
     and first pad only), so the sampler commits a span's slots in order; `decide_first` "status" says it was
     trained to decide the outcome from the prompt, so the sampler settles the outcome span before the rest;
-    `prompt_tokens` is the budget its prompts were rendered within."""
+    `writes_shape` says it was trained to sketch a response schema (model/shape_canvas.py), which a tool without
+    one gets; `prompt_tokens` is the budget its prompts were rendered within."""
 
     name: str = ""
     kind: str = MDLM
@@ -93,6 +94,7 @@ class Backend:
     outcome_head: Any = None
     span_order: str = "any"
     decide_first: str | None = None
+    writes_shape: bool = False
     prompt_tokens: int = DEFAULT_PROMPT_TOKENS
 
     def __init__(self, model: Any, tokenizer: Any, name: str, mask_id: int, span_pad_id: int | None,
@@ -324,6 +326,7 @@ def _load(model_id_or_path: str | Path | None, trust_remote_code: bool, device: 
                                       marker.get("span_pad_token_id", tokenizer.pad_token_id), max_length)
         backend.span_order = marker.get("span_order", "any")
         backend.decide_first = marker.get("decide_first")
+        backend.writes_shape = bool(marker.get("writes_shape", False))
         backend.prompt_tokens = int(marker.get("prompt_tokens", DEFAULT_PROMPT_TOKENS))
         if Path(source).is_dir():
             backend.copy_head = load_copy_head(Path(source), where)

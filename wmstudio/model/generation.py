@@ -38,6 +38,7 @@ from wmstudio.model.repair import (
     solve_by_rules,
 )
 from wmstudio.model.sampler import Frame, SamplerSettings, denoise
+from wmstudio.model.shape_canvas import WrittenShape, read_shape, shape_canvas
 from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text, prompt_budget
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
@@ -50,6 +51,8 @@ from wmstudio.world.schema_inference import schema_from_history
 from wmstudio.world.spec import Call, WorldSpec
 
 MIN_PROMPT_TOKENS = 32  # a prompt shorter than this cannot even hold the call
+# where the schema a skeleton is laid out from came from
+FROM_TOOL, FROM_HISTORY, FROM_SKETCH = "tool", "history", "sketch"
 
 
 @dataclass
@@ -88,11 +91,15 @@ class Generation:
     elapsed_ms: float = 0.0
     prompt_cut: list[str] = field(default_factory=list)  # what the prompt left out to fit the model's budget
     outcome: Outcome | None = None  # the first sample's outcome-head choice, in its slots (None: the canvas decided)
+    schema_from: str | None = None  # FROM_TOOL, FROM_HISTORY or FROM_SKETCH for a skeleton; None for a free canvas
+    sketch: WrittenShape | None = None  # what the model wrote on a shape canvas, when it was asked to
 
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "mode": self.mode,
+            "schema_from": self.schema_from,
+            "sketch": self.sketch.text if self.sketch is not None else None,
             "prompt_tokens": self.prompt_tokens,
             "prompt_cut": list(self.prompt_cut),
             "canvas_tokens": len(self.canvas) if self.canvas is not None else None,
@@ -177,10 +184,11 @@ def prompt_ids(tokenizer: Any, text: str, messages: list[dict[str, str]], limit:
 
 def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequence[Anchor], free: bool = False,
                    free_length: int = 64, budgets: SpanBudgets = SpanBudgets(),
-                   history: Sequence[HistoryStep] = ()) -> Canvas:
+                   history: Sequence[HistoryStep] = (), schema: dict[str, Any] | None = None) -> Canvas:
     """The canvas for `call`'s response: skeleton when the tool has a response schema, or (a tool without one) when
-    the history shows it answering, from the schema those answers fit; free otherwise or when `free`."""
-    schema = response_schema(world, call, history)
+    the history shows it answering, from the schema those answers fit; free otherwise or when `free`. `schema`
+    given (one the model sketched) is laid out instead."""
+    schema = schema if schema is not None else response_schema(world, call, history)
     mode = FREE if free or schema is None else SKELETON
     return build_canvas(backend.tokenizer, schema, anchors, mode=mode, free_length=free_length,
                         budgets=budgets, vocab_size=backend.vocab_size, mask_id=backend.mask_id,
@@ -189,19 +197,35 @@ def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequ
 
 def response_schema(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> dict[str, Any] | None:
     """The called tool's response schema, else the one its earlier answers in `history` fit, else None."""
+    return schema_and_source(world, call, history)[0]
+
+
+def schema_and_source(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()
+                      ) -> tuple[dict[str, Any] | None, str | None]:
+    """(response_schema, where it came from: FROM_TOOL or FROM_HISTORY; None when there is none)."""
     tool = _tool(world, call)
     if tool.response is not None:
-        return tool.response
+        return tool.response, FROM_TOOL
     inferred = schema_from_history(call.name, history)
     if inferred is None:
-        return None
+        return None, None
     schema, turns = inferred
     outcome = schema.get("properties", {}).get(OUTCOME_KEY)
     seen = {history[n - 1].response_value().get(OUTCOME_KEY) for n in turns}
     if isinstance(outcome, dict) and outcome.get("type") == "string" and seen <= set(OUTCOME_VALUES):
         outcome["enum"] = list(OUTCOME_VALUES)  # an outcome is a choice, not text (a ticket's "open" stays text)
         outcome.pop("maxLength", None)
-    return schema
+    return schema, FROM_HISTORY
+
+
+def write_sketch(backend: Backend, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> WrittenShape:
+    """The model's sketch of the called tool's response schema, denoised greedily on a shape canvas from the prompt
+    (which shows no response schema for the tool): for a model trained to write one (`writes_shape`)."""
+    canvas = shape_canvas(backend)
+    prompt = prepare_prompt(backend, world, call, history, len(canvas))
+    check_fits(len(prompt.ids), len(canvas), backend.max_length)
+    frames = list(denoise(backend, prompt.ids, canvas, SamplerSettings()))
+    return read_shape(canvas, frames[-1].tokens[0] if frames else list(canvas.tokens))
 
 
 def generate_stream(
@@ -221,9 +245,14 @@ def generate_stream(
     if isinstance(backend, ArBaseline):
         yield _generate_ar(backend, world, the_call, pinned, history, settings, started)
         return
-    schema = response_schema(world, the_call, history)
+    schema, schema_from = schema_and_source(world, the_call, history)
+    sketch = None
+    if schema is None and not settings.free and getattr(backend, "writes_shape", False):
+        sketch = write_sketch(backend, world, the_call, history)
+        schema, schema_from = (sketch.schema, FROM_SKETCH) if sketch.schema is not None else (None, None)
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema)
-    canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length, history=history)
+    canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length, history=history,
+                            schema=schema)
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     canvases = {key: canvas.with_values(outcomes[members[0]].values(schema)) if key else canvas
                 for key, members in groups.items()}
@@ -261,9 +290,10 @@ def generate_stream(
             if not sample.checks.ok:
                 held = sample.outcome.anchors(schema) if sample.outcome is not None else []
                 results[k] = replace(_repair(backend, world, the_call, pinned, history, settings, prompt_ids, prompt,
-                                             sample, outcome_held=held), outcome=sample.outcome)
+                                             sample, outcome_held=held, schema=schema), outcome=sample.outcome)
     yield Generation(backend.name, canvas.mode, results, settings, pinned, len(prompt_ids), canvas, frames,
-                     (time.perf_counter() - started) * 1000, prompt.rendered.cut, outcomes[0] if outcomes else None)
+                     (time.perf_counter() - started) * 1000, prompt.rendered.cut, outcomes[0] if outcomes else None,
+                     schema_from if canvas.mode == SKELETON else None, sketch)
 
 
 def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
@@ -362,12 +392,13 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
 
 def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor], history: Sequence[HistoryStep],
             settings: SamplerSettings, prompt_ids: list[int], prompt: Prompt, sample: Sample,
-            outcome_held: Sequence[Anchor] = ()) -> Sample:
+            outcome_held: Sequence[Anchor] = (), schema: dict[str, Any] | None = None) -> Sample:
     """Rule-guided repair of one failed sample (model/repair.py): before each of up to REPAIR_ROUNDS rounds, fields a
     failed rule's equality implies are set (a round without a model call); then K candidates with the fields the
     failed checks read remasked and the rest held. `outcome_held` (the outcome head's choice) is held like the
     user's anchors but not checked as one, and let go when the rules cannot pass with it (they have the last word).
-    The best sample found, with its rounds."""
+    `schema` is the one the canvas was laid out from (the model's sketch, for a tool without one). The best sample
+    found, with its rounds."""
     best, rounds = sample, []
     holding = [*pinned, *outcome_held]
 
@@ -388,7 +419,8 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
         if not remask:
             break
         try:
-            canvas = prepare_canvas(backend, world, call, held_anchors(value, remask, holding), history=history)
+            canvas = prepare_canvas(backend, world, call, held_anchors(value, remask, holding), history=history,
+                                    schema=schema)
         except InvalidInput:
             break
         candidates = replace(settings, samples=REPAIR_CANDIDATES, repair=False, seed=settings.seed + round_number + 1,
@@ -418,7 +450,7 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
     if not best.checks.ok:
         best = solved(best)
     if not best.checks.ok and outcome_held:
-        again = _repair(backend, world, call, pinned, history, settings, prompt_ids, prompt, best)
+        again = _repair(backend, world, call, pinned, history, settings, prompt_ids, prompt, best, schema=schema)
         return replace(again, repairs=rounds + again.repairs)
     return replace(best, repairs=rounds)
 

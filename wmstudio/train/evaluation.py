@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.metrics.diversity import distinct_n, self_bleu
-from wmstudio.model.canvas import SKELETON
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.examples import FREE_LENGTHS, read_corpus_split, request_from_meta
@@ -130,7 +129,9 @@ class EvalReport:
             **{name: _pct(flip[key]["rule_consistent"]) if flip.get(key) else ""
                for name, key in (("raw", "raw"), ("steered", "steered"), ("AR", "ar"))})
         free = f["free"]
-        history = (f" (a skeleton from the tool's earlier answers on {_pct(free['from_history'])} of rows)"
+        history = (f" (a skeleton from the tool's earlier answers on {_pct(free['from_history'])} of rows"
+                   + (f", from the model's own sketch of its schema on {_pct(free['from_sketch'])}"
+                      if free.get("from_sketch") else "") + ")"
                    if free.get("from_history") is not None else "")
         row(f"no response schema given{history}: json_valid / schema_valid / same_keys",
             raw=f"{_pct(free['json_valid'])} / {_pct(free['schema_valid'])} / {_pct(free['same_keys'])}")
@@ -211,7 +212,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     rates = {name: Rates() for name in ("raw", "denoiser", "steered", "ar", "neutral_error", "neutral_ok",
                                          "flip_raw", "flip_steered", "flip_ar")}
     has_head = getattr(model, "outcome_head", None) is not None
-    free = {"cases": 0, "json_valid": 0, "schema_valid": 0, "same_keys": 0, "from_history": 0}
+    free = {"cases": 0, "json_valid": 0, "schema_valid": 0, "same_keys": 0, "from_history": 0, "from_sketch": 0}
     report = EvalReport()
     steered = SamplerSettings(repair=True)
     total = len(cases) + min(diversity_calls, len(cases))
@@ -275,10 +276,10 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
 
 def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport) -> None:
     """No response schema given: the called tool's schema is taken out of the world (and so out of the prompt), so
-    JSON validity, the real schema and the simulator's top-level keys are earned. Generation then writes a free
-    canvas, or, where the history shows the tool answering, a skeleton of the schema those answers fit (counted in
-    `from_history`)."""
-    from wmstudio.model.generation import generate
+    JSON validity, the real schema and the simulator's top-level keys are earned. Generation then lays out a
+    skeleton of the schema the tool's earlier answers in the history fit (counted in `from_history`), else, for a
+    model trained to, of the sketch it writes of the tool's schema (`from_sketch`), else a free canvas."""
+    from wmstudio.model.generation import FROM_HISTORY, FROM_SKETCH, generate
     from wmstudio.world.checks import schema_errors_of
 
     real = next((tool for tool in case.world.tools if tool.name == case.call.name), None)
@@ -293,7 +294,8 @@ def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport)
     sample = generation.samples[0]
     value, truth = parse(sample.response), parse(case.truth)
     free["cases"] += 1
-    free["from_history"] += int(generation.mode == SKELETON)
+    free["from_history"] += int(generation.schema_from == FROM_HISTORY)
+    free["from_sketch"] += int(generation.schema_from == FROM_SKETCH)
     free["json_valid"] += int(sample.checks.json_valid)
     free["schema_valid"] += int(sample.checks.json_valid and real is not None
                                 and not schema_errors_of(value, real, "response"))

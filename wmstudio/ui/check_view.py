@@ -9,8 +9,7 @@ import json
 from collections.abc import Sequence
 
 from wmstudio.metrics.diversity import distinct_n, self_bleu
-from wmstudio.model.canvas import SKELETON
-from wmstudio.model.generation import Generation
+from wmstudio.model.generation import FROM_HISTORY, FROM_SKETCH, Generation
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport
 from wmstudio.world.spec import WorldSpec
@@ -107,9 +106,17 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
             lines.append(f'<div class="wm-repair">🔧 {label} {k + 1}, repair round {number}: remasked '
                          f'{html.escape(", ".join(repair.remasked))}; {sum(repair.passed)} of '
                          f"{len(repair.candidates)} candidates pass every check</div>")
-    if tool.response is None and generation.mode == SKELETON:
+    if tool.response is None and generation.schema_from == FROM_HISTORY:
         lines.append('<div class="wm-cut">The tool has no response schema: the skeleton was laid out from the schema '
                      "its earlier answers in the history fit (save one in the World tab to fix its shape)</div>")
+    elif tool.response is None and generation.schema_from == FROM_SKETCH:
+        lines.append('<div class="wm-cut">The tool has no response schema: the model first sketched its shape, '
+                     f"<code>{html.escape(generation.sketch.text)}</code>, and the skeleton was laid out from that "
+                     "(save a schema in the World tab to fix its shape)</div>")
+    elif tool.response is None and generation.sketch is not None:
+        lines.append('<div class="wm-cut">The tool has no response schema and the model\'s sketch of its shape, '
+                     f"<code>{html.escape(generation.sketch.text)}</code>, is not one: the response was written on a "
+                     "free canvas</div>")
     said = outcome_sentence(generation)
     if said:
         lines.append(f'<div class="wm-outcome">🎯 {html.escape(said)} (switch it off to let the canvas decide)</div>')

@@ -192,13 +192,6 @@ class RetailSimulator(Simulator):
     def lookup(self, state: JSON, tool: str, args: JSON) -> JSON | None:
         if tool != "list_orders":
             return None
-        matching, page = _orders_matching(state, args), args.get("page", 1)
-        return {"orders_matching": len(matching), "page": page,
-                "orders_on_page": matching[(page - 1) * DEFAULT_PAGE_SIZE: page * DEFAULT_PAGE_SIZE]}
-
-    def lookup(self, state: JSON, tool: str, args: JSON) -> JSON | None:
-        if tool != "list_orders":
-            return None
         page = args.get("page", 1)
         matching = _orders_matching(state, args)
         on_page = matching[(page - 1) * DEFAULT_PAGE_SIZE: page * DEFAULT_PAGE_SIZE] if page >= 1 else []
