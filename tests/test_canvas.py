@@ -184,6 +184,19 @@ def test_allowed_tokens_keep_a_span_completable(tokenizer):
     assert allowed[0, tokenizer.convert_tokens_to_ids("-")] and not allowed[1, tokenizer.convert_tokens_to_ids("-")]
 
 
+def test_a_json_spans_mask_allows_exactly_the_tokens_after_which_it_stays_completable(tokenizer):
+    vocab = vocabulary_for(tokenizer)
+    table = vocab.table(JsonText(2))
+    rng = random.Random(3)
+    written = tokenizer.encode('{"a":[1,"b"],"c":true}', add_special_tokens=False)
+    for _ in range(4):  # slots masked at random among a value's tokens (masks worked out per token class)
+        slots = [t if rng.random() < 0.5 else None for t in written] + [None] * 4
+        allowed = allowed_tokens(table, slots)
+        for k in [k for k, t in enumerate(slots) if t is None][:3]:
+            expect = [completable(table, slots[:k] + [token] + slots[k + 1:]) for token in range(len(vocab.texts))]
+            assert allowed[k, :len(expect)].tolist() == expect
+
+
 # ----------------------------------------------------------------------------------------------------
 # A thousand random schemas: whatever a random model samples, the skeleton decodes to schema-valid JSON.
 
