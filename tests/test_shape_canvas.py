@@ -15,7 +15,7 @@ from wmstudio.model.generation import FROM_SKETCH, generate, write_sketch
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.model.shape_canvas import SHAPE_LEAD, SHAPE_LENGTH, lead_ids, read_shape, shape_canvas
 from wmstudio.model.tokenizer import encode_text
-from wmstudio.train.examples import build_examples, read_corpus_split, without_response_schema
+from wmstudio.train.examples import build_examples, read_corpus_split
 from wmstudio.world.corpus import write_corpus
 from wmstudio.world.schema_sketch import sketch_text
 from wmstudio.world.sims import SIMULATORS
@@ -78,7 +78,7 @@ def test_a_shape_canvas_reads_back_the_schema_its_sketch_describes(demo_tokenize
 def test_a_model_not_trained_for_sketches_is_never_asked_and_a_bad_sketch_leaves_a_free_canvas(
         demo_tokenizer, tiny_model, tmp_path, one_thread):
     backend = load_backend(tiny_model(demo_tokenizer, tmp_path / "m"))
-    world = without_response_schema(SIMULATORS["filesystem"].world(), "mkdir")
+    world = SIMULATORS["filesystem"].world().without_response_schema("mkdir")
     call = Call("mkdir", {"path": "/tmp/new"})
     settings = SamplerSettings(free_length=32, steps=8)
     assert not backend.writes_shape
@@ -104,11 +104,11 @@ def test_the_shipped_model_sketches_the_demo_tools_keys_without_their_schemas_an
                          if c.name == tool.name), None)
             if call is None:
                 continue
-            written = write_sketch(backend, without_response_schema(world, tool.name), call)
+            written = write_sketch(backend, world.without_response_schema(tool.name), call)
             right += int(written.schema is not None and
                          list(written.schema["properties"]) == list(tool.response["properties"]))
     assert right >= 0.8 * total, f"{right} of {total} tools sketched with their keys"
-    world = without_response_schema(SIMULATORS["retail"].world(), "get_order")
+    world = SIMULATORS["retail"].world().without_response_schema("get_order")
     order = world.initial_state["orders"][0]["id"]
     generation = generate(backend, world, Call("get_order", {"order_id": order}))
     assert generation.schema_from == FROM_SKETCH and generation.mode == "skeleton"

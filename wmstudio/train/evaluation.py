@@ -14,7 +14,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -283,8 +283,7 @@ def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport)
     from wmstudio.world.checks import schema_errors_of
 
     real = next((tool for tool in case.world.tools if tool.name == case.call.name), None)
-    world = replace(case.world, tools=[replace(tool, response=None) if tool is real else tool
-                                       for tool in case.world.tools])
+    world = case.world.without_response_schema(case.call.name)
     settings = SamplerSettings(free_length=free_length_for(case, model.tokenizer))
     try:
         generation = generate(model, world, case.call, (), case.history, settings)

@@ -227,14 +227,6 @@ def shape_target(tokenizer, schema: dict[str, Any]) -> CanvasTarget | None:
     return CanvasTarget(tokens=tokens, maskable=[False] * len(lead) + [True] * SHAPE_LENGTH, style="shape")
 
 
-def without_response_schema(world, tool_name: str):
-    """`world` with the called tool's response schema taken out: the prompt a tool imported without one renders."""
-    from dataclasses import replace
-
-    return replace(world, tools=[replace(tool, response=None) if tool.name == tool_name else tool
-                                 for tool in world.tools])
-
-
 def skeleton_canvas(tokenizer, schema: dict[str, Any], response_text: str):
     """The response laid out by the engine's `build_canvas` (skeleton mode, shaped like the value).
 
@@ -325,7 +317,7 @@ def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: i
                 shapeless = TrainingExample(prompt_ids=[], canvases=[shape] * SHAPE_COPIES + [free])
                 budget = prompt_budget(tokenizer, max_positions, max(len(c.tokens) for c in shapeless.canvases),
                                        prompt_tokens)
-                world = without_response_schema(request.world, request.call.name)
+                world = request.world.without_response_schema(request.call.name)
                 rendered = render(world, request.call, request.history, budget, grounding=request.grounding)
                 shapeless.prompt_ids = encode_prompt(tokenizer, rendered.text, budget.limit + 2)
                 result.examples.append(shapeless)

@@ -210,6 +210,14 @@ def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[st
 
 def infer_response_schema(tools_text: str, tool_name: str, examples: list) -> tuple[str, str]:
     """Put a response schema inferred from `examples` on tool `tool_name` in the tools editor (to edit, then save)."""
+    return put_response_schema(tools_text, tool_name, infer_schema(examples),
+                               f"🧩 Inferred a response schema for `{tool_name}` from {len(examples)} example(s): "
+                               "check it in the tools editor, edit what the examples could not show (enums, optional "
+                               "fields), then save.")
+
+
+def put_response_schema(tools_text: str, tool_name: str, schema: dict, note: str) -> tuple[str, str]:
+    """The tools editor's text with `schema` as tool `tool_name`'s response schema, and `note` to show."""
     tools = parse_json_text(tools_text, "tools") if (tools_text or "").strip() else []
     if not isinstance(tools, list):
         raise InvalidInput(Problem("tools", "the tools editor must hold a JSON list of tools"))
@@ -218,12 +226,38 @@ def infer_response_schema(tools_text: str, tool_name: str, examples: list) -> tu
         function = entry.get("function", entry) if isinstance(entry, dict) else {}
         names.append(function.get("name"))
         if function.get("name") == (tool_name or "").strip():
-            function["response"] = infer_schema(examples)
-            return (json.dumps(tools, indent=2, ensure_ascii=False),
-                    f"🧩 Inferred a response schema for `{tool_name}` from {len(examples)} example(s): check it in "
-                    "the tools editor, edit what the examples could not show (enums, optional fields), then save.")
+            function["response"] = schema
+            return json.dumps(tools, indent=2, ensure_ascii=False), note
     known = ", ".join(str(n) for n in names if n) or "none"
     raise InvalidInput(Problem("tool", f"no tool {tool_name!r} in the tools editor: pick one of {known}"))
+
+
+def sketch_with_model(ctx: StudioContext, tool_name: str, *fields) -> tuple[Any, str]:
+    """Ask the studio's world model to sketch tool `tool_name`'s response schema from the world being edited (its
+    prompt without that schema), and put the schema the sketch describes in the tools editor, to edit and save."""
+    from wmstudio.model.generation import write_sketch
+    from wmstudio.world.spec import Call
+
+    try:
+        world = fields_to_world(*fields)
+        name = (tool_name or "").strip()
+        if name not in {tool.name for tool in world.tools}:
+            known = ", ".join(tool.name for tool in world.tools) or "none"
+            raise InvalidInput(Problem("tool", f"no tool {name!r} in the tools editor: pick one of {known}"))
+        backend = ctx.backend()
+        if not getattr(backend, "writes_shape", False):
+            raise InvalidInput(Problem("model", f"{ctx.model} was not trained to sketch response schemas (train-wm "
+                                                "--shape-share): paste an example response instead"))
+        written = write_sketch(backend, world.without_response_schema(name), Call(name, {}))
+        if written.schema is None:
+            raise InvalidInput(Problem("tool", f"the model's sketch of {name!r}, {written.text or '(nothing)'}, is "
+                                               "not a schema: paste an example response instead"))
+        return put_response_schema(fields[FIELDS.index("tools")], name, written.schema,
+                                   f"🧩 The world model sketched `{name}`'s response as `{written.text}`: its schema "
+                                   "is in the tools editor. A sketch knows keys and choices only: add formats, "
+                                   "patterns and descriptions, then save.")
+    except InvalidInput as err:
+        return gr.update(), failure_markdown(err, "sketch the schema", KEPT)
 
 
 def infer_from_example(tools_text: str, tool_name: str, example_text: str) -> tuple[Any, str]:
@@ -282,6 +316,7 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         with gr.Row():
             infer_example = gr.Button("Infer from the example", elem_id="world-infer-button")
             infer_saved = gr.Button("Infer from this world's saved responses")
+            sketch_button = gr.Button("Ask the world model to sketch it", elem_id="world-sketch-button")
     with gr.Row():
         validate_button = gr.Button("Validate")
         save_button = gr.Button("Save new version", variant="primary", elem_id="world-save")
@@ -308,6 +343,8 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     infer_example.click(infer_from_example, [tools, infer_tool, example], [tools, status], api_name="infer_schema")
     infer_saved.click(lambda t, n, w: infer_from_saved(ctx, t, n, w), [tools, infer_tool, name], [tools, status],
                       api_name="infer_schema_saved")
+    sketch_button.click(lambda t, *f: sketch_with_model(ctx, t, *f), [infer_tool, *fields], [tools, status],
+                        api_name="sketch_schema")
 
     def open_first() -> tuple:
         names = world_names(ctx)

@@ -6,7 +6,7 @@ load -> save -> load round-trips exactly."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,11 @@ class WorldSpec:
                 return tool
         known = ", ".join(t.name for t in self.tools) or "none"
         raise KeyError(f"no tool named {name!r} in world {self.name!r} (tools: {known})")
+
+    def without_response_schema(self, tool_name: str) -> WorldSpec:
+        """This world with tool `tool_name`'s response schema taken out: how a tool imported without one renders
+        (what the model's sketch of a schema is trained and evaluated on)."""
+        return replace(self, tools=[replace(t, response=None) if t.name == tool_name else t for t in self.tools])
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name}
