@@ -181,3 +181,41 @@ def test_the_studio_serves_the_world_model_api_beside_itself(tmp_path):
     finally:
         studio.terminate()
         studio.wait(30)
+
+
+def test_episodes_answered_by_a_served_world_model_match_the_local_one_and_errors_say_why(api, store):
+    from wmstudio.model.remote_world_model import RemoteWorldModel, WorldModelUnavailable
+    from wmstudio.problems import InvalidInput
+    from wmstudio.train.environments import WORLD_MODEL, run_episode
+    from wmstudio.train.scenarios import HELDOUT, demo_scenarios, split_of
+    from wmstudio.train.scripted_policies import scripted_policy
+    from wmstudio.world.spec import Call
+
+    remote, local = RemoteWorldModel(str(api.base_url)), load_backend()
+    expert = scripted_policy("expert", 0)
+    for scenario in split_of(demo_scenarios(), HELDOUT)[::6]:  # five of the held-out scenarios
+        served, _ = run_episode(expert, scenario, WORLD_MODEL, remote)
+        here, _ = run_episode(expert, scenario, WORLD_MODEL, local)
+        assert [s.response for s in served.steps] == [s.response for s in here.steps] and served.steps
+    with pytest.raises(WorldModelUnavailable, match="could not be reached"):  # a run stops: no answer at all
+        run_episode(expert, scenario, WORLD_MODEL, RemoteWorldModel(f"http://127.0.0.1:{free_port()}"))
+    with pytest.raises(InvalidInput, match="not an http"):
+        RemoteWorldModel("localhost:8000")
+    with pytest.raises(InvalidInput, match="no tool 'launch_rocket'") as refused:  # a call the world refuses
+        remote.answer(scenario.world, Call("launch_rocket", {}))
+    assert refused.value.problems[0].path == "call.name"
+
+
+def test_evaluate_can_play_its_episodes_against_a_served_world_model(api, tmp_path):
+    from typer.testing import CliRunner
+
+    from wmstudio.cli import app
+
+    db = str(tmp_path / "studio.db")
+    common = ["evaluate", "--policy", "expert", "--episodes", "4", "--db", db, "--json"]
+    served = CliRunner().invoke(app, [*common, "--world-model-url", str(api.base_url)])
+    here = CliRunner().invoke(app, common)
+    assert served.exit_code == here.exit_code == 0, served.output
+    assert json.loads(served.stdout)["estimate"] == json.loads(here.stdout)["estimate"]
+    gone = CliRunner().invoke(app, [*common, "--world-model-url", f"http://127.0.0.1:{free_port()}"])
+    assert gone.exit_code == 2 and "could not be reached" in gone.output

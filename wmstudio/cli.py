@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import os
 import sys
 import typing
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Any, Optional
 import typer
 
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
+from wmstudio.model.remote_world_model import WorldModelUnavailable
 from wmstudio.model.sampler import DEFAULT_THRESHOLD, SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.agent_config import AgentTrainConfig, GrpoSettings
@@ -608,10 +610,8 @@ config_command(app, "train-agent", AgentTrainConfig, _train_agent)
 def _train_grpo(settings) -> None:
     """Run GRPO as a recorded job: the run row (made here unless the studio made it), its status, metrics and
     episodes through the job reporter, a progress line per step on stderr."""
-    from wmstudio.model.backends import load_backend
     from wmstudio.store import create_run
     from wmstudio.train.curriculum_scenarios import curriculum_row, curriculum_scenarios
-    from wmstudio.train.environments import SIMULATOR
     from wmstudio.train.grpo import distributed_rank, train_grpo
     from wmstudio.train.jobs import JobReporter, run_folder
 
@@ -619,7 +619,7 @@ def _train_grpo(settings) -> None:
     if distributed_rank() > 0:  # torchrun's other processes: train beside rank 0, which records the run
         if settings.out is None:
             fail("--out: under torchrun give the run folder, which every process shares")
-        backend = None if settings.env == SIMULATOR else load_backend(settings.model or DEFAULT_MODEL)
+        backend = _world_model(settings.env, settings.model, settings.world_model_url)
         train_grpo(settings, settings.out, backend, log=lambda _: None,
                    curriculum=curriculum_scenarios(store, settings.curriculum))
         return
@@ -647,10 +647,10 @@ def _train_grpo(settings) -> None:
 
     reporter.start()
     try:
-        backend = None if settings.env == SIMULATOR else load_backend(settings.model or DEFAULT_MODEL)
+        backend = _world_model(settings.env, settings.model, settings.world_model_url)
         result = train_grpo(settings, folder, backend, on_metrics, reporter.episodes,
                             log=lambda text: typer.echo(text, err=True), curriculum=scenarios)
-    except InvalidInput as err:
+    except (InvalidInput, WorldModelUnavailable) as err:
         reporter.fail(str(err))
         fail(str(err))
     except BaseException as err:
@@ -661,6 +661,20 @@ def _train_grpo(settings) -> None:
 
 
 config_command(app, "train-grpo", GrpoSettings, _train_grpo)
+
+
+def _world_model(env: str, model: str | None, url: str | None):
+    """Who answers an episode's world-model calls: nobody in the simulator, a `serve-wm` server at `url` (its key
+    from WMSTUDIO_API_KEY), else the model loaded here."""
+    from wmstudio.model.backends import load_backend
+    from wmstudio.model.remote_world_model import RemoteWorldModel
+    from wmstudio.train.environments import SIMULATOR
+
+    if env == SIMULATOR:
+        return None
+    if url:
+        return RemoteWorldModel(url, os.environ.get("WMSTUDIO_API_KEY") or None)
+    return load_backend(model or DEFAULT_MODEL)
 
 
 @app.command("fit-outcome")
@@ -751,15 +765,17 @@ def evaluate_cmd(
                                                          "simulator or hybrid."),
     episodes: Optional[int] = typer.Option(None, "--episodes", min=1, help="Scenarios to play (default: all)."),
     model: str = typer.Option(DEFAULT_MODEL, "--model", help="The world model."),
+    world_model_url: Optional[str] = typer.Option(None, "--world-model-url", help="Send the world model's calls to "
+                                                  "a `wmstudio serve-wm` at this address instead (its key from "
+                                                  "WMSTUDIO_API_KEY)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the noisy and random policies."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
 ) -> None:
     """Estimate a policy's success rate from world-model rollouts alone (with a 95% interval), beside the ground
     truth from the simulators on the same scenarios (off-policy evaluation)."""
-    from wmstudio.model.backends import load_backend
     from wmstudio.train.curriculum_scenarios import curriculum_scenarios
-    from wmstudio.train.environments import MODES, SIMULATOR
+    from wmstudio.train.environments import MODES
     from wmstudio.train.off_policy import evaluate_policy, report
     from wmstudio.train.scenarios import split_of
     from wmstudio.train.scripted_policies import scripted_policy
@@ -778,9 +794,9 @@ def evaluate_cmd(
         else:
             chosen = scripted_policy(policy, seed)
         scenarios = split_of(curriculum_scenarios(_store(db), curriculum), split)[:episodes]
-        backend = None if env == SIMULATOR else load_backend(model)
+        backend = _world_model(env, model, world_model_url)
         estimate = evaluate_policy(chosen, scenarios, backend, env, progress)
-    except InvalidInput as err:
+    except (InvalidInput, WorldModelUnavailable) as err:
         fail(str(err))
     data = report(policy, curriculum, split, estimate)
     if not as_json:

@@ -82,6 +82,9 @@ class GrpoSettings:
     policy: str = _option(DEFAULT_POLICY, "The policy to start from: a `train-agent` folder, or a chat model by "
                                           "hub id or folder (e.g. Qwen/Qwen3-0.6B, on a GPU).")
     model: str | None = _option(None, "The world model (default: the embedded MDLM).")
+    world_model_url: str | None = _option(None, "Send the world model's calls to a `wmstudio serve-wm` at this "
+                                                "address (e.g. http://127.0.0.1:8000; its key from "
+                                                "WMSTUDIO_API_KEY) instead of loading one in each process.")
     max_steps: int = _option(60, "GRPO steps (each plays --scenarios-per-step scenarios x --generations).")
     minutes: float = _option(20.0, "Wall-clock budget; training stops at the first step past it.")
     generations: int = _option(8, "Rollouts per scenario (the group whose rewards are compared).")

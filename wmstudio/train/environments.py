@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from wmstudio.model.backends import Backend
 from wmstudio.model.generation import Sample, generate
+from wmstudio.model.remote_world_model import RemoteWorldModel
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.scenarios import TASKS, Scenario, Step, Trajectory
@@ -44,7 +45,7 @@ class Turn:
 class EpisodeWorld:
     """Answers one episode's calls in `mode`; `answered_by` counts who answered (for the hybrid share)."""
 
-    def __init__(self, scenario: Scenario, mode: str, backend: Backend | None = None,
+    def __init__(self, scenario: Scenario, mode: str, backend: Backend | RemoteWorldModel | None = None,
                  settings: SamplerSettings = SamplerSettings()):
         if mode not in MODES:
             raise InvalidInput(Problem("env", f"{mode!r} is not an environment: use {', '.join(MODES)}"))
@@ -69,7 +70,11 @@ class EpisodeWorld:
         else:
             self.answered_by[WORLD_MODEL] += 1
             try:
-                text = model_answer(self.backend, self.scenario, call, self.history, self.settings).response
+                if isinstance(self.backend, RemoteWorldModel):  # a shared server answers (serve-wm)
+                    anchors = self.scenario.steering.get(call.name, [])
+                    text = self.backend.answer(self.scenario.world, call, anchors, self.history).response
+                else:
+                    text = model_answer(self.backend, self.scenario, call, self.history, self.settings).response
             except InvalidInput as err:  # an unknown tool, say: the world answers as an API would
                 text = json.dumps({"error": "INVALID_CALL", "message": str(err), "status": "error"})
         self.history.append(HistoryStep(call=call, response=text))
@@ -84,7 +89,7 @@ def model_answer(backend: Backend, scenario: Scenario, call: Call, history: list
     return generate(backend, scenario.world, call, anchors, history, settings).samples[0]
 
 
-def run_episode(policy: Policy, scenario: Scenario, mode: str, backend: Backend | None = None,
+def run_episode(policy: Policy, scenario: Scenario, mode: str, backend: Backend | RemoteWorldModel | None = None,
                 max_turns: int = MAX_TURNS) -> tuple[Trajectory, EpisodeWorld]:
     """Let `policy` act until it answers or runs out of turns; every call answered in `mode`."""
     world = EpisodeWorld(scenario, mode, backend)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.model.backends import Backend
+from wmstudio.model.remote_world_model import RemoteWorldModel
 from wmstudio.train.environments import HYBRID, SIMULATOR, WORLD_MODEL, Policy, run_episode
 from wmstudio.train.scenarios import Scenario, succeeded
 
@@ -53,7 +54,7 @@ class Estimate:
                 "ground_truth_ci95": [round(true_low, 4), round(true_high, 4)]}
 
 
-def evaluate_policy(policy: Policy, scenarios: list[Scenario], backend: Backend | None, env: str = WORLD_MODEL,
+def evaluate_policy(policy: Policy, scenarios: list[Scenario], backend: Backend | RemoteWorldModel | None, env: str = WORLD_MODEL,
                     progress: Callable[[int, int], None] | None = None) -> Estimate:
     """Play every scenario in `env` and in the simulator; count successes per world."""
     started = time.perf_counter()
