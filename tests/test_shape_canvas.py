@@ -13,7 +13,7 @@ from wmstudio.locations import MODELS_DIR
 from wmstudio.model.backends import load_backend
 from wmstudio.model.generation import FROM_SKETCH, generate, write_sketch
 from wmstudio.model.sampler import SamplerSettings
-from wmstudio.model.shape_canvas import SHAPE_LEAD, SHAPE_LENGTH, lead_ids, read_shape, shape_canvas
+from wmstudio.model.shape_canvas import SHAPE_LEAD, SHAPE_LENGTH, lead_ids, read_sketch, shape_canvas
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.train.examples import build_examples, read_corpus_split
 from wmstudio.world.corpus import write_corpus
@@ -69,10 +69,10 @@ def test_a_shape_canvas_reads_back_the_schema_its_sketch_describes(demo_tokenize
     tokens = list(canvas.tokens)
     start = canvas.spans[0].start
     tokens[start:start + SHAPE_LENGTH] = ids + [canvas.pad_id] * (SHAPE_LENGTH - len(ids))
-    written = read_shape(canvas, tokens)
+    written = read_sketch(canvas, tokens)
     assert written.text == sketch_text(schema)
     assert list(written.schema["properties"]) == list(schema["properties"])
-    assert read_shape(canvas, list(canvas.tokens)).schema is None  # nothing written: no schema
+    assert read_sketch(canvas, list(canvas.tokens)).schema is None  # nothing written: no schema
 
 
 def test_a_model_not_trained_for_sketches_is_never_asked_and_a_bad_sketch_leaves_a_free_canvas(

@@ -38,7 +38,7 @@ from wmstudio.model.repair import (
     solve_by_rules,
 )
 from wmstudio.model.sampler import Frame, SamplerSettings, denoise
-from wmstudio.model.shape_canvas import WrittenShape, read_shape, shape_canvas
+from wmstudio.model.shape_canvas import WrittenSketch, read_sketch, shape_canvas
 from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text, prompt_budget
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
@@ -92,7 +92,7 @@ class Generation:
     prompt_cut: list[str] = field(default_factory=list)  # what the prompt left out to fit the model's budget
     outcome: Outcome | None = None  # the first sample's outcome-head choice, in its slots (None: the canvas decided)
     schema_from: str | None = None  # FROM_TOOL, FROM_HISTORY or FROM_SKETCH for a skeleton; None for a free canvas
-    sketch: WrittenShape | None = None  # what the model wrote on a shape canvas, when it was asked to
+    sketch: WrittenSketch | None = None  # what the model wrote on a shape canvas, when it was asked to
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -218,14 +218,14 @@ def schema_and_source(world: WorldSpec, call: Call, history: Sequence[HistorySte
     return schema, FROM_HISTORY
 
 
-def write_sketch(backend: Backend, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> WrittenShape:
+def write_sketch(backend: Backend, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> WrittenSketch:
     """The model's sketch of the called tool's response schema, denoised greedily on a shape canvas from the prompt
     (which shows no response schema for the tool): for a model trained to write one (`writes_shape`)."""
     canvas = shape_canvas(backend)
     prompt = prepare_prompt(backend, world, call, history, len(canvas))
     check_fits(len(prompt.ids), len(canvas), backend.max_length)
     frames = list(denoise(backend, prompt.ids, canvas, SamplerSettings()))
-    return read_shape(canvas, frames[-1].tokens[0] if frames else list(canvas.tokens))
+    return read_sketch(canvas, frames[-1].tokens[0] if frames else list(canvas.tokens))
 
 
 def generate_stream(
@@ -267,13 +267,13 @@ def generate_stream(
         for frame in denoise(backend, prompt_ids, canvas, settings, copy=plan):
             frames.append(frame)
             yield frame
-    else:  # samples drew different outcomes: each group is denoised under its own, then the frames are merged
+    else:  # samples drew different outcomes: each group is denoised under its own, in step with the others
         runs = []
         for number, (key, members) in enumerate(groups.items()):
             own = canvases[key]
             plan = copy_plan(own, prompt.sources) if backend.copy_head is not None else None
             group_settings = replace(settings, samples=len(members), seed=settings.seed + number)
-            runs.append((members, list(denoise(backend, prompt_ids, own, group_settings, copy=plan))))
+            runs.append((members, denoise(backend, prompt_ids, own, group_settings, copy=plan)))
         for frame in _merged_frames(runs, settings.samples):
             frames.append(frame)
             yield frame
@@ -331,21 +331,38 @@ def _outcome_groups(outcomes: list[Outcome]) -> dict[tuple[str, str], list[int]]
     return groups
 
 
-def _merged_frames(runs: list[tuple[list[int], list[Frame]]], samples: int) -> Iterator[Frame]:
-    """One frame sequence for all samples from the groups' own: a group that finished early keeps its last
-    canvas, committing nothing more."""
-    steps = max((len(frames) for _, frames in runs), default=0)
-    for step in range(steps):
+def _merged_frames(runs: list[tuple[list[int], Iterator[Frame]]], samples: int) -> Iterator[Frame]:
+    """One frame sequence for all samples from the groups' own, each group stepped once per merged frame (so a
+    view streams them as they come); a group that finished early keeps its last canvas, committing nothing more.
+    A frame is yielded once the next is known, so the last one says it is done."""
+    last: list[Frame | None] = [None] * len(runs)
+
+    def next_merged(step: int) -> Frame | None:
+        fresh = [False] * len(runs)
+        for g, (_, frames) in enumerate(runs):
+            frame = next(frames, None)
+            if frame is not None:
+                last[g], fresh[g] = frame, True
+        if not any(fresh):
+            return None
         tokens, unmasked, confidences, copied = [[]] * samples, [[]] * samples, [[]] * samples, [[]] * samples
-        for members, frames in runs:
-            frame = frames[min(step, len(frames) - 1)]
-            fresh = step < len(frames)
+        for g, (members, _) in enumerate(runs):
+            frame = last[g]
+            if frame is None:
+                continue
             for j, k in enumerate(members):
                 tokens[k] = frame.tokens[j]
-                unmasked[k] = frame.unmasked[j] if fresh else []
-                confidences[k] = frame.confidences[j] if fresh else []
-                copied[k] = frame.copied[j] if fresh and frame.copied else []
-        yield Frame(step, tokens, unmasked, confidences, step == steps - 1, copied)
+                unmasked[k] = frame.unmasked[j] if fresh[g] else []
+                confidences[k] = frame.confidences[j] if fresh[g] else []
+                copied[k] = frame.copied[j] if fresh[g] and frame.copied else []
+        return Frame(step, tokens, unmasked, confidences, False, copied)
+
+    step, pending = 0, next_merged(0)
+    while pending is not None:
+        step += 1
+        following = next_merged(step)
+        yield replace(pending, done=following is None)
+        pending = following
 
 
 def generate(backend: Backend | ArBaseline, world: WorldSpec, call: Call, anchors: Sequence[Anchor] = (),

@@ -20,7 +20,7 @@ SHAPE_LENGTH = 96  # slots for the sketch (the simulated worlds' longest is 66 t
 
 
 @dataclass
-class WrittenShape:
+class WrittenSketch:
     """What the model wrote on a shape canvas: the sketch text and the schema it describes (None: not a sketch)."""
 
     text: str
@@ -41,8 +41,8 @@ def shape_canvas(backend: Any, length: int = SHAPE_LENGTH) -> Canvas:
     return replace(free, tokens=lead + free.tokens, span_of=[-1] * len(lead) + free.span_of, spans=spans)
 
 
-def read_shape(canvas: Canvas, tokens: list[int]) -> WrittenShape:
+def read_sketch(canvas: Canvas, tokens: list[int]) -> WrittenSketch:
     """The sketch a denoised shape canvas holds (the lead left out) and its schema."""
     lead = len(lead_ids(canvas.tokenizer))
     text = canvas.vocab.decode([t for t in tokens[lead:] if t not in (canvas.pad_id, canvas.mask_id)])
-    return WrittenShape(text, schema_from_sketch_text(text))
+    return WrittenSketch(text, schema_from_sketch_text(text))
