@@ -29,27 +29,29 @@ def rows(tmp_path_factory):
     return read_corpus_split(folder, "train")
 
 
-def test_a_shape_row_trains_the_sketch_beside_a_prompt_without_the_schema_and_takes_the_free_canvas(rows,
-                                                                                                  demo_tokenizer):
+def test_a_shape_row_trains_the_sketch_beside_the_tools_short_prompt_without_its_schema(rows, demo_tokenizer):
     tokenizer = demo_tokenizer
     plain = build_examples(rows, tokenizer, "mdlm", 3072, 768, shape_share=0.0)
     shaped = build_examples(rows, tokenizer, "mdlm", 3072, 768, shape_share=1.0)
     assert plain.shape_canvases == 0 and all(c.style != "shape" for e in plain.examples for c in e.canvases)
     assert 0.8 * shaped.skeleton_canvases <= shaped.shape_canvases <= shaped.skeleton_canvases  # sketches that fit
     assert len(shaped.examples) == len(plain.examples) + shaped.shape_canvases
+    kept = [e for e in shaped.examples if "shape" not in {c.style for c in e.canvases}]
+    assert [(e.prompt_ids, [c.tokens for c in e.canvases]) for e in kept] == \
+        [(e.prompt_ids, [c.tokens for c in e.canvases]) for e in plain.examples]  # the rows' own examples unchanged
     lead = lead_ids(tokenizer)
     tools = {tool.name: tool for sim in SIMULATORS.values() for tool in sim.tools()}
-    checked = kept_free = 0
+    checked = 0
     for example in shaped.examples:
         styles = [c.style for c in example.canvases]
         if "shape" not in styles:
-            kept_free += "free" in styles and "skeleton" in styles
             continue
-        assert styles == ["shape", "shape", "free"]
+        assert styles == ["shape"] * 3
         prompt = tokenizer.decode(example.prompt_ids)
         call = json.loads(prompt.split("Active tool call: ", 1)[1].split("\n", 1)[0])
         tool = tools[call["name"]]
         assert f'"name":"{tool.name}"' in prompt and '"response":' not in prompt.split("## TOOL SCHEMAS", 1)[1]
+        assert "State" not in prompt.split("## TASK CONTEXT")[0] and "Turn 1" not in prompt  # the tool, no state
         shape = example.canvases[0]
         assert shape.tokens[:len(lead)] == lead and not any(shape.maskable[:len(lead)])
         assert len(shape.tokens) == len(lead) + SHAPE_LENGTH and all(shape.maskable[len(lead):])
@@ -57,7 +59,6 @@ def test_a_shape_row_trains_the_sketch_beside_a_prompt_without_the_schema_and_ta
         assert tokenizer.decode(written) == sketch_text(tool.response)
         checked += 1
     assert checked == shaped.shape_canvases
-    assert kept_free == shaped.skeleton_canvases - shaped.shape_canvases  # a shape row's free canvas moved to it
 
 
 def test_a_shape_canvas_reads_back_the_schema_its_sketch_describes(demo_tokenizer, tiny_model, tmp_path):

@@ -222,7 +222,8 @@ class CopyPlan:
 
 def copy_plan(canvas: Canvas, sources: Sequence[CopySource], max_candidates: int = 64) -> CopyPlan | None:
     """The plan for `canvas`; None when no span has a candidate that fits. A slot keeps its `max_candidates`
-    best candidates by key agreement (ties: the order sources come in)."""
+    best candidates by key agreement and whether their record is the one the call names (ties: the order sources
+    come in)."""
     slots, candidates, tokens, rows = [], [], [], []
     encoded: dict[str, list[int]] = {}
     fitted: dict[tuple, list[int] | None] = {}  # (span shape, source) -> its tokens: spans of one shape share them
@@ -239,8 +240,8 @@ def copy_plan(canvas: Canvas, sources: Sequence[CopySource], max_candidates: int
             ids = fitted[memo]
             if ids is not None:
                 features = pair_features(slot, source, facts[index])
-                fitting.append((-(features[0] + features[1] + features[2] + features[5]), len(fitting), index, ids,
-                                features))
+                fitting.append((-(features[0] + features[1] + features[2] + features[5] + features[6]), len(fitting),
+                                index, ids, features))  # key agreement, then the record the call names
         if not fitting:
             continue
         fitting.sort(key=lambda item: item[:2])

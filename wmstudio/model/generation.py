@@ -48,6 +48,7 @@ from wmstudio.world.copy_sources import CopySource, copy_sources
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import RenderedPrompt, render
 from wmstudio.world.schema_inference import schema_from_history
+from wmstudio.world.schema_sketch import sketch_world
 from wmstudio.world.spec import Call, WorldSpec
 
 MIN_PROMPT_TOKENS = 32  # a prompt shorter than this cannot even hold the call
@@ -218,11 +219,12 @@ def schema_and_source(world: WorldSpec, call: Call, history: Sequence[HistorySte
     return schema, FROM_HISTORY
 
 
-def write_sketch(backend: Backend, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> WrittenSketch:
-    """The model's sketch of the called tool's response schema, denoised greedily on a shape canvas from the prompt
-    (which shows no response schema for the tool): for a model trained to write one (`writes_shape`)."""
+def write_sketch(backend: Backend, world: WorldSpec, call: Call) -> WrittenSketch:
+    """The model's sketch of the called tool's response schema, denoised greedily on a shape canvas from the tool's
+    sketch prompt (world/schema_sketch.sketch_world: no response schema for it, no state): for a model trained to
+    write one (`writes_shape`)."""
     canvas = shape_canvas(backend)
-    prompt = prepare_prompt(backend, world, call, history, len(canvas))
+    prompt = prepare_prompt(backend, sketch_world(world, call.name), call, (), len(canvas))
     check_fits(len(prompt.ids), len(canvas), backend.max_length)
     frames = list(denoise(backend, prompt.ids, canvas, SamplerSettings()))
     return read_sketch(canvas, frames[-1].tokens[0] if frames else list(canvas.tokens))
@@ -246,13 +248,19 @@ def generate_stream(
         yield _generate_ar(backend, world, the_call, pinned, history, settings, started)
         return
     schema, schema_from = schema_and_source(world, the_call, history)
-    sketch = None
+    sketch, canvas = None, None
     if schema is None and not settings.free and getattr(backend, "writes_shape", False):
-        sketch = write_sketch(backend, world, the_call, history)
-        schema, schema_from = (sketch.schema, FROM_SKETCH) if sketch.schema is not None else (None, None)
+        sketch = write_sketch(backend, world, the_call)
+        try:  # a sketch the user's anchors do not fit, or too large to lay out, leaves the free canvas
+            canvas = prepare_canvas(backend, world, the_call, pinned, history=history, schema=sketch.schema) \
+                if sketch.schema is not None else None
+            schema, schema_from = (sketch.schema, FROM_SKETCH) if canvas is not None else (None, None)
+        except InvalidInput:
+            canvas = None
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema)
-    canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length, history=history,
-                            schema=schema)
+    if canvas is None:
+        canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length,
+                                history=history, schema=schema)
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     canvases = {key: canvas.with_values(outcomes[members[0]].values(schema)) if key else canvas
                 for key, members in groups.items()}

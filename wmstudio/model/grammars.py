@@ -25,18 +25,33 @@ class AnyText:
         return True
 
 
+HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+PLAIN = 0  # inside a JSON string, not within an escape (1: after a backslash, 2-5: the four hex digits of \\u)
+
+
+def string_step(state: int, ch: str) -> int | None:
+    """The escape state inside a JSON string after `ch` (None: `ch` cannot come next). A closing quote is the
+    caller's to see, at PLAIN; a raw control character never comes, a backslash only as an escape."""
+    if state == PLAIN:
+        return 1 if ch == "\\" else (PLAIN if ch != '"' and ord(ch) >= 0x20 else None)
+    if state == 1:
+        return 2 if ch == "u" else (PLAIN if ch in '"\\/bfnrt' else None)
+    return (state + 1 if state < 5 else PLAIN) if ch in HEX_DIGITS else None
+
+
 @dataclass(frozen=True)
 class TextContent:
-    """The inside of a JSON string (quotes are anchors): no raw quote, backslash or control character."""
+    """The inside of a JSON string (quotes are anchors): no raw quote or control character, a backslash only as an
+    escape (`\\n`, `\\"`, `\\u00e9`), so a file's lines or a quoted word can be written (and copied)."""
 
     def start(self) -> Hashable:
-        return 0
+        return PLAIN
 
     def step(self, state: Hashable, ch: str) -> Hashable | None:
-        return 0 if ch not in '"\\' and ord(ch) >= 0x20 else None
+        return string_step(state, ch)
 
     def accepts(self, state: Hashable) -> bool:
-        return True
+        return state == PLAIN
 
 
 @dataclass(frozen=True)
@@ -48,10 +63,12 @@ class QuotedText:
 
     def step(self, state: Hashable, ch: str) -> Hashable | None:
         if state == "open":
-            return "in" if ch == '"' else None
-        if state == "in":
-            return "closed" if ch == '"' else ("in" if ch != "\\" and ord(ch) >= 0x20 else None)
-        return None
+            return PLAIN if ch == '"' else None
+        if state == "closed":
+            return None
+        if state == PLAIN and ch == '"':
+            return "closed"
+        return string_step(state, ch)
 
     def accepts(self, state: Hashable) -> bool:
         return state == "closed"
@@ -163,14 +180,15 @@ class JsonText:
                 return (stack, "lit" if prefix not in ("true", "false", "null") else "after", prefix)
             return None
         if mode in ("str", "key_str"):
-            if ch == '"':
+            if ch == '"' and sub == PLAIN:
                 return (stack, "after" if mode == "str" else "colon", None)
-            return (stack, mode, None) if ch != "\\" and ord(ch) >= 0x20 else None
+            nxt = string_step(sub, ch)
+            return (stack, mode, nxt) if nxt is not None else None
         if ch == " " and mode in ("value", "first_value", "key", "first_key", "colon", "after"):
             return state
         if mode in ("key", "first_key"):
             if ch == '"':
-                return (stack, "key_str", None)
+                return (stack, "key_str", PLAIN)
             return (stack[:-1], "after", None) if ch == "}" and mode == "first_key" else None
         if mode == "colon":
             return (stack, "value", None) if ch == ":" else None
@@ -184,7 +202,7 @@ class JsonText:
         if ch in "{[" and len(stack) < self.depth:
             return (stack + (ch,), "first_key" if ch == "{" else "first_value", None)
         if ch == '"':
-            return (stack, "str", None)
+            return (stack, "str", PLAIN)
         if ch in "tfn":
             return (stack, "lit", ch)
         nxt = _NUMBER.step(_NUMBER.start(), ch)

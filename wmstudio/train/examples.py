@@ -22,7 +22,7 @@ MAX_ROW_BYTES = 2_000_000
 FREE_LENGTHS = (64, 96, 128, 192, 256)  # free canvas sizes a user picks; a response is padded up to one of them
 MIN_PROMPT_TOKENS = 64
 SKELETON_COPIES = 3  # noisy copies of the skeleton per row: they share one prompt pass, so they come cheap
-SHAPE_COPIES = 2  # noisy copies of a schema's sketch beside the prompt without that schema
+SHAPE_COPIES = 3  # noisy copies of a schema's sketch beside the tool's sketch prompt
 SPLITS = ("train", "eval", "test")
 
 
@@ -278,9 +278,9 @@ def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: i
     """Tokenise rows for `arch`. MDLM: a skeleton canvas (when the tool has a response schema and the response
     fits it, with copy targets when `copy`) and a free canvas per row; AR: the response tokens and eos.
 
-    `shape_share` of the MDLM rows whose tool has a schema also make a second example, whose prompt is rendered
-    with that schema taken out (as for a tool imported without one): SHAPE_COPIES shape canvases holding the
-    schema's sketch, and the row's free canvas, which moves there (free mode is what such a tool gets).
+    `shape_share` of the MDLM rows whose tool has a schema also make a second example: the tool's sketch prompt
+    (world/schema_sketch.sketch_world: the tools, that one without its response schema, no state) and SHAPE_COPIES
+    shape canvases holding the schema's sketch, so a tool imported without a schema can still get a skeleton.
 
     The prompt of a wmstudio row is rendered within `prompt_budget` of the longest canvas, as generation does;
     a public chat row's prompt is its text, cut at the start to fit. `workers` > 1 builds chunks of rows in
@@ -292,6 +292,7 @@ def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: i
     from wmstudio.model.tokenizer import encode_prompt, encode_text, prompt_budget
     from wmstudio.world.copy_sources import copy_sources
     from wmstudio.world.prompt import render
+    from wmstudio.world.schema_sketch import sketch_world
 
     result = ExampleSet(examples=[])
     for row in rows:
@@ -310,20 +311,15 @@ def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: i
                 skeleton, canvas, value = laid
                 example.canvases += [skeleton] * SKELETON_COPIES  # each copy gets its own mask ratio and mask
                 result.skeleton_canvases += 1
-            free = free_canvas(tokenizer, response_ids, rnd)
+            example.canvases.append(free_canvas(tokenizer, response_ids, rnd))
             result.free_canvases += 1
             shape = shape_target(tokenizer, schema) if skeleton and request and rnd.random() < shape_share else None
-            if shape is not None:
-                shapeless = TrainingExample(prompt_ids=[], canvases=[shape] * SHAPE_COPIES + [free])
-                budget = prompt_budget(tokenizer, max_positions, max(len(c.tokens) for c in shapeless.canvases),
-                                       prompt_tokens)
-                world = request.world.without_response_schema(request.call.name)
-                rendered = render(world, request.call, request.history, budget, grounding=request.grounding)
-                shapeless.prompt_ids = encode_prompt(tokenizer, rendered.text, budget.limit + 2)
-                result.examples.append(shapeless)
+            if shape is not None:  # the tool's sketch, beside the tool's short sketch prompt (as write_sketch renders)
+                budget = prompt_budget(tokenizer, max_positions, len(shape.tokens), prompt_tokens)
+                rendered = render(sketch_world(request.world, request.call.name), request.call, (), budget)
+                result.examples.append(TrainingExample(encode_prompt(tokenizer, rendered.text, budget.limit + 2),
+                                                       [shape] * SHAPE_COPIES))
                 result.shape_canvases += 1
-            else:
-                example.canvases.append(free)
             canvas_len = max(len(c.tokens) for c in example.canvases)
         budget = prompt_budget(tokenizer, max_positions, canvas_len, prompt_tokens)
         if budget.limit < MIN_PROMPT_TOKENS:

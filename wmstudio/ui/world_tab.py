@@ -248,7 +248,7 @@ def sketch_with_model(ctx: StudioContext, tool_name: str, *fields) -> tuple[Any,
         if not getattr(backend, "writes_shape", False):
             raise InvalidInput(Problem("model", f"{ctx.model} was not trained to sketch response schemas (train-wm "
                                                 "--shape-share): paste an example response instead"))
-        written = write_sketch(backend, world.without_response_schema(name), Call(name, {}))
+        written = write_sketch(backend, world, Call(name, {}))
         if written.schema is None:
             raise InvalidInput(Problem("tool", f"the model's sketch of {name!r}, {written.text or '(nothing)'}, is "
                                                "not a schema: paste an example response instead"))

@@ -64,10 +64,15 @@ def _leaves(value: Any, prefix: tuple, source: str, back: int, needles: set) -> 
     out = []
     while stack:
         node, path, in_call_record = stack.pop()
-        if isinstance(node, dict):
+        if isinstance(node, dict) and is_collection(node):  # a map keyed by id: its keys are values too
+            for key, child in node.items():  # (`credit_card_1`); each entry is a record of its own
+                if key == OMITTED_KEY:
+                    continue
+                record = in_call_record or (source != "call" and touches({key: child}, needles))
+                out.append(CopySource(key, path, source, back, record))
+                stack.append((child, path + (key,), record))
+        elif isinstance(node, dict):
             record = in_call_record or (source != "call" and touches(node, needles))
-            if is_collection(node):  # a map keyed by id: its keys are values too (`credit_card_1`)
-                out += [CopySource(key, path, source, back, record) for key in node if key != OMITTED_KEY]
             for key, child in node.items():
                 if key != OMITTED_KEY:
                     stack.append((child, path + (key,), record))

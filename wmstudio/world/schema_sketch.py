@@ -11,10 +11,21 @@ open object."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
+
+from wmstudio.world.spec import WorldSpec
 
 OPTION_SEPARATOR = "|"
 MAX_SKETCH_DEPTH = 6
+
+
+def sketch_world(world: WorldSpec, tool_name: str) -> WorldSpec:
+    """The world as a sketch's prompt shows it: the task and the tools, `tool_name` without its response schema; no
+    state, rules or directives. A tool's shape is the tool's, whatever the state, so its prompt is short (cheap to
+    train on, nothing to distract a small model) and the same for every call."""
+    bare = world.without_response_schema(tool_name)
+    return replace(bare, initial_state={}, rules=[], directives=[])
 
 
 def sketch_of(schema: Any, depth: int = 0) -> Any:

@@ -170,7 +170,7 @@ class FilesystemSimulator(Simulator):
         if tool == "ls":
             names = _children(state, path)
             return {"path": path, "is_dir": True, "children_count": len(names), "first_children":
-                    [{"path": c, "type": "dir" if c in state["dirs"] else "file",
+                    [{"path": c, "name": posixpath.basename(c), "type": "dir" if c in state["dirs"] else "file",
                       "size": DIR_SIZE if c in state["dirs"] else len(state["files"][c])} for c in names[:DEFAULT_LIMIT]]}
         found = _found(state, path, args["name"])
         return {"path": path, "is_dir": True, "matches_count": len(found), "first_matches": found[:DEFAULT_LIMIT]}
