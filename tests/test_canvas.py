@@ -184,6 +184,25 @@ def test_allowed_tokens_keep_a_span_completable(tokenizer):
     assert allowed[0, tokenizer.convert_tokens_to_ids("-")] and not allowed[1, tokenizer.convert_tokens_to_ids("-")]
 
 
+def test_strings_may_hold_json_escapes_but_no_raw_quote_stray_backslash_or_control_character():
+    from wmstudio.model.grammars import QuotedText, TextContent
+
+    def reads(grammar, text):
+        state = grammar.start()
+        for ch in text:
+            state = grammar.step(state, ch)
+            if state is None:
+                return False
+        return grammar.accepts(state)
+
+    for text, ok in (("line one\\nline two", True), ('say \\"hi\\"', True), ("caf\\u00e9", True), ("a\\\\b", True),
+                     ("bad \\x", False), ("cut \\u00", False), ('raw " quote', False), ("ends \\", False),
+                     ("tab\there", False)):
+        assert reads(TextContent(), text) is ok, text
+        assert reads(QuotedText(), f'"{text}"') is ok, text
+        assert reads(JsonText(1), json.dumps({"k": "x"})[:-2] + text + '"}') is ok, text
+
+
 def test_a_json_spans_mask_allows_exactly_the_tokens_after_which_it_stays_completable(tokenizer):
     vocab = vocabulary_for(tokenizer)
     table = vocab.table(JsonText(2))

@@ -87,6 +87,22 @@ def test_a_plan_offers_only_values_that_fit_each_span_and_marks_the_true_ones(re
     assert value_tokens(canvas, slot.span, "ORD-1") is None and value_tokens(canvas, slot.span, 10**40) is None
 
 
+def test_a_file_the_call_reads_is_offered_whole_as_its_own_record_among_the_other_files():
+    simulator = get_simulator("filesystem")
+    world = simulator.world()
+    path, text = next((p, t) for p, t in world.initial_state["files"].items() if "\n" in t)
+    call = Call("cat", {"path": path})
+    _, truth = simulator.step(world.initial_state, call)
+    sources = copy_sources(render(world, call).shown)
+    files = [s for s in sources if s.source == "state" and s.path[:1] == ("files",) and len(s.path) == 2]
+    assert [s.value for s in files if s.call_record] == [text]  # the map's other entries are not the call's
+    canvas, _ = skeleton_target(_tokenizer(), world.tool("cat").response, truth)
+    plan = copy_plan(canvas, sources)
+    content = next(s for s, slot in enumerate(plan.slots) if slot.key == "content")
+    offered = [plan.sources[i].value for i in plan.candidates[content]]
+    assert text in offered and plan.targets(truth)[content]  # a text with line breaks fits its span and is copyable
+
+
 def test_the_head_scores_every_candidate_or_generate_and_saves_beside_the_weights(tmp_path):
     head = CopyHead(hidden=16)
     n, c = 3, 5

@@ -145,7 +145,7 @@ def test_repair_gives_a_payments_key_the_shape_its_rule_states():
     _, session = sim.step(state, login)
     history = [HistoryStep(call=login, response=json.dumps(session))]
     call = Call("create_api_key", {"session_token": session["session_token"], "label": "ci"})
-    text = json.dumps({"key_id": "key_1", "api_key": "cus_8n_", "label": "ci", "error": "", "message": "",
+    text = json.dumps({"key_id": "key_0123456789ab", "api_key": "cus_8n_", "label": "ci", "error": "", "message": "",
                        "status": "ok"})
     report = check_step(world, call, text, history=history)
     assert len(report.rule_violations) == 1

@@ -121,7 +121,6 @@ def test_training_lowers_the_loss_and_saves_a_loadable_model(trained_mdlm, corpu
 
     backend = load_backend(out)
     assert backend.decide_first == "status"  # trained outcome first (the default), so its sampler decides it first
-    assert backend.writes_shape  # a quarter of the rows (the default) taught it to sketch a tool's schema
     row = json.loads((corpus / "test.jsonl").read_text().splitlines()[0])
     meta = row["meta"]
     world = get_simulator(meta["world"]).world(meta["initial_state"], meta["directives"])
@@ -291,6 +290,12 @@ def test_worker_processes_build_every_batch_of_an_epoch_in_the_loops_order(token
 def test_loader_workers_must_be_a_whole_number(corpus, tmp_path):
     with pytest.raises(InvalidInput, match="loader_workers"):
         TrainConfig(corpus=corpus, out=tmp_path / "m", loader_workers=-1)
+
+
+def test_a_model_trained_on_sketches_says_so_and_one_trained_without_does_not(corpus, tmp_path):
+    train_world_model(TrainConfig(corpus=corpus, out=tmp_path / "sketch", steps=1, shape_share=1.0, max_rows=8, **TINY))
+    train_world_model(TrainConfig(corpus=corpus, out=tmp_path / "plain", steps=1, max_rows=8, **TINY))
+    assert load_backend(tmp_path / "sketch").writes_shape and not load_backend(tmp_path / "plain").writes_shape
 
 
 def test_the_shape_share_must_be_a_share(corpus, tmp_path):

@@ -104,9 +104,12 @@ def solve_by_rules(world: WorldSpec, call: Call, response_text: str, report: Che
 
 def _one_solving_step(world: WorldSpec, call: Call, value: dict[str, Any], report: CheckReport,
                       checks: dict[str, str], pinned: list[Anchor], history: list[HistoryStep]):
-    """The first implied value of an unpinned field that leaves fewer problems: (response, text, report, field)."""
+    """The implied value of an unpinned field that leaves the fewest problems, fewer than now (the first of equals):
+    (response, text, report, field). The fewest, not the first: a key emptied as an error's would be passes its
+    schema too, but a key given its rule's shape passes the rule as well, with the outcome kept."""
     pinned_roots = {re.split(r"[.\[]", a.path, maxsplit=1)[0] for a in pinned}
     variables = check_variables(world, call, value, history)
+    best = None
     for violation in report.rule_violations:
         check = checks.get(violation["rule"], "")
         for name, implied in [*implied_values(check, variables), *implied_texts(check, value)]:
@@ -116,9 +119,12 @@ def _one_solving_step(world: WorldSpec, call: Call, value: dict[str, Any], repor
             trial = {**value, name: fitted}
             text = dump(trial)
             trial_report = check_step(world, call, text, anchors=pinned, history=history)
-            if problem_count(trial_report) < problem_count(report):
-                return trial, text, trial_report, name
-    return None
+            left = problem_count(trial_report)
+            if left < problem_count(report) and (best is None or left < best[0]):
+                best = (left, (trial, text, trial_report, name))
+            if left == 0:
+                return best[1]
+    return best[1] if best else None
 
 
 def _fitted(current: Any, implied: Any) -> Any:
