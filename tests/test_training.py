@@ -296,6 +296,11 @@ def test_a_model_trained_on_sketches_says_so_and_one_trained_without_does_not(co
     train_world_model(TrainConfig(corpus=corpus, out=tmp_path / "sketch", steps=1, shape_share=1.0, max_rows=8, **TINY))
     train_world_model(TrainConfig(corpus=corpus, out=tmp_path / "plain", steps=1, max_rows=8, **TINY))
     assert load_backend(tmp_path / "sketch").writes_shape and not load_backend(tmp_path / "plain").writes_shape
+    train_world_model(TrainConfig(corpus=corpus, out=tmp_path / "after", base=str(tmp_path / "sketch"), steps=1,
+                                  max_rows=8, **TINY))
+    lineage = json.loads((tmp_path / "after" / "training.json").read_text())["lineage"]
+    assert [stage["shape_share"] for stage in lineage] == [1.0]  # the card says which stage learned sketches
+    assert "sketch share 1.0" in (tmp_path / "after" / "README.md").read_text()
 
 
 def test_the_shape_share_must_be_a_share(corpus, tmp_path):
