@@ -49,7 +49,7 @@ class TrainConfig:
     shape_share: float = _option(0.0, "Experimental: share of rows that also teach an MDLM to write its tool's "
                                       "response shape (a sketch of the schema) from the tool's short prompt without "
                                       "that schema, so a tool imported without one could get a skeleton (0: off; at "
-                                      "0.5 the shipped 1.6M model still sketched 1 of 19 tools right).")
+                                      "0.5 the 1.6M model's seventh stage still sketched 1 of 19 tools right).")
     batch_tokens: int = _option(6144, "About this many tokens per optimizer step.")
     learning_rate: float = _option(2e-3, "Peak learning rate (AdamW, cosine decay after warm-up).")
     warmup_steps: int = _option(30, "Linear warm-up steps.")

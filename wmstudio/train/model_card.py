@@ -118,11 +118,11 @@ def _lineage_lines(lineage: list[dict]) -> list[str]:
         loss = stage.get("eval_loss")
         held_out = f", held-out loss {loss[0]:.2f} -> {loss[1]:.2f}" if loss else ""
         origin = "from scratch" if not stage.get("base") else "continued from the stage before"
-        outcome = f", outcome-first share {stage['outcome_first']}" if stage.get("outcome_first") else ""
-        outcome += f", sketch share {stage['shape_share']}" if stage.get("shape_share") else ""
+        shares = f", outcome-first share {stage['outcome_first']}" if stage.get("outcome_first") else ""
+        shares += f", sketch share {stage['shape_share']}" if stage.get("shape_share") else ""
         lines.append(f"- stage {number}, {origin}: {stage.get('steps') or 0:,} steps, "
                      f"{(stage.get('tokens_seen') or 0) / 1e6:.1f}M tokens, {stage.get('minutes')} minutes (seed "
-                     f"{stage.get('seed')}, peak lr {stage.get('learning_rate')}{outcome}){held_out}")
+                     f"{stage.get('seed')}, peak lr {stage.get('learning_rate')}{shares}){held_out}")
     return lines
 
 
