@@ -6,12 +6,14 @@ import json
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from wmstudio.model.architecture import new_model
 from wmstudio.model.backends import PrefixCausalBackend
 from wmstudio.model.canvas import build_canvas, skeleton_target
 from wmstudio.model.copy_head import (
     FEATURES,
+    SHOWN_FEATURES,
     CopyHead,
     copy_plan,
     copyable_spans,
@@ -115,6 +117,29 @@ def test_the_head_scores_every_candidate_or_generate_and_saves_beside_the_weight
     for name, value in head.state_dict().items():
         assert torch.equal(value, loaded.state_dict()[name]), name
     assert load_copy_head(tmp_path / "elsewhere") is None
+
+
+def test_a_head_saved_before_computed_candidates_loads_and_scores_shown_values_as_it_did(tmp_path):
+    torch.manual_seed(0)
+    head = CopyHead(hidden=16)
+    head.save(tmp_path)
+    config = json.loads((tmp_path / "copy_head.json").read_text())
+    weights = load_file(str(tmp_path / "copy_head.safetensors"))
+    pair = weights["pair.weight"]  # as an older head saved it: no columns for the call-key and operation features
+    weights["pair.weight"] = torch.cat([pair[:, :SHOWN_FEATURES], pair[:, FEATURES:]], dim=1).contiguous()
+    save_file(weights, str(tmp_path / "copy_head.safetensors"))
+    (tmp_path / "copy_head.json").write_text(json.dumps({**config, "features": SHOWN_FEATURES}))
+    loaded = load_copy_head(tmp_path)
+    features = torch.rand(2, 4, FEATURES)
+    features[..., SHOWN_FEATURES:] = 0  # shown values: no computed operation, no call-selected key
+    inputs = (torch.randn(2, 16), torch.randint(0, 50, (2, 6)), torch.eye(4)[:2])
+    keys, mask = torch.randint(0, 50, (2, 4, 6)), torch.ones(2, 4, dtype=torch.bool)
+    old = torch.nn.functional.linear(torch.cat([features[..., :SHOWN_FEATURES], torch.zeros(2, 4, 16)], -1),
+                                     weights["pair.weight"])
+    new = loaded.pair.weight @ torch.cat([features, torch.zeros(2, 4, 16)], -1).unsqueeze(-1)
+    assert torch.allclose(old, new.squeeze(-1))
+    assert torch.allclose(loaded(*inputs, features, keys, mask), head(*inputs, features, keys, mask), atol=1e-6)
+    assert loaded.config["features"] == FEATURES  # it saves at the new width
 
 
 def test_sampling_fills_a_span_whole_with_the_value_the_head_prefers(retail):

@@ -28,6 +28,7 @@ from wmstudio.model.canvas import OUTCOME_KEY, Canvas, Span
 from wmstudio.model.constraints import completable
 from wmstudio.model.layout import KEY, ascii_json, dump
 from wmstudio.model.tokenizer import encode_text
+from wmstudio.world.copy_candidates import DERIVED_OPS
 from wmstudio.world.copy_sources import SOURCES, CopySource
 from wmstudio.world.json_types import value_at
 from wmstudio.world.jsonpath import parse_path
@@ -36,7 +37,8 @@ HEAD_FILE, CONFIG_FILE = "copy_head.safetensors", "copy_head.json"
 COPY_KINDS = ("string", "integer", "number", "enum")  # a map entry's key span reads as a string
 KEY_BUCKETS = 1024
 MAX_KEY_WORDS = 6
-FEATURES = 26
+SHOWN_FEATURES = 26  # the features of a head trained before computed candidates (expanded on load)
+FEATURES = SHOWN_FEATURES + 1 + len(DERIVED_OPS)
 
 
 def key_words(text: str) -> list[str]:
@@ -182,6 +184,8 @@ def pair_features(slot: SpanSlot, source: CopySource, facts: SourceFacts | None 
         float(any(ch.isdigit() for ch in text)),
         float(span_key in cand_path_keys),
         float(bool(slot.parts) and bool(source.path) and str(slot.parts[0]).lower() in cand_path_keys),
+        float(source.call_key),
+        *[float(source.derived == op) for op in DERIVED_OPS],
     ]
 
 
@@ -298,17 +302,25 @@ class CopyHead(nn.Module):
 
 
 def load_copy_head(folder: Path, device: torch.device | str = "cpu") -> CopyHead | None:
-    """The head saved beside a checkpoint, or None when the folder has none (or one of another shape)."""
+    """The head saved beside a checkpoint, or None when the folder has none (or one of another shape); a head saved
+    before computed candidates scores exactly as it did, its new features weighted zero until it trains on them."""
     folder = Path(folder)
     if not (folder / HEAD_FILE).exists() or not (folder / CONFIG_FILE).exists():
         return None
     from safetensors.torch import load_file
 
     config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-    if config.get("features") != FEATURES or config.get("key_buckets") != KEY_BUCKETS:
+    if config.get("features") not in (SHOWN_FEATURES, FEATURES) or config.get("key_buckets") != KEY_BUCKETS:
         return None
     head = CopyHead(config["hidden"], config["width"], config["key_dim"])
-    head.load_state_dict(load_file(str(folder / HEAD_FILE)))
+    weights = load_file(str(folder / HEAD_FILE))
+    if config["features"] == SHOWN_FEATURES:  # an older head: the features it never saw start with no weight
+        old = weights["pair.weight"]
+        grown = torch.zeros(old.shape[0], FEATURES + config["key_dim"], dtype=old.dtype)
+        grown[:, :SHOWN_FEATURES] = old[:, :SHOWN_FEATURES]
+        grown[:, FEATURES:] = old[:, SHOWN_FEATURES:]
+        weights["pair.weight"] = grown
+    head.load_state_dict(weights)
     return head.to(device).eval()
 
 

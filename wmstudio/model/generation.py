@@ -44,7 +44,8 @@ from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport, check_step
-from wmstudio.world.copy_sources import CopySource, copy_sources
+from wmstudio.world.copy_candidates import copy_candidates
+from wmstudio.world.copy_sources import CopySource
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import RenderedPrompt, render
 from wmstudio.world.schema_inference import schema_from_history
@@ -164,7 +165,7 @@ def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, 
             "items or smaller span budgets, or a model with a longer context")
     rendered = render(world, call, history, budget, chat=reads_chat(tokenizer))
     ids = prompt_ids(tokenizer, rendered.text, rendered.chat()["messages"], budget.limit)
-    return Prompt(ids, rendered, copy_sources(rendered.shown))
+    return Prompt(ids, rendered, copy_candidates(rendered.shown))
 
 
 def reads_chat(tokenizer: Any) -> bool:

@@ -290,7 +290,7 @@ def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: i
         return _build_in_processes(rows, tokenizer, arch, max_positions, prompt_tokens, seed, copy, workers,
                                    shape_share)
     from wmstudio.model.tokenizer import encode_prompt, encode_text, prompt_budget
-    from wmstudio.world.copy_sources import copy_sources
+    from wmstudio.world.copy_candidates import copy_candidates
     from wmstudio.world.prompt import render
     from wmstudio.world.schema_sketch import sketch_world
 
@@ -331,7 +331,7 @@ def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: i
             rendered = render(request.world, request.call, request.history, budget, grounding=request.grounding)
             example.prompt_ids = encode_prompt(tokenizer, rendered.text, budget.limit + 2)
             if skeleton is not None and copy:
-                skeleton.copy = copy_targets(canvas, value, copy_sources(rendered.shown))
+                skeleton.copy = copy_targets(canvas, value, copy_candidates(rendered.shown))
                 if skeleton.copy is not None:
                     result.copy_spans += len(skeleton.copy.starts)
                     result.copy_hits += int((~skeleton.copy.hits[:, 0]).sum())

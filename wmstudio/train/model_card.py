@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from wmstudio.model.copy_head import FEATURES
 from wmstudio.train.examples import SKELETON_COPIES
 
 
@@ -84,7 +85,7 @@ def write_model_card(folder: Path) -> Path:
         "",
         "## Objective",
         objective + ".",
-        *_copy_head_lines(config, arch, evals),
+        *_copy_head_lines(folder, config, arch, evals),
         *_outcome_head_lines(folder),
         "",
         "## Size",
@@ -126,16 +127,23 @@ def _lineage_lines(lineage: list[dict]) -> list[str]:
     return lines
 
 
-def _copy_head_lines(config: dict, arch: str, evals: list[dict]) -> list[str]:
-    """A line on the copy (pointer) head when the MDLM was trained with one, with its held-out accuracy."""
+def _copy_head_lines(folder: Path, config: dict, arch: str, evals: list[dict]) -> list[str]:
+    """A line on the copy (pointer) head when the MDLM was trained with one, with its held-out accuracy and whether
+    it chooses among computed values too."""
     if arch != "mdlm" or not config.get("copy_head"):
         return []
     scored = [p for p in evals if "eval_copy_accuracy" in p]
     accuracy = (f"; on held-out masked value spans its choice (a leaf, or generate) is right "
                 f"{scored[-1]['eval_copy_accuracy']:.1%} of the time" if scored else "")
+    head = folder / "copy_head.json"
+    computed = ""
+    if head.exists() and json.loads(head.read_text(encoding="utf-8")).get("features") == FEATURES:
+        computed = (" and values computed from them (a shown number times a count the call asks for, a text's byte "
+                    "length, a list's item count, a relative path joined to the working folder, a shown time an hour, "
+                    "a day or a week later)")
     return ["", f"Beside it a copy (pointer) head, `copy_head.safetensors`, trained jointly (loss weight "
                 f"{config.get('copy_weight', 1.0)}): for each masked value span it scores the prompt's JSON leaves "
-                f"that fit the span against a generate gate{accuracy}."]
+                f"that fit the span{computed} against a generate gate{accuracy}."]
 
 
 def _outcome_head_lines(folder: Path) -> list[str]:
