@@ -122,7 +122,7 @@ def test_chat_completions_plain_and_streamed_agree(api):
         deltas.append(choice["delta"].get("content", ""))
         finish = choice["finish_reason"] or finish
     assert "".join(deltas) == content and finish == "stop"
-    assert len([d for d in deltas if d]) > 2  # the answer arrived in pieces as the canvas settled
+    assert len([d for d in deltas if d]) >= 2  # the answer arrived in pieces as the canvas settled, not at the end
     free = api.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "list the files"}],
                                                   "max_tokens": 16}).json()
     assert free["wmstudio"]["mode"] == "free" and free["usage"]["completion_tokens"] <= 16
