@@ -61,6 +61,16 @@ def prompt_ids(tokenizer, text="## TASK CONTEXT\nList the orders of customer 7.\
     return encode_prompt(tokenizer, text, 200)
 
 
+def test_a_prompt_over_its_budget_loses_its_middle_never_the_call_or_the_target(tokenizer):
+    text = "Active tool call: list_orders\n" + "filler row of the state " * 200 + "\nPREDICTION TARGET: list_orders"
+    ids = encode_prompt(tokenizer, text, 60)
+    assert len(ids) == 60 and ids[0] == tokenizer.bos_token_id and ids[-1] == tokenizer.sep_token_id
+    kept = tokenizer.decode(ids[1:-1])
+    assert kept.startswith("Active tool call: list_orders") and kept.endswith("PREDICTION TARGET: list_orders")
+    assert encode_prompt(tokenizer, "Action: list_orders", 60)[1:-1] == tokenizer.encode("Action: list_orders",
+                                                                                      add_special_tokens=False)
+
+
 def test_our_checkpoint_loads_with_its_marker_and_samples_json(ours, tokenizer):
     backend = load_backend(ours)
     assert isinstance(backend, PrefixCausalBackend)

@@ -160,6 +160,35 @@ def test_sampling_fills_a_span_whole_with_the_value_the_head_prefers(retail):
                                                                                            order_span.end))
 
 
+class _EndingBackend(PrefixCausalBackend):
+    """A model that wants every array to end at once: the end token's logit raised far above the rest."""
+
+    def canvas_outputs(self, canvas_ids, cache):
+        logits, hidden = super().canvas_outputs(canvas_ids, cache)
+        logits = logits.clone()
+        logits[..., self.tokenizer.eos_token_id] += 50.0  # the token a canvas closes arrays with
+        return logits, hidden
+
+
+def test_an_item_the_head_copies_into_is_kept_even_when_the_denoiser_would_end_the_array(retail):
+    world, _, _, _ = retail
+    order = max(world.initial_state["orders"], key=lambda o: len(o["items"]))
+    tokenizer = _tokenizer()
+    torch.manual_seed(0)
+    model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
+    backend = _EndingBackend(model, tokenizer, "tiny", tokenizer.mask_token_id, tokenizer.pad_token_id, 4096)
+    backend.prompt_tokens = 2048
+    bare = json.loads(generate(backend, world, Call("get_order", {"order_id": order["id"]})).samples[0].response)
+    assert bare["items"] == []  # no copy head: the denoiser ends the list before its first item
+    backend.copy_head = rigged_head(32)
+    generation = generate(backend, world, Call("get_order", {"order_id": order["id"]}))
+    items = json.loads(generation.samples[0].response)["items"]
+    copied = {p for frame in generation.frames for p in frame.copied[0]}
+    holding = [s for s in generation.canvas.spans if s.path.startswith("items[") and s.start in copied]
+    assert holding and len(items) == 1 + max(int(s.path.split("[")[1].split("]")[0]) for s in holding)
+    assert all(item["sku"].startswith("SKU-") for item in items)
+
+
 def rigged_head(hidden: int) -> CopyHead:
     """A head that copies whenever a candidate's key equals the span's (feature 0), else generates."""
     head = CopyHead(hidden)

@@ -151,6 +151,25 @@ def test_default_settings_bound_the_number_of_steps(backend, canvas):
     assert len(frames) <= math.ceil(len(canvas.masked_positions) / 4)
 
 
+def test_an_in_order_model_writes_values_left_to_right_and_commits_a_sure_run_in_one_step(tokenizer, canvas):
+    torch.manual_seed(0)
+    model = new_model(tokenizer, layers=2, hidden=64, heads=4, ffn=128, max_positions=4096)
+    ordered = PrefixCausalBackend(model, tokenizer, "in order", tokenizer.mask_token_id, tokenizer.pad_token_id, 4096)
+    ordered.span_order = "left_to_right"
+    runs = {threshold: list(denoise(ordered, PROMPT, canvas, SamplerSettings(threshold=threshold)))
+            for threshold in (1.0, 0.0)}
+    for frames in runs.values():
+        masked = set(canvas.masked_positions)
+        for frame in frames:  # a value's written slots are always a prefix of its span: no hole
+            masked -= set(frame.unmasked[0])
+            for span in canvas.spans:
+                open_slots = [p in masked for p in range(span.start, span.end)]
+                assert open_slots == sorted(open_slots)
+        json.loads(canvas.decode(frames[-1].tokens[0]))
+    assert len(runs[1.0]) > 2 and len(runs[0.0]) < len(runs[1.0])  # every slot is "sure" at threshold 0: runs are chained in a step
+    assert len(runs[0.0][0].unmasked[0]) > len(canvas.spans)
+
+
 def test_blocks_fill_left_to_right(backend, canvas):
     block = 8
     frames = run(backend, canvas, block=block, steps=12, threshold=None)
@@ -351,15 +370,34 @@ def test_cli_generate_live_view_and_clear_errors(files):
 def test_bench_times_ours_against_the_reference_loop(files):
     from wmstudio.model.bench import bench_denoise
 
-    report = bench_denoise(model=str(files / "model"), canvases=(32,), prompts=(40, 5000), repeats=1)
+    report = bench_denoise(model=str(files / "model"), canvases=(32,), prompts=(40, 5000), repeats=1,
+                           workloads=("random",))
     [result] = report.results
-    assert result.canvas == 32 and result.prompt_tokens == 40
+    assert result.canvas == 32 and result.prompt_tokens == 40 and result.workload == "random" and result.calls == 1
     assert result.steps >= 1 and result.reference_steps >= 1
     assert result.median_ms > 0 and result.reference_median_ms > 0 and result.speedup > 0
     assert report.skipped == ["canvas 32 + prompt 5000 exceeds the context (4096)"]
     data = report.to_json()
     fields = {"canvas", "prompt_tokens", "median_ms", "reference_median_ms", "speedup", "steps"}
     assert set(data["results"][0]) >= fields
+
+
+def test_bench_real_workload_times_held_out_calls_of_the_demo_worlds(files):
+    from wmstudio.model.bench import bench_denoise, real_calls
+
+    report = bench_denoise(model=str(files / "model"), canvases=(100,), prompts=(300,), repeats=2, workloads=("real",))
+    [result] = report.results
+    assert result.workload == "real" and result.calls == 2 and 75 <= result.canvas <= 125
+    assert 270 <= result.prompt_tokens <= 300 and result.median_ms > 0 and result.speedup > 0
+    from wmstudio.model.backends import load_backend
+
+    backend = load_backend(str(files / "model"))
+    calls = real_calls(backend, 100, 300, 3)
+    assert len({tuple(c.prompt) for c in calls}) == 3  # three different calls, each a rendered prompt
+    assert all(c.prompt[0] == backend.tokenizer.bos_token_id and 75 <= len(c.canvas) <= 125 for c in calls)
+    assert all("Active tool call:" in backend.tokenizer.decode(c.prompt) for c in calls)
+    with pytest.raises(InvalidInput, match="unknown workload 'fast'"):
+        bench_denoise(model=str(files / "model"), workloads=("fast",))
 
 
 def test_bench_llada_preset_refuses_the_cpu():

@@ -947,14 +947,18 @@ def bench_denoise_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu or cuda (default: the best there is)."),
     preset: str = typer.Option("default", "--preset", help="default (shipped model) or llada-8b (random, GPU)."),
-    repeats: int = typer.Option(5, "--repeats", min=1, max=100, help="Timed runs per configuration."),
+    repeats: int = typer.Option(5, "--repeats", min=1, max=100, help="Timed runs per configuration, each on another prompt."),
     model: Optional[str] = typer.Option(None, "--model", help="Time this wmstudio MDLM instead of the default."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="random (random prompts: the worst case) or "
+                                                                    "real (held-out calls of the demo worlds); "
+                                                                    "default both."),
 ) -> None:
     """Time our sampler against LLaDA's reference loop for canvases of 32/64/128 and prompts of ~400/1024."""
-    from wmstudio.model.bench import bench_denoise
+    from wmstudio.model.bench import WORKLOADS, bench_denoise
 
     try:
         report = bench_denoise(preset=preset, device=device, repeats=repeats, model=model,
+                               workloads=(workload,) if workload else WORKLOADS,
                                progress=None if as_json else lambda line: typer.echo(line, err=True))
     except InvalidInput as err:
         fail(str(err))
@@ -962,11 +966,12 @@ def bench_denoise_cmd(
         emit(report.to_json())
         return
     typer.echo(f"{report.model} on {report.device} ({report.dtype}, {report.threads} threads), "
-               f"median of {report.repeats}")
-    typer.echo(f"{'canvas':>6} {'prompt':>6} {'ms':>9} {'ref ms':>9} {'speedup':>7} {'steps':>5} {'ref steps':>9} "
-               f"{'tok/s':>8} {'cache-only ms':>13}")
+               f"median of {report.repeats} prompts")
+    typer.echo(f"{'workload':<8} {'calls':>5} {'canvas':>6} {'prompt':>6} {'ms':>9} {'ref ms':>9} {'speedup':>7} "
+               f"{'steps':>5} {'ref steps':>9} {'tok/s':>8} {'cache-only ms':>13}")
     for r in report.results:
-        typer.echo(f"{r.canvas:>6} {r.prompt_tokens:>6} {r.median_ms:>9.1f} {r.reference_median_ms:>9.1f} "
+        typer.echo(f"{r.workload:<8} {r.calls:>5} {r.canvas:>6} {r.prompt_tokens:>6} {r.median_ms:>9.1f} "
+                   f"{r.reference_median_ms:>9.1f} "
                    f"{r.speedup:>6.1f}x {r.steps:>5} {r.reference_steps:>9} {r.tokens_per_s:>8.0f} "
                    f"{r.cache_only_median_ms:>13.1f}")
     for line in report.skipped:

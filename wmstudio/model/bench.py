@@ -2,7 +2,9 @@
 
 The reference re-runs the whole prompt + canvas at every step and commits a fixed number of tokens
 per step (LLaDA's generate(), one block, greedy). Both run on the same model, canvas and prompt,
-interleaved in one process, so machine noise hits both alike; medians are reported."""
+interleaved in one process, so machine noise hits both alike; medians are reported. Two workloads:
+`random` (random prompt tokens, a synthetic canvas: the model writes garbage, often a slot a step, the
+worst case) and `real` (held-out calls of the demo worlds: what a user's step costs)."""
 
 from __future__ import annotations
 
@@ -26,18 +28,27 @@ from wmstudio.model.backends import (
     set_cpu_threads,
 )
 from wmstudio.model.canvas import Canvas, build_canvas
+from wmstudio.model.copy_head import CopyPlan, copy_plan
+from wmstudio.model.generation import choose_outcomes, prepare_canvas, prepare_prompt, response_schema
 from wmstudio.model.sampler import SamplerSettings, denoise
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
+from wmstudio.world.corpus import iter_corpus
+from wmstudio.world.history import parse_history
+from wmstudio.world.sims import get_simulator
+from wmstudio.world.spec import Call
 
 PRESETS = ("default", "llada-8b")
+WORKLOADS = ("random", "real")
 LLADA_8B_SHAPE = {"hidden": 4096, "layers": 32, "heads": 32, "ffn": 12288, "vocab": 126464}
 REFERENCE_TOKENS_PER_STEP = 2
+REAL_SEED = 1  # the corpus seed eval-wm's held-out rows come from: no model here trained on it
+REAL_SCAN = 600  # corpus rows looked through for calls of a canvas and prompt size
 
 
 @dataclass
 class BenchResult:
-    """One (canvas, prompt) configuration: medians over the repeats, ours against the reference loop."""
+    """One (canvas, prompt) configuration: medians over its calls (each another prompt), ours against the reference loop."""
 
     canvas: int
     prompt_tokens: int
@@ -49,6 +60,8 @@ class BenchResult:
     tokens_per_s: float
     reference_tokens_per_s: float
     cache_only_median_ms: float  # ours with the cache but the reference's schedule: the cache's share
+    workload: str = "random"
+    calls: int = 1  # distinct (prompt, canvas) pairs timed; canvas and prompt_tokens are their medians
 
 
 @dataclass
@@ -79,46 +92,107 @@ def bench_denoise(
     repeats: int = 5,
     model: str | None = None,
     progress: Callable[[str], None] | None = None,
+    workloads: Sequence[str] = WORKLOADS,
 ) -> BenchReport:
-    """Time our default sampler and the reference loop on every (canvas, prompt) pair, interleaved."""
+    """Time our default sampler and the reference loop on every (canvas, prompt) pair of each workload,
+    interleaved; `real` only for a trained model (the llada-8b preset is random weights)."""
     if preset not in PRESETS:
         raise InvalidInput(f"unknown preset {preset!r}: use {' or '.join(PRESETS)}")
+    unknown = [w for w in workloads if w not in WORKLOADS]
+    if unknown:
+        raise InvalidInput(f"unknown workload {unknown[0]!r}: use {' or '.join(WORKLOADS)}")
     backend = bench_backend(preset, device, model)
     report = BenchReport(preset, backend.name, str(backend.device), str(backend.dtype).replace("torch.", ""),
                          torch.get_num_threads(), repeats,
-                         {"ours": "defaults (threshold 0.9, >= 4 tokens/step, cached prompt)",
+                         {"ours": "defaults (threshold 0.9, >= 4 tokens/step, cached prompt, copy head on real "
+                                  "calls)",
                           "reference": f"full forward per step, {REFERENCE_TOKENS_PER_STEP} tokens/step, greedy"})
     generator = torch.Generator().manual_seed(0)
-    for prompt_len in prompts:
-        for canvas_len in canvases:
-            if prompt_len + canvas_len > backend.max_length:
-                report.skipped.append(f"canvas {canvas_len} + prompt {prompt_len} exceeds the context "
-                                      f"({backend.max_length})")
-                continue
-            canvas = bench_canvas(backend, canvas_len)
-            prompt = random_prompt(backend, prompt_len, generator)
-            report.results.append(_time_pair(backend, prompt, canvas, repeats))
-            if progress:
-                r = report.results[-1]
-                progress(f"canvas {canvas_len:4d} prompt {prompt_len:5d}: {r.median_ms:8.1f} ms vs "
-                         f"{r.reference_median_ms:8.1f} ms ({r.speedup:.1f}x, {r.steps} steps)")
+    for workload in workloads:
+        if workload == "real" and preset != "default":
+            report.skipped.append(f"real calls: the {preset} preset has random weights")
+            continue
+        for prompt_len in prompts:
+            for canvas_len in canvases:
+                if prompt_len + canvas_len > backend.max_length:
+                    report.skipped.append(f"canvas {canvas_len} + prompt {prompt_len} exceeds the context "
+                                          f"({backend.max_length})")
+                    continue
+                if workload == "random":
+                    canvas = bench_canvas(backend, canvas_len)
+                    calls = [BenchCall(random_prompt(backend, prompt_len, generator), canvas, None)
+                             for _ in range(repeats)]
+                else:
+                    calls = real_calls(backend, canvas_len, prompt_len, repeats)
+                    if not calls:
+                        report.skipped.append(f"real calls: none of {REAL_SCAN} held-out rows has a canvas of about "
+                                              f"{canvas_len} tokens and a prompt that fills {prompt_len}")
+                        continue
+                result = _time_calls(backend, calls, workload)
+                report.results.append(result)
+                if progress:
+                    progress(f"{workload:6s} canvas {result.canvas:4d} prompt {result.prompt_tokens:5d}: "
+                             f"{result.median_ms:8.1f} ms vs {result.reference_median_ms:8.1f} ms "
+                             f"({result.speedup:.1f}x, {result.steps} steps)")
     return report
 
 
-def _time_pair(backend: Backend, prompt: list[int], canvas: Canvas, repeats: int) -> BenchResult:
-    masked = len(canvas.masked_positions)
-    ref_steps = math.ceil(masked / REFERENCE_TOKENS_PER_STEP)
+@dataclass
+class BenchCall:
+    """One (prompt, canvas) pair to time, with the copy plan the sampler gets for it (None: no copy head)."""
+
+    prompt: list[int]
+    canvas: Canvas
+    copy: CopyPlan | None
+
+
+def real_calls(backend: Backend, canvas_len: int, prompt_len: int, count: int) -> list[BenchCall]:
+    """The first `count` held-out calls of the demo worlds (corpus seed REAL_SEED) whose response canvas is within a
+    quarter of `canvas_len` tokens and whose prompt, rendered within `prompt_len` tokens as generation renders it,
+    fills at least 90% of them: prompts, canvases and copy plans as `generate` makes them (with the outcome head's
+    status and error code written in, about a millisecond, when the model has one)."""
+    calls: list[BenchCall] = []
+    for row in iter_corpus(REAL_SCAN, REAL_SEED):
+        meta = row.data["meta"]
+        world = get_simulator(meta["world"]).world(meta["initial_state"], meta["directives"])
+        call, history = Call.from_json(meta["call"]), parse_history(meta["history"])
+        schema = response_schema(world, call, history)
+        try:
+            canvas = prepare_canvas(backend, world, call, (), history=history, schema=schema)
+        except InvalidInput:
+            continue
+        if abs(len(canvas) - canvas_len) > canvas_len / 4:
+            continue
+        outcomes = choose_outcomes(backend, world, call, (), history, SamplerSettings(), schema)
+        if outcomes:
+            canvas = canvas.with_values(outcomes[0].values(schema))
+        prompt = prepare_prompt(backend, world, call, history, len(canvas), prompt_tokens=prompt_len)
+        if len(prompt.ids) < 0.9 * prompt_len:
+            continue
+        plan = copy_plan(canvas, prompt.sources) if backend.copy_head is not None else None
+        calls.append(BenchCall(prompt.ids, canvas, plan))
+        if len(calls) == count:
+            break
+    return calls
+
+
+def _time_calls(backend: Backend, calls: list[BenchCall], workload: str) -> BenchResult:
+    """Time ours, the reference and the cache alone once on each call, interleaved; medians over the calls."""
     runs: dict[str, list[float]] = {"ours": [], "reference": [], "cache_only": []}
-    steps = []
-    linear = SamplerSettings(steps=ref_steps, threshold=None)
-    jobs = {
-        "ours": lambda: len(list(denoise(backend, prompt, canvas))),
-        "reference": lambda: reference_generate(backend, prompt, canvas, REFERENCE_TOKENS_PER_STEP),
-        "cache_only": lambda: len(list(denoise(backend, prompt, canvas, linear))),
-    }
-    for name, job in jobs.items():  # warm-up: grammar tables, allocator, kernels
-        job()
-    for _ in range(repeats):
+    steps, ref_steps = [], []
+    for number, call in enumerate(calls):
+        prompt, canvas = call.prompt, call.canvas
+        masked = len(canvas.masked_positions)
+        ref_steps.append(math.ceil(masked / REFERENCE_TOKENS_PER_STEP))
+        linear = SamplerSettings(steps=ref_steps[-1], threshold=None)
+        jobs = {
+            "ours": lambda: len(list(denoise(backend, prompt, canvas, copy=call.copy))),
+            "reference": lambda: reference_generate(backend, prompt, canvas, REFERENCE_TOKENS_PER_STEP),
+            "cache_only": lambda: len(list(denoise(backend, prompt, canvas, linear))),
+        }
+        for name, job in jobs.items():  # warm-up: this canvas's grammar tables; allocator and kernels once
+            if number == 0 or name != "reference":
+                job()
         for name, job in jobs.items():
             _sync(backend)
             started = time.perf_counter()
@@ -128,13 +202,15 @@ def _time_pair(backend: Backend, prompt: list[int], canvas: Canvas, repeats: int
             if name == "ours":
                 steps.append(count)
     ours, reference = statistics.median(runs["ours"]), statistics.median(runs["reference"])
+    canvas_len = int(statistics.median(len(c.canvas) for c in calls))
     return BenchResult(
-        canvas=len(canvas), prompt_tokens=len(prompt), median_ms=round(ours, 2),
-        reference_median_ms=round(reference, 2), speedup=round(reference / ours, 2),
-        steps=int(statistics.median(steps)), reference_steps=ref_steps,
-        tokens_per_s=round(len(canvas) / ours * 1000, 1),
-        reference_tokens_per_s=round(len(canvas) / reference * 1000, 1),
+        canvas=canvas_len, prompt_tokens=int(statistics.median(len(c.prompt) for c in calls)),
+        median_ms=round(ours, 2), reference_median_ms=round(reference, 2), speedup=round(reference / ours, 2),
+        steps=int(statistics.median(steps)), reference_steps=int(statistics.median(ref_steps)),
+        tokens_per_s=round(canvas_len / ours * 1000, 1),
+        reference_tokens_per_s=round(canvas_len / reference * 1000, 1),
         cache_only_median_ms=round(statistics.median(runs["cache_only"]), 2),
+        workload=workload, calls=len(calls),
     )
 
 

@@ -330,20 +330,25 @@ class CanvasConstraints:
         pad = torch.zeros((*mask.shape[:-1], self.vocab_size - size), dtype=torch.bool)
         return torch.cat([mask, pad], dim=-1)
 
-    def commit(self, chosen: torch.Tensor, tokens: torch.Tensor, confidence: torch.Tensor) -> torch.Tensor:
+    def commit(self, chosen: torch.Tensor, tokens: torch.Tensor, confidence: torch.Tensor,
+               chained: torch.Tensor | None = None) -> torch.Tensor:
         """The subset of `chosen` (K, C) that can be committed with `tokens`, most confident first, plus the
         slots those commits settle (written into `tokens` with confidence 1, in place); updates the allowed
-        masks of every span that changed."""
+        masks of every span that changed. A `chained` slot is kept only when the slot before it is (no hole
+        opens in a value written in order)."""
         kept = torch.zeros_like(chosen)
         span_of = self.canvas.span_of
         spans = self.canvas.spans
         chosen_cpu, tokens_cpu, confidence_cpu = chosen.cpu(), tokens.cpu(), confidence.float().cpu()
+        chained_cpu = chained.cpu() if chained is not None else None
         for k in range(self.samples):
             positions = chosen_cpu[k].nonzero().flatten().tolist()
             positions.sort(key=lambda p: -float(confidence_cpu[k, p]))
             touched: set[int] = set()
             settled: list[range] = []
             for position in positions:
+                if chained_cpu is not None and chained_cpu[k, position] and not kept[k, position - 1]:
+                    continue
                 i = span_of[position]
                 slots = self.filled[k][i]
                 token = int(tokens_cpu[k, position])

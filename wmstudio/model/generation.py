@@ -152,12 +152,12 @@ class Prompt:
 
 
 def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                   canvas_tokens: int = 0) -> Prompt:
-    """The prompt beside a canvas of `canvas_tokens`, rendered within the budget the model was trained with (in
-    its own tokens, so any world fits its context): our `[bos] prompt [sep]` framing, else the tokenizer's chat
-    template."""
+                   canvas_tokens: int = 0, prompt_tokens: int | None = None) -> Prompt:
+    """The prompt beside a canvas of `canvas_tokens`, rendered within the budget the model was trained with (or
+    `prompt_tokens`; in its own tokens, so any world fits its context): our `[bos] prompt [sep]` framing, else the
+    tokenizer's chat template."""
     tokenizer = backend.tokenizer
-    budget = prompt_budget(tokenizer, backend.max_length, canvas_tokens, backend.prompt_tokens)
+    budget = prompt_budget(tokenizer, backend.max_length, canvas_tokens, prompt_tokens or backend.prompt_tokens)
     if budget.limit < MIN_PROMPT_TOKENS:
         raise InvalidInput(
             f"the response canvas ({canvas_tokens} tokens) leaves {budget.limit} tokens for the prompt, so the two "

@@ -67,10 +67,12 @@ def encode_text(tokenizer: PreTrainedTokenizerBase, text: str) -> list[int]:
 
 
 def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt_text: str, max_tokens: int) -> list[int]:
-    """`[bos] + prompt + [sep]` in at most `max_tokens` ids, cutting the prompt's start if it is too long.
+    """`[bos] + prompt + [sep]` in at most `max_tokens` ids, cutting the prompt's middle if it is too long.
 
-    Training rows and generation both use this, so the model always sees the same framing; the end
-    of a prompt (the call and the prediction target) matters most, hence left truncation."""
+    Training rows and generation both use this, so the model always sees the same framing. Both ends matter: our
+    sections put the call first and the prediction target last; a chat row's user turn (`State:`, `Action:`) is
+    last. A prompt the renderer budgeted never needs the cut; one whose always-shown parts are over the budget
+    loses the middle of the called tool's schema instead of the call."""
     if max_tokens < 3:
         raise ValueError(f"max_tokens={max_tokens} leaves no room for a prompt: allow at least 3 tokens")
     bos, sep = tokenizer.bos_token_id, tokenizer.sep_token_id
@@ -79,7 +81,8 @@ def encode_prompt(tokenizer: PreTrainedTokenizerBase, prompt_text: str, max_toke
     body = encode_text(tokenizer, prompt_text)
     room = max_tokens - 2
     if len(body) > room:
-        body = body[len(body) - room :]
+        head = room // 2
+        body = body[:head] + body[len(body) - (room - head):]
     return [bos, *body, sep]
 
 
