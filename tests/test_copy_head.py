@@ -184,9 +184,22 @@ def test_an_item_the_head_copies_into_is_kept_even_when_the_denoiser_would_end_t
     generation = generate(backend, world, Call("get_order", {"order_id": order["id"]}))
     items = json.loads(generation.samples[0].response)["items"]
     copied = {p for frame in generation.frames for p in frame.copied[0]}
-    holding = [s for s in generation.canvas.spans if s.path.startswith("items[") and s.start in copied]
-    assert holding and len(items) == 1 + max(int(s.path.split("[")[1].split("]")[0]) for s in holding)
+    leading = [s for s in generation.canvas.spans if s.path.endswith("].sku") and s.start in copied]
+    assert leading and len(items) == 1 + max(int(s.path.split("[")[1].split("]")[0]) for s in leading)
     assert all(item["sku"].startswith("SKU-") for item in items)
+
+
+def test_only_a_copy_into_an_items_leading_value_keeps_the_item():
+    from wmstudio.model.sampler import items_a_copy_keeps
+
+    schema = {"type": "object", "properties": {"rows": {"type": "array", "items": {
+        "type": "object", "properties": {"id": {"type": "string"}, "at": {"type": "string"}}}}}}
+    canvas = build_canvas(_tokenizer(), schema)
+    ends = [s.start for s in canvas.spans if s.kind == "end"]
+    ids = [s.start for s in canvas.spans if s.path.endswith("].id")]
+    keeps = items_a_copy_keeps(canvas)
+    assert [keeps[i] for i in ids] == [ends[:n + 1] for n in range(len(ends))]  # an item and those before it
+    assert all(s.start not in keeps for s in canvas.spans if s.path.endswith("].at"))
 
 
 def rigged_head(hidden: int) -> CopyHead:

@@ -191,7 +191,7 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
         and use_cache else None
     in_order = _in_order(canvas, device) if getattr(backend, "span_order", "any") == "left_to_right" else None
     outcome = _outcome_slots(canvas, device) if getattr(backend, "decide_first", None) == OUTCOME_KEY else None
-    item_ends = [(span.start, span.until) for span in canvas.spans if span.kind == END]
+    keeps = items_a_copy_keeps(canvas)
     span_slots = masked.clone()  # positions whose tokens count for the repetition penalty
     length = x.shape[1]
     block = block or length
@@ -238,7 +238,7 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
             fills, holds = filler.propose(hidden, masked & (position >= lo) & (position < hi))
             for hold in holds:  # the head wants a candidate here, not yet surely: no token sampling meanwhile
                 eligible[hold.sample, filler.ranges[hold.slot]] = False
-                for end in _ends_before(item_ends, filler.ranges[hold.slot].start):  # nor an end cutting it
+                for end in keeps.get(filler.ranges[hold.slot].start, ()):  # nor an end cutting its item
                     eligible[hold.sample, end] = False
             stuck = [k for k in range(samples) if not bool(eligible[k].any())]
             fills += [hold for hold in holds if hold.sample in stuck]  # nothing else can move: take the best
@@ -247,7 +247,7 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
                 guess[fill.sample, span] = torch.tensor(fill.tokens, device=device)
                 confidence[fill.sample, span] = fill.confidence
                 forced[fill.sample, span] = True
-                for end in _ends_before(item_ends, span.start):  # a copied value's item exists: keep it
+                for end in keeps.get(span.start, ()):  # an item whose leading value is copied exists
                     if bool(masked[fill.sample, end]):
                         guess[fill.sample, end] = canvas.pad_id
                         confidence[fill.sample, end] = fill.confidence
@@ -307,9 +307,17 @@ def chain_confident(chosen: torch.Tensor, confidence: torch.Tensor, scored: torc
         run |= new
 
 
-def _ends_before(item_ends: list[tuple[int, int]], position: int) -> list[int]:
-    """The end slots of the array items at or before the one holding `position` (in every array around it)."""
-    return [start for start, until in item_ends if start < position < until]
+def items_a_copy_keeps(canvas: Canvas) -> dict[int, list[int]]:
+    """For the start of the leading value span of each optional array item (the first after its end slot: a record's id or
+    name), the end slots a copy into it keeps: its own item's and those of the items before it, in every array
+    around it. A copy into a later field keeps nothing (under an error the head may still copy a time or a
+    price into an item that should not be there)."""
+    ends = [(span.start, span.until) for span in canvas.spans if span.kind == END]
+    leading: dict[int, list[int]] = {}
+    for before, span in zip(canvas.spans, canvas.spans[1:]):
+        if before.kind == END and span.kind != END:
+            leading[span.start] = [start for start, until in ends if start < span.start < until]
+    return leading
 
 
 def _in_order(canvas: Canvas, device: torch.device | str) -> torch.Tensor:
