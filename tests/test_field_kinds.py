@@ -40,6 +40,17 @@ def test_scores_are_exact_per_kind_and_recall_counts_filled_fields():
     assert scores.accuracy()["copy_call"] == 0.5
 
 
+def test_recall_counts_only_what_the_simulator_fills_an_ok_answers_empty_error_code_is_not_filled():
+    truth = {"order_id": "ORD-7", "error": "", "message": "", "status": "ok"}
+    scores = FieldScores()
+    scores.add(truth, {"order_id": "ORD-7", "error": "", "message": "", "status": "ok"}, CALL, SHOWN, ENUMS)
+    assert scores.recall() == 1.0 and scores.accuracy()["error_code"] == 1.0  # the empty code is still scored
+    failed = FieldScores()
+    failed.add({"order_id": "", "error": "NOT_FOUND", "status": "error"}, {"order_id": "", "error": "",
+                                                                          "status": "error"}, CALL, SHOWN, ENUMS)
+    assert failed.recall() == 1 / 2  # the error code the simulator wrote is a filled field; the model left it empty
+
+
 def test_leaves_and_enum_options_reach_inside_lists_and_objects():
     assert list(field_leaves({"a": [{"b": 1}, {"b": 2}], "c": []})) == [(("a", 0, "b"), 1), (("a", 1, "b"), 2),
                                                                         (("c",), [])]

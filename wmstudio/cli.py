@@ -947,7 +947,8 @@ def bench_denoise_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu or cuda (default: the best there is)."),
     preset: str = typer.Option("default", "--preset", help="default (shipped model) or llada-8b (random, GPU)."),
-    repeats: int = typer.Option(5, "--repeats", min=1, max=100, help="Timed runs per configuration, each on another prompt."),
+    repeats: int = typer.Option(5, "--repeats", min=1, max=100,
+                                help="Timed runs per configuration, each on another prompt."),
     model: Optional[str] = typer.Option(None, "--model", help="Time this wmstudio MDLM instead of the default."),
     workload: Optional[str] = typer.Option(None, "--workload", help="random (random prompts: the worst case) or "
                                                                     "real (held-out calls of the demo worlds); "

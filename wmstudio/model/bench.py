@@ -48,7 +48,7 @@ REAL_SCAN = 600  # corpus rows looked through for calls of a canvas and prompt s
 
 @dataclass
 class BenchResult:
-    """One (canvas, prompt) configuration: medians over its calls (each another prompt), ours against the reference loop."""
+    """One (canvas, prompt) configuration: medians over its calls (each its own prompt), ours against the reference."""
 
     canvas: int
     prompt_tokens: int

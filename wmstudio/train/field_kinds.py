@@ -39,7 +39,7 @@ def classify(path: tuple, value: Any, call_values: set, prompt_values: set, enum
         return "status"
     if key == "error" and len(path) == 1:
         return "error_code"
-    if value in ("", None, [], {}) or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0):
+    if is_empty(value):
         return "neutral"
     if isinstance(value, bool):
         return "bool"
@@ -52,6 +52,12 @@ def classify(path: tuple, value: Any, call_values: set, prompt_values: set, enum
     if value in enums.get(key, []):
         return "enum"
     return "text"
+
+
+def is_empty(value: Any) -> bool:
+    """An empty value: "", null, [], {} or a zero (what a constant answer writes; `false` is a boolean's own)."""
+    return value in ("", None, [], {}) or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                           and value == 0)
 
 
 def prompt_values(*sources: Any) -> set:
@@ -97,9 +103,9 @@ class FieldScores:
             got = value_at(response, path, missing=_MISSING)
             self.total[kind] += 1
             self.right[kind] += int(got is not _MISSING and json_equal(got, value))
-            if kind != "neutral" and not (kind == "bool" and value is False):
+            if not is_empty(value) and value is not False:  # an ok answer's `error: ""` is no filled field
                 self.nonempty += 1
-                self.filled += int(got is not _MISSING and got not in ("", None, [], {}, 0, False))
+                self.filled += int(got is not _MISSING and not is_empty(got) and got is not False)
 
     def accuracy(self) -> dict[str, float | None]:
         return {kind: round(self.right[kind] / self.total[kind], 4) if self.total[kind] else None for kind in KINDS}
