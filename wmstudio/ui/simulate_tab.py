@@ -243,7 +243,8 @@ def finished_view(simulation: Simulation) -> tuple:
         warnings = "\n\nThe call breaks its parameter schema (simulated as written):" + warnings
     passed = sum(s.checks.ok for s in generation.samples)
     copied = sum(len(f.copied[0]) for f in simulation.frames if f.copied)
-    copies = f" {copied} token(s) of sample 1 filled whole by the copy head, with a value the prompt shows or one computed from them (underlined purple)." if copied else ""
+    copies = (f" {copied} token(s) of sample 1 filled whole by the copy head, with a value the prompt shows or one "
+              "computed from them (underlined purple)." if copied else "")
     decided = generation.decided_first()
     outcome = (f" Outcome decided first, from the prompt: status \"{decided[0]}\" (p = {decided[1]:.2f}); the other "
                "values were written to agree with it." if decided else "")
