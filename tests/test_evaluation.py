@@ -85,7 +85,9 @@ def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(cor
                                                                                             "neutral_ok"}
     assert set(figures["prompt_use"]) == {"own_nll", "swapped_nll"}
     assert figures["raw"]["json_valid"] == 1.0  # the skeleton canvas always yields parseable JSON
-    assert set(figures["free"]) == {"cases", "json_valid", "schema_valid", "same_keys", "from_history", "from_sketch"}
+    assert set(figures["free"]) == {"cases", "json_valid", "schema_valid", "same_keys", "from_history",
+                                    "from_training", "from_sketch", "canvas_json_valid", "canvas_same_keys"}
+    assert figures["free"]["canvas_json_valid"] == 1.0  # the free canvas's JSON grammar
     assert set(figures["diversity"]) == {"mdlm", "ar"}
     assert 0.0 <= figures["diversity"]["mdlm"]["values_distinct_2"] <= 1.0
     assert not report.errors

@@ -42,20 +42,21 @@ def test_the_world_tab_puts_the_schema_on_the_named_tool_and_names_a_wrong_one()
 
 def test_a_tool_the_history_shows_answering_gets_the_schema_of_its_answers_with_spans_sized_by_them():
     from wmstudio.world.history import HistoryStep
-    from wmstudio.world.schema_inference import schema_from_history
+    from wmstudio.world.schema_inference import history_answers, sized_schema
     from wmstudio.world.spec import Call
 
     history = [HistoryStep(Call("get_order", {"order_id": "A1"}), json.dumps({"order_id": "A1", "status": "ok"})),
                HistoryStep(Call("cancel_order", {"order_id": "A1"}), "not JSON"),
                HistoryStep(Call("get_order", {"order_id": "A22"}), {"order_id": "A22", "status": "error", "note": ""})]
-    schema, turns = schema_from_history("get_order", history)
-    assert turns == [1, 3]
+    answers = history_answers("get_order", history)
+    assert [answer["order_id"] for answer in answers] == ["A1", "A22"]
+    schema = sized_schema(answers)
     assert set(schema["properties"]) == {"order_id", "status", "note"} and schema["required"] == ["order_id", "status"]
     assert schema["properties"]["order_id"]["maxLength"] == 6  # twice the longest answer
     assert schema["properties"]["status"]["maxLength"] == 10
     assert "maxLength" not in schema["properties"]["note"]  # only ever empty: the default span
-    assert schema_from_history("cancel_order", history) is None  # it never answered JSON
-    assert schema_from_history("refund_order", history) is None
+    assert history_answers("cancel_order", history) == []  # it never answered JSON
+    assert history_answers("refund_order", history) == []
 
 
 def test_generation_for_a_schema_less_tool_keeps_the_keys_it_answered_with_before():
@@ -82,7 +83,8 @@ def test_generation_for_a_schema_less_tool_keeps_the_keys_it_answered_with_befor
 
     report = generation_html(generation, world, world.tool("get_order"), [])
     assert "no response schema: the skeleton was laid out from the schema its earlier answers" in report
-    fresh = generate(load_backend(), world, Call("get_order", {"order_id": second}))
+    elsewhere = replace(world, name="my-shop")  # a world the model never saw: its trained shapes do not apply
+    fresh = generate(load_backend(), elsewhere, Call("get_order", {"order_id": second}))
     assert fresh.mode != SKELETON  # nothing to go by: a free canvas
 
 

@@ -127,6 +127,9 @@ def test_training_lowers_the_loss_and_saves_a_loadable_model(trained_mdlm, corpu
     assert backend.outcome_head is not None  # fitted after training, on the same rows
     fitted = json.loads((out / "outcome_head.json").read_text())["fitted"]
     assert fitted["rows"] > 0 and json.loads((out / "training.json").read_text())["outcome_head"] == fitted
+    kept = json.loads((out / "trained_schemas.json").read_text())  # for a world that leaves a tool's schema out
+    assert kept["fitted"]["tools"] == len(kept["schemas"]) > 0 and backend.trained_schemas is not None
+    assert "`trained_schemas.json`" in card  # the card says what is kept beside the weights, and that it is a lookup
     generation = generate(backend, world, Call.from_json(meta["call"]), (), parse_history(meta["history"]),
                           SamplerSettings(outcome_head=False))
     assert generation.samples[0].checks.json_valid  # the skeleton canvas makes any model's output parse
@@ -158,6 +161,7 @@ def test_public_chat_rows_without_meta_train_free_style(tmp_path, corpus):
     result = train_world_model(TrainConfig(corpus=folder, out=tmp_path / "m", steps=2, **TINY))
     assert result.examples == 6
     assert not (tmp_path / "m" / "outcome_head.json").exists()  # no world to read an outcome from
+    assert not (tmp_path / "m" / "trained_schemas.json").exists()  # nor a tool's schema
 
 
 def test_base_checkpoint_is_fine_tuned_with_its_own_tokenizer(trained_mdlm, corpus, tmp_path):

@@ -703,6 +703,31 @@ def fit_outcome(
     emit({"model": str(folder), **fitted})
 
 
+@app.command("keep-schemas")
+def keep_schemas(
+    corpus: Path = typer.Option(..., "--corpus", help="Corpus folder the model was trained on; its train split."),
+    model: str = typer.Option(DEFAULT_MODEL, "--model", help="The model folder the schemas are kept in."),
+    rows: Optional[int] = typer.Option(None, "--rows", min=1, help="Read the first N training rows (all: none)."),
+) -> None:
+    """Keep the response schemas the corpus's tools were trained with beside a model (`trained_schemas.json`), so
+    a world that leaves a tool's schema out still gets its skeleton: what `train-wm` does after training."""
+    from wmstudio.model.backends import resolve_model_path
+    from wmstudio.train.examples import read_corpus_split
+    from wmstudio.train.trained_schema_writing import write_trained_schemas
+
+    try:
+        folder = Path(resolve_model_path(model))
+        if not (folder / "config.json").exists():
+            raise InvalidInput(Problem("--model", f"{folder} is not a model folder: give one that train-wm wrote"))
+        fitted = write_trained_schemas(read_corpus_split(corpus, "train", rows), folder, corpus=str(corpus))
+    except InvalidInput as err:
+        fail(str(err))
+    if fitted is None:
+        fail(f"{corpus}: no training row names a simulated world (`meta`) whose tool has a response schema, so "
+             "there is none to keep: use a `wmstudio corpus` folder")
+    emit({"model": str(folder), **fitted})
+
+
 @app.command("eval-wm")
 def eval_wm(
     corpus: Path = typer.Option(..., "--corpus", help="Corpus folder; its test split is held out."),
@@ -879,6 +904,9 @@ def generate_cmd(
         typer.echo(f"the tool has no response schema; the model sketched it as {result.sketch.text} ({used})", err=True)
     elif result.schema_from == "history":
         typer.echo("the tool has no response schema; its skeleton comes from its earlier answers in the history",
+                   err=True)
+    elif result.schema_from == "training":
+        typer.echo("the tool has no response schema; its skeleton is the one the model was trained with for it",
                    err=True)
     typer.echo(f"{result.model}, {result.mode} canvas, {result.elapsed_ms:.0f} ms", err=True)
 

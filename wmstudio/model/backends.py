@@ -22,6 +22,7 @@ from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefi
 from wmstudio.model.copy_head import load_copy_head
 from wmstudio.model.outcome_head import load_outcome_head
 from wmstudio.model.tokenizer import DEFAULT_PROMPT_TOKENS
+from wmstudio.model.trained_schemas import load_trained_schemas
 from wmstudio.problems import InvalidInput
 
 LLADA_MASK_ID = 126336
@@ -80,7 +81,8 @@ class Backend:
     """The interface the sampler uses: ids in, logits `(K, C, V)` for the canvas positions out.
 
     `copy_head` (a CopyHead or None) fills spans with values the prompt shows; `outcome_head` (an OutcomeHead or
-    None) chooses the status and error code before denoising; `span_order` "left_to_right"
+    None) chooses the status and error code before denoising; `trained_schemas` (TrainedSchemas or None) gives a
+    tool the world leaves without a response schema the one the model was trained with; `span_order` "left_to_right"
     says the model was trained to write each value from its first slot on (its loss covers a value's content
     and first pad only), so the sampler commits a span's slots in order; `decide_first` "status" says it was
     trained to decide the outcome from the prompt, so the sampler settles the outcome span before the rest;
@@ -92,6 +94,7 @@ class Backend:
     exact_cache: bool = False
     copy_head: Any = None
     outcome_head: Any = None
+    trained_schemas: Any = None
     span_order: str = "any"
     decide_first: str | None = None
     writes_shape: bool = False
@@ -331,6 +334,7 @@ def _load(model_id_or_path: str | Path | None, trust_remote_code: bool, device: 
         if Path(source).is_dir():
             backend.copy_head = load_copy_head(Path(source), where)
             backend.outcome_head = load_outcome_head(Path(source))
+            backend.trained_schemas = load_trained_schemas(Path(source))
         return backend
     if remote or "llada" in model_type or "dream" in model_type:
         if not trust_remote_code:

@@ -41,6 +41,7 @@ from wmstudio.model.sampler import Frame, SamplerSettings, denoise
 from wmstudio.model.shape_canvas import WrittenSketch, read_sketch, shape_canvas
 from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text, prompt_budget
 from wmstudio.model.trace import DecodeTrace
+from wmstudio.model.trained_schemas import TrainedSchemas
 from wmstudio.problems import InvalidInput
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport, check_step
@@ -48,13 +49,14 @@ from wmstudio.world.copy_candidates import copy_candidates
 from wmstudio.world.copy_sources import CopySource
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import RenderedPrompt, render
-from wmstudio.world.schema_inference import schema_from_history
+from wmstudio.world.schema_inference import history_answers, sized_schema
 from wmstudio.world.schema_sketch import sketch_world
 from wmstudio.world.spec import Call, WorldSpec
 
 MIN_PROMPT_TOKENS = 32  # a prompt shorter than this cannot even hold the call
 # where the schema a skeleton is laid out from came from
-FROM_TOOL, FROM_HISTORY, FROM_SKETCH = "tool", "history", "sketch"
+FROM_TOOL, FROM_HISTORY, FROM_TRAINING, FROM_SKETCH = "tool", "history", "training", "sketch"
+MAX_OTHER_OUTCOMES, MAX_OUTCOME_CHARS = 3, 16  # a status besides ok / error that is still an outcome word
 
 
 @dataclass
@@ -93,7 +95,7 @@ class Generation:
     elapsed_ms: float = 0.0
     prompt_cut: list[str] = field(default_factory=list)  # what the prompt left out to fit the model's budget
     outcome: Outcome | None = None  # the first sample's outcome-head choice, in its slots (None: the canvas decided)
-    schema_from: str | None = None  # FROM_TOOL, FROM_HISTORY or FROM_SKETCH for a skeleton; None for a free canvas
+    schema_from: str | None = None  # FROM_TOOL, _HISTORY, _TRAINING or _SKETCH for a skeleton; None: a free canvas
     sketch: WrittenSketch | None = None  # what the model wrote on a shape canvas, when it was asked to
 
     def to_json(self) -> dict[str, Any]:
@@ -188,36 +190,50 @@ def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequ
                    free_length: int = 64, budgets: SpanBudgets = SpanBudgets(),
                    history: Sequence[HistoryStep] = (), schema: dict[str, Any] | None = None) -> Canvas:
     """The canvas for `call`'s response: skeleton when the tool has a response schema, or (a tool without one) when
-    the history shows it answering, from the schema those answers fit; free otherwise or when `free`. `schema`
-    given (one the model sketched) is laid out instead."""
-    schema = schema if schema is not None else response_schema(world, call, history)
+    the history shows it answering, from the schema those answers fit, or from the one the model was trained with
+    for it; free otherwise or when `free`. `schema` given (one the model sketched) is laid out instead."""
+    schema = schema if schema is not None else response_schema(world, call, history,
+                                                                getattr(backend, "trained_schemas", None))
     mode = FREE if free or schema is None else SKELETON
     return build_canvas(backend.tokenizer, schema, anchors, mode=mode, free_length=free_length,
                         budgets=budgets, vocab_size=backend.vocab_size, mask_id=backend.mask_id,
                         pad_id=backend.span_pad_id)
 
 
-def response_schema(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> dict[str, Any] | None:
-    """The called tool's response schema, else the one its earlier answers in `history` fit, else None."""
-    return schema_and_source(world, call, history)[0]
+def response_schema(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
+                    trained: TrainedSchemas | None = None) -> dict[str, Any] | None:
+    """The called tool's response schema, else the one its earlier answers in `history` fit, else the one the
+    model was trained with for it (`trained`: a backend's `trained_schemas`), else None."""
+    return schema_and_source(world, call, history, trained)[0]
 
 
-def schema_and_source(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()
-                      ) -> tuple[dict[str, Any] | None, str | None]:
-    """(response_schema, where it came from: FROM_TOOL or FROM_HISTORY; None when there is none)."""
+def schema_and_source(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
+                      trained: TrainedSchemas | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """(response_schema, where it came from: FROM_TOOL, FROM_HISTORY or FROM_TRAINING; None when there is none)."""
     tool = _tool(world, call)
     if tool.response is not None:
         return tool.response, FROM_TOOL
-    inferred = schema_from_history(call.name, history)
-    if inferred is None:
-        return None, None
-    schema, turns = inferred
+    answers = history_answers(call.name, history)
+    if answers:
+        return schema_of_answers(answers), FROM_HISTORY
+    kept = trained.schema_for(world, call) if trained is not None else None
+    return (kept, FROM_TRAINING) if kept is not None else (None, None)
+
+
+def schema_of_answers(answers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The schema a tool's JSON-object `answers` fit, strings sized by them. A top-level status the answers give as
+    ok or error, and at most a few other words (a booking's "partial"), becomes a choice of ok, error and those
+    words: an outcome is a choice, not text (a ticket's "open" or "closed", never ok or error, stays text)."""
+    schema = sized_schema(answers)
     outcome = schema.get("properties", {}).get(OUTCOME_KEY)
-    seen = {history[n - 1].response_value().get(OUTCOME_KEY) for n in turns}
-    if isinstance(outcome, dict) and outcome.get("type") == "string" and seen <= set(OUTCOME_VALUES):
-        outcome["enum"] = list(OUTCOME_VALUES)  # an outcome is a choice, not text (a ticket's "open" stays text)
+    seen = {answer.get(OUTCOME_KEY) for answer in answers}
+    others = sorted(word for word in seen - set(OUTCOME_VALUES) if isinstance(word, str))
+    if (isinstance(outcome, dict) and outcome.get("type") == "string" and seen & set(OUTCOME_VALUES)
+            and len(others) == len(seen - set(OUTCOME_VALUES)) <= MAX_OTHER_OUTCOMES
+            and all(0 < len(word) <= MAX_OUTCOME_CHARS for word in others)):
+        outcome["enum"] = [*OUTCOME_VALUES, *others]
         outcome.pop("maxLength", None)
-    return schema, FROM_HISTORY
+    return schema
 
 
 def write_sketch(backend: Backend, world: WorldSpec, call: Call) -> WrittenSketch:
@@ -248,7 +264,7 @@ def generate_stream(
     if isinstance(backend, ArBaseline):
         yield _generate_ar(backend, world, the_call, pinned, history, settings, started)
         return
-    schema, schema_from = schema_and_source(world, the_call, history)
+    schema, schema_from = schema_and_source(world, the_call, history, getattr(backend, "trained_schemas", None))
     sketch, canvas = None, None
     if schema is None and not settings.free and getattr(backend, "writes_shape", False):
         sketch = write_sketch(backend, world, the_call)

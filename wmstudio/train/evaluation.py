@@ -14,7 +14,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -130,11 +130,16 @@ class EvalReport:
                for name, key in (("raw", "raw"), ("steered", "steered"), ("AR", "ar"))})
         free = f["free"]
         history = (f" (a skeleton from the tool's earlier answers on {_pct(free['from_history'])} of rows"
+                   + (f", from the schema it was trained with on {_pct(free['from_training'])}"
+                      if free.get("from_training") else "")
                    + (f", from the model's own sketch of its schema on {_pct(free['from_sketch'])}"
                       if free.get("from_sketch") else "") + ")"
                    if free.get("from_history") is not None else "")
         row(f"no response schema given{history}: json_valid / schema_valid / same_keys",
             raw=f"{_pct(free['json_valid'])} / {_pct(free['schema_valid'])} / {_pct(free['same_keys'])}")
+        if free.get("canvas_same_keys") is not None:
+            row("no response schema, the free canvas alone (no skeleton): json_valid / same_keys",
+                raw=f"{_pct(free['canvas_json_valid'])} / {_pct(free['canvas_same_keys'])}")
         use = f["prompt_use"]
         if use.get("own_nll") is not None:
             row("prompt_use: content NLL own / swapped prompt", raw=f"{use['own_nll']:.3f} / {use['swapped_nll']:.3f}")
@@ -212,7 +217,8 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     rates = {name: Rates() for name in ("raw", "denoiser", "steered", "ar", "neutral_error", "neutral_ok",
                                          "flip_raw", "flip_steered", "flip_ar")}
     has_head = getattr(model, "outcome_head", None) is not None
-    free = {"cases": 0, "json_valid": 0, "schema_valid": 0, "same_keys": 0, "from_history": 0, "from_sketch": 0}
+    free = {"cases": 0, "json_valid": 0, "schema_valid": 0, "same_keys": 0, "from_history": 0, "from_training": 0,
+            "from_sketch": 0, "canvas_json_valid": 0, "canvas_same_keys": 0}
     report = EvalReport()
     steered = SamplerSettings(repair=True)
     total = len(cases) + min(diversity_calls, len(cases))
@@ -277,9 +283,11 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
 def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport) -> None:
     """No response schema given: the called tool's schema is taken out of the world (and so out of the prompt), so
     JSON validity, the real schema and the simulator's top-level keys are earned. Generation then lays out a
-    skeleton of the schema the tool's earlier answers in the history fit (counted in `from_history`), else, for a
-    model trained to, of the sketch it writes of the tool's schema (`from_sketch`), else a free canvas."""
-    from wmstudio.model.generation import FROM_HISTORY, FROM_SKETCH, generate
+    skeleton of the schema the tool's earlier answers in the history fit (counted in `from_history`), else of the
+    one the model was trained with for it (`from_training`, model/trained_schemas.py: a lookup), else, for a model
+    trained to, of the sketch it writes of the tool's schema (`from_sketch`), else a free canvas. The free canvas
+    alone, every time (`canvas_*`), is what the denoiser does with no skeleton to fill."""
+    from wmstudio.model.generation import FROM_HISTORY, FROM_SKETCH, FROM_TRAINING, generate
     from wmstudio.world.checks import schema_errors_of
 
     real = next((tool for tool in case.world.tools if tool.name == case.call.name), None)
@@ -294,11 +302,20 @@ def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport)
     value, truth = parse(sample.response), parse(case.truth)
     free["cases"] += 1
     free["from_history"] += int(generation.schema_from == FROM_HISTORY)
+    free["from_training"] += int(generation.schema_from == FROM_TRAINING)
     free["from_sketch"] += int(generation.schema_from == FROM_SKETCH)
     free["json_valid"] += int(sample.checks.json_valid)
     free["schema_valid"] += int(sample.checks.json_valid and real is not None
                                 and not schema_errors_of(value, real, "response"))
     free["same_keys"] += int(isinstance(value, dict) and isinstance(truth, dict) and set(value) == set(truth))
+    try:
+        alone = generate(model, world, case.call, (), case.history, replace(settings, free=True)).samples[0]
+    except InvalidInput as err:
+        report.errors.append(f"{case.where} (free canvas): {err}")
+        return
+    written = parse(alone.response)
+    free["canvas_json_valid"] += int(alone.checks.json_valid)
+    free["canvas_same_keys"] += int(isinstance(written, dict) and isinstance(truth, dict) and set(written) == set(truth))
 
 
 def _diversity(backend, cases: list[EvalCase], samples: int, seed: int, report: EvalReport) -> dict[str, float]:

@@ -87,6 +87,7 @@ def write_model_card(folder: Path) -> Path:
         objective + ".",
         *_copy_head_lines(folder, config, arch, evals),
         *_outcome_head_lines(folder),
+        *_trained_schema_lines(folder),
         "",
         "## Size",
         f"- {training['parameters']:,} parameters; {config['layers']} layers, width {config['hidden']}, "
@@ -161,6 +162,19 @@ def _outcome_head_lines(folder: Path) -> list[str]:
                 f"argument checks, earlier turns on the same ids){seen}. Generation writes its choice of `status` and "
                 "`error` into their own canvas slots before denoising, and the model fills the rest under it "
                 "(sampler setting `outcome_head`; the canvas decides when it is off)."]
+
+
+def _trained_schema_lines(folder: Path) -> list[str]:
+    """A line on the response schemas kept beside the weights, when there are some."""
+    path = folder / "trained_schemas.json"
+    if not path.exists():
+        return []
+    fitted = json.loads(path.read_text(encoding="utf-8")).get("fitted") or {}
+    count = f" of its {fitted['tools']} training tools" if fitted.get("tools") else ""
+    return ["", f"Beside it `trained_schemas.json`: the response schemas{count} as training laid them out, per world "
+                "and tool with the tool's argument names. A world that leaves one of those tools without a response "
+                "schema gets that skeleton back (a lookup, not something the denoiser learned); another world's "
+                "tool, or one whose arguments changed, gets a free canvas."]
 
 
 def _corpus_summary(stats: dict) -> str:

@@ -24,6 +24,7 @@ from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.copy_head import CopyHead, load_copy_head
 from wmstudio.model.outcome_head import CONFIG_FILE as OUTCOME_CONFIG_FILE
 from wmstudio.model.outcome_head import HEAD_FILE as OUTCOME_HEAD_FILE
+from wmstudio.model.trained_schemas import SCHEMAS_FILE
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.batch_stream import BatchStream, stream_batches
 from wmstudio.train.batches import Batch, SplitBatch, make_batch, plan_batches
@@ -31,6 +32,7 @@ from wmstudio.train.config import TrainConfig
 from wmstudio.train.examples import CorpusRow, build_examples, read_corpus_split
 from wmstudio.train.model_card import corpus_stats, write_model_card
 from wmstudio.train.outcome_fitting import fit_outcome_head
+from wmstudio.train.trained_schema_writing import write_trained_schemas
 
 ARCHITECTURES = ("mdlm", "ar")
 TOKENIZER_PROMPTS = 1500  # prompts sampled for tokenizer training (all responses are used)
@@ -364,6 +366,9 @@ def train_world_model(
     else:
         say(f"outcome head: {outcome['rows']} rows, {outcome['tools']} tools, training accuracy "
             f"{outcome['train_accuracy']}, {outcome['seconds']} s")
+    schemas = write_trained_schemas(train_rows, out, corpus=str(config.corpus)) if config.arch == MDLM else None
+    if schemas is None:  # schemas left from an earlier run would lay out tools this model never trained on
+        (out / SCHEMAS_FILE).unlink(missing_ok=True)
     result = TrainResult(
         out=out,
         arch=config.arch,
@@ -377,7 +382,8 @@ def train_world_model(
     )
     summary = {"config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
                "corpus": corpus_stats(config.corpus), "device": str(device), **result.to_json(),
-               "lineage": base_lineage(config.base), "outcome_head": outcome}
+               "lineage": base_lineage(config.base), "outcome_head": outcome,
+               "trained_schemas": schemas}
     (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     write_model_card(out)
     say(f"saved {out} ({result.parameters:,} parameters, {result.checkpoint_bytes:,} bytes) after {step} steps")

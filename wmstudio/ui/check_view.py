@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 
 from wmstudio.metrics.diversity import distinct_n, self_bleu
-from wmstudio.model.generation import FROM_HISTORY, FROM_SKETCH, Generation
+from wmstudio.model.generation import FROM_HISTORY, FROM_SKETCH, FROM_TRAINING, Generation
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport
 from wmstudio.world.spec import WorldSpec
@@ -109,6 +109,9 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
     if tool.response is None and generation.schema_from == FROM_HISTORY:
         lines.append('<div class="wm-cut">The tool has no response schema: the skeleton was laid out from the schema '
                      "its earlier answers in the history fit (save one in the World tab to fix its shape)</div>")
+    elif tool.response is None and generation.schema_from == FROM_TRAINING:
+        lines.append('<div class="wm-cut">The tool has no response schema: the skeleton was laid out from the one '
+                     "the model was trained with for this tool (save one in the World tab to fix its shape)</div>")
     elif tool.response is None and generation.schema_from == FROM_SKETCH:
         lines.append('<div class="wm-cut">The tool has no response schema: the model first sketched its shape, '
                      f"<code>{html.escape(generation.sketch.text)}</code>, and the skeleton was laid out from that "

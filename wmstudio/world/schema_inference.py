@@ -3,7 +3,7 @@
 Tool files rarely say what a tool returns; a few real responses do. The schema is the union of what the examples
 show: an object's properties (required when every example has them), an array's items merged across elements,
 `integer` until a fraction appears, a string `format` when every example has it. The user edits it before saving.
-Generation does the same on the fly for a schema-less tool the history shows answering (`schema_from_history`)."""
+Generation does the same on the fly for a schema-less tool the history shows answering (`history_answers`)."""
 
 from __future__ import annotations
 
@@ -57,16 +57,16 @@ def _merge(values: list[Any]) -> dict[str, Any]:
     return {"type": kind}
 
 
-def schema_from_history(tool_name: str, history: Sequence[HistoryStep]) -> tuple[dict[str, Any], list[int]] | None:
-    """For a tool without a response schema: (the schema its earlier answers in `history` fit, their turn numbers
-    from 1), so a rollout keeps the keys the tool answered with before; None when it has not answered a JSON object."""
-    turns = [(number, step.response_value()) for number, step in enumerate(history, start=1)
-             if step.call.name == tool_name]
-    answers = [(number, value) for number, value in turns if isinstance(value, dict) and value]
-    if not answers:
-        return None
-    values = [value for _, value in answers]
-    return _bounded(infer_schema(values), values), [number for number, _ in answers]
+def history_answers(tool_name: str, history: Sequence[HistoryStep]) -> list[dict[str, Any]]:
+    """The JSON objects tool `tool_name` answered with in `history`, oldest first: what a tool without a response
+    schema gets its skeleton from, so a rollout keeps the keys the tool answered with before."""
+    values = [step.response_value() for step in history if step.call.name == tool_name]
+    return [value for value in values if isinstance(value, dict) and value]
+
+
+def sized_schema(values: list[Any]) -> dict[str, Any]:
+    """The schema `values` fit (`infer_schema`), each string sized by the values (`_bounded`)."""
+    return _bounded(infer_schema(values), values[:MAX_EXAMPLES])
 
 
 def _bounded(schema: dict[str, Any], values: list[Any]) -> dict[str, Any]:
