@@ -14,6 +14,7 @@ from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import open_store, save_world_version, world_versions
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.studio import build_studio
+from wmstudio.world.sims import get_simulator
 from wmstudio.world.spec import load_world
 
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
@@ -87,10 +88,21 @@ def test_import_of_a_malformed_file_keeps_the_editor_and_explains(studio, tmp_pa
     assert "invalid JSON" in status
 
 
-def test_asking_a_model_not_trained_for_sketches_to_sketch_a_schema_says_so_and_keeps_the_editor(studio):
+def test_asking_the_model_for_a_schema_gives_a_trained_tools_own_and_otherwise_says_why_not(studio):
     client, ctx, retail_id = studio
     *fields, _ = client.predict(retail_id, api_name="/load_world")
+    name, tools = fields[0], json.loads(fields[5])
+    for tool in tools:
+        (tool.get("function") or tool).pop("response", None)  # a copy of the demo world without its schemas
+    fields[5] = json.dumps(tools)
+    tools_text, status = client.predict("refund_order", *fields, api_name="/sketch_schema")
+    restored = next(t.get("function") or t for t in json.loads(tools_text)
+                    if (t.get("function") or t)["name"] == "refund_order")
+    assert restored["response"] == get_simulator("retail").world().tool("refund_order").response
+    assert "trained with" in status
+    fields[0] = "my-shop"  # another world's refund_order is not the tool the model trained on
     _, status = client.predict("refund_order", *fields, api_name="/sketch_schema")
-    assert "was not trained to sketch" in status and "paste an example response" in status  # the shipped model
+    assert "not trained on a tool 'refund_order'" in status and "paste an example response" in status
+    fields[0] = name
     _, refused = client.predict("launch_rocket", *fields, api_name="/sketch_schema")
     assert "no tool 'launch_rocket'" in refused and "refund_order" in refused

@@ -233,8 +233,9 @@ def put_response_schema(tools_text: str, tool_name: str, schema: dict, note: str
 
 
 def sketch_with_model(ctx: StudioContext, tool_name: str, *fields) -> tuple[Any, str]:
-    """Ask the studio's world model to sketch tool `tool_name`'s response schema from the world being edited (its
-    prompt without that schema), and put the schema the sketch describes in the tools editor, to edit and save."""
+    """Ask the studio's world model for tool `tool_name`'s response schema and put it in the tools editor, to edit
+    and save: the one it was trained with, for a tool of a world it trained on, else the schema its sketch from the
+    world being edited (its prompt without that schema) describes, for a model trained to sketch."""
     from wmstudio.model.generation import write_sketch
     from wmstudio.world.spec import Call
 
@@ -245,8 +246,16 @@ def sketch_with_model(ctx: StudioContext, tool_name: str, *fields) -> tuple[Any,
             known = ", ".join(tool.name for tool in world.tools) or "none"
             raise InvalidInput(Problem("tool", f"no tool {name!r} in the tools editor: pick one of {known}"))
         backend = ctx.backend()
+        trained = getattr(backend, "trained_schemas", None)
+        kept = trained.schema_for(world, Call(name, {})) if trained is not None else None
+        if kept is not None:
+            return put_response_schema(fields[FIELDS.index("tools")], name, kept,
+                                       f"🧩 The world model was trained on `{name}` of world `{world.name}`: the "
+                                       "response schema it was trained with is in the tools editor. Edit it if "
+                                       "your tool answers otherwise, then save.")
         if not getattr(backend, "writes_shape", False):
-            raise InvalidInput(Problem("model", f"{ctx.model} was not trained to sketch response schemas (train-wm "
+            raise InvalidInput(Problem("model", f"{ctx.model} was not trained on a tool {name!r} of world "
+                                                f"{world.name!r}, nor to sketch response schemas (train-wm "
                                                 "--shape-share): paste an example response instead"))
         written = write_sketch(backend, world, Call(name, {}))
         if written.schema is None:
@@ -316,7 +325,7 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         with gr.Row():
             infer_example = gr.Button("Infer from the example", elem_id="world-infer-button")
             infer_saved = gr.Button("Infer from this world's saved responses")
-            sketch_button = gr.Button("Ask the world model to sketch it", elem_id="world-sketch-button")
+            sketch_button = gr.Button("Ask the world model for it", elem_id="world-sketch-button")
     with gr.Row():
         validate_button = gr.Button("Validate")
         save_button = gr.Button("Save new version", variant="primary", elem_id="world-save")
