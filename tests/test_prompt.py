@@ -352,3 +352,21 @@ def test_a_booking_lookup_shows_the_booked_flight_and_its_references_give_way_fi
         assert has_booking or not has_flight
         seen.add((has_booking, has_flight))
     assert (True, False) in seen and (True, True) in seen
+
+
+def test_a_called_tool_too_big_for_the_state_beside_it_waits_for_the_state_without_its_response_schema():
+    from wmstudio.world.prompt import RESPONSE_CUT
+
+    data = shop_world()
+    response = data["tools"][0]["function"]["response"]
+    response["properties"].update({f"field_{n}": {"type": "string"} for n in range(40)})  # a real-size answer
+    world = parse_world(data)
+    called = world.tool("refund_order")
+    compact = tool_schema_line(called, compact=True)
+    budget = PromptBudget(len(compact) + 450)  # the tool alone takes over half, and the whole prompt is over
+    rendered = render(world, CALL, budget=budget)
+    assert '"delivered"' in section(rendered.text, "## ENVIRONMENT STATE")  # the record the call names is shown
+    assert tool_schema_line(called, compact=True, response=False) in rendered.text and '"field_0"' not in rendered.text
+    assert RESPONSE_CUT in rendered.cut
+    roomy = render(world, CALL, budget=PromptBudget(len(render(world, CALL).text) - 20))
+    assert '"field_0"' in roomy.text and RESPONSE_CUT not in roomy.cut  # room for it: the response comes back

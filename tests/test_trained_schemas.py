@@ -37,6 +37,8 @@ def test_a_tool_keeps_the_schema_it_trained_with_and_another_worlds_namesake_get
     changed = replace(bare, tools=[replace(t, parameters={"type": "object", "properties": {"id": {}}})
                                    if t.name == "refund_order" else t for t in bare.tools])
     assert kept.schema_for(changed, call) is None  # same name, other arguments: not the tool it trained on
+    names = kept.key_names()  # every property name, nested ones too: the keys the copy head trained on
+    assert {"order_id", "refund_processed", "status"} <= names and "first_name" not in names
     kept.save(tmp_path, {"rows": 2})
     assert load_trained_schemas(tmp_path).schema_for(bare, call) == world.tool("refund_order").response
     (tmp_path / SCHEMAS_FILE).write_text("{not json")

@@ -38,6 +38,7 @@ COPY_KINDS = ("string", "integer", "number", "enum")  # a map entry's key span r
 KEY_BUCKETS = 1024
 MAX_KEY_WORDS = 6
 SHOWN_FEATURES = 26  # the features of a head trained before computed candidates (expanded on load)
+SAME_KEY = 0  # the feature that says a candidate's key is the span's key
 FEATURES = SHOWN_FEATURES + 1 + len(DERIVED_OPS)
 
 
@@ -203,6 +204,7 @@ class CopyPlan:
     kinds: torch.Tensor  # (S, len(COPY_KINDS))
     mask: torch.Tensor  # (S, C) bool: a real candidate
     sources: list[CopySource] = field(default_factory=list)
+    ungated: list[bool] = field(default_factory=list)  # per slot: a key the model never trained on (`copy_plan`)
 
     @property
     def width(self) -> int:
@@ -224,10 +226,13 @@ class CopyPlan:
         return found
 
 
-def copy_plan(canvas: Canvas, sources: Sequence[CopySource], max_candidates: int = 64) -> CopyPlan | None:
+def copy_plan(canvas: Canvas, sources: Sequence[CopySource], max_candidates: int = 64,
+              known_keys: frozenset[str] | None = None) -> CopyPlan | None:
     """The plan for `canvas`; None when no span has a candidate that fits. A slot keeps its `max_candidates`
     best candidates by key agreement and whether their record is the one the call names (ties: the order sources
-    come in)."""
+    come in). With `known_keys` (the response keys the model trained on), a slot whose key is not one of them is
+    `ungated`: its gate learned nothing of that key (zero-shot it said "generate" for a user's `first_name` with
+    the user's record shown), so the sampler lets a candidate of the very same key fill it on its own score."""
     slots, candidates, tokens, rows = [], [], [], []
     encoded: dict[str, list[int]] = {}
     fitted: dict[tuple, list[int] | None] = {}  # (span shape, source) -> its tokens: spans of one shape share them
@@ -265,7 +270,8 @@ def copy_plan(canvas: Canvas, sources: Sequence[CopySource], max_candidates: int
     span_keys = torch.tensor([key_buckets(slot.words) for slot in slots], dtype=torch.long)
     kinds = torch.tensor([[float(slot.span.kind == k or (slot.span.kind == KEY and k == "string")) for k in COPY_KINDS]
                           for slot in slots])
-    return CopyPlan(slots, candidates, tokens, features, cand_keys, span_keys, kinds, mask, list(sources))
+    ungated = [known_keys is not None and bool(slot.key) and slot.key not in known_keys for slot in slots]
+    return CopyPlan(slots, candidates, tokens, features, cand_keys, span_keys, kinds, mask, list(sources), ungated)
 
 
 class CopyHead(nn.Module):
@@ -363,12 +369,16 @@ class CopyFiller:
         starts = torch.tensor([self.starts[s] for _, s in pairs], device=hidden.device)
         logits = self.head(hidden[ks, starts].to(self.features.dtype), self.span_keys[ss], self.kinds[ss],
                            self.features[ss], self.cand_keys[ss], self.mask[ss])
-        probs = torch.softmax(logits.float(), dim=-1).cpu()
+        logits = logits.float()
+        ungated = torch.tensor([bool(self.plan.ungated and self.plan.ungated[s]) for _, s in pairs],
+                               device=logits.device)
+        logits[:, 0] = logits[:, 0].masked_fill(ungated, -math.inf)  # candidates only, for a key never trained on
+        probs = torch.softmax(logits, dim=-1).cpu()
         fills, holds = [], []
         for row, (k, s) in enumerate(pairs):
             best = int(probs[row].argmax())
-            if best == 0:
-                continue
+            if best == 0 or (bool(ungated[row]) and self.features[s, best - 1, SAME_KEY] < 1):
+                continue  # generate; or, ungated, no candidate of the very same key
             decision = Fill(k, s, self.plan.tokens[s][best - 1], float(probs[row, best]))
             (fills if decision.confidence >= threshold else holds).append(decision)
         return fills, holds

@@ -36,6 +36,7 @@ class TrainedSchemas:
 
     def __init__(self, schemas: dict[str, dict[str, Any]]) -> None:
         self.schemas = schemas
+        self._key_names: frozenset[str] | None = None
 
     def schema_for(self, world: WorldSpec, call: Call) -> dict[str, Any] | None:
         """The trained response schema of `call`'s tool in `world` (a copy: canvases edit it), or None when the model
@@ -64,6 +65,23 @@ class TrainedSchemas:
         """Write the schemas (and what they were kept from) beside a checkpoint in `folder`."""
         document = {"schemas": self.schemas, "fitted": fitted or {}}
         (Path(folder) / SCHEMAS_FILE).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+
+    def key_names(self) -> frozenset[str]:
+        """Every property name of the kept schemas, at any depth: the keys the model's copy head trained on."""
+        if self._key_names is not None:
+            return self._key_names
+        names: set[str] = set()
+        stack = [kept["schema"] for kept in self.schemas.values()]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                if isinstance(node.get("properties"), dict):
+                    names.update(node["properties"])
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+        self._key_names = frozenset(names)
+        return self._key_names
 
     def __len__(self) -> int:
         return len(self.schemas)

@@ -21,8 +21,10 @@ In a chat row the system turn holds the sections (TASK CONTEXT with the task onl
 `State: <earlier turns>\\n\\nAction: <call>`, the paper's user turn.
 
 Budget: the call, its validation, the target line and the called tool (descriptions inside its schema left
-out) are always shown; then, while they fit: directives, the computed query state, the state records the call
-names, the newest turn, the records that turn names, the called tool's descriptions, the other turns (newest
+out; its response schema too while it would take over half the budget: the canvas lays out the response's keys,
+and the state holds the values to copy) are always shown; then, while they fit: directives, the computed query state, the state records the call
+names, the newest turn, the records that turn names, the called tool's response schema and descriptions, the
+other turns (newest
 first, up to 85% of the budget), the rules, the task, the other tools' names, their descriptions. What did not
 fit is listed in `RenderedPrompt.cut`, which the CLI prints on stderr and the studio in its report."""
 
@@ -52,6 +54,9 @@ TARGET_PREFIX = "PREDICTION TARGET:"
 NO_HISTORY = "start of the episode (no earlier actions)"
 NO_TASK = "No task description given."
 TURNS_SHARE = 0.85  # earlier turns stop being added once the prompt reaches this share of its budget
+CALLED_TOOL_SHARE = 0.5  # a called tool whose compact schema takes more waits for the state without its response
+DESCRIPTIONS_CUT = "descriptions inside the called tool's schema"
+RESPONSE_CUT = "the called tool's response schema (the canvas lays out its keys)"
 CHAT_STYLES = ("wmstudio", "patronus")  # our sections, or the Patronus paper's layout
 PROMPT_MAX_CHARS = 3000  # the character budget of exported chat rows (a model's budget is in its own tokens)
 
@@ -176,8 +181,12 @@ def render(
         if budget.measure(measured) <= budget.limit:
             return whole
 
+    bare = False  # a called tool too big for the state to fit beside it is shown without its response schema first
     if tool is not None:  # compact first: call-local state and the newest turn matter more than descriptions
         parts.called = tool_schema_line(tool, compact=True)
+        if budget is not None and tool.response is not None \
+                and budget.measure(parts.called) > CALLED_TOOL_SHARE * budget.limit:
+            parts.called, bare = tool_schema_line(tool, compact=True, response=False), True
     if grounding:
         parts.directives = _bullets(world.directives)
         shown.directives = list(world.directives)
@@ -210,11 +219,15 @@ def render(
         widened = _widen_state(call, [step for _, step in shown.turns], now, world, parts, shown, fits)
         state_notes = state_notes if widened is None else widened
     cut.extend(state_notes)
-    if tool is not None:
-        parts.called = tool_schema_line(tool)
-        if not fits():
-            parts.called = tool_schema_line(tool, compact=True)
-            cut.append("descriptions inside the called tool's schema")
+    if tool is not None:  # the fullest form that fits now; the smallest stays even when none does
+        forms = [(tool_schema_line(tool), []), (tool_schema_line(tool, compact=True), [DESCRIPTIONS_CUT])]
+        if bare:
+            forms.append((tool_schema_line(tool, compact=True, response=False), [DESCRIPTIONS_CUT, RESPONSE_CUT]))
+        for text, notes in forms:
+            parts.called = text
+            if fits():
+                break
+        cut.extend(notes)
     add_turns(None if budget is None else int(TURNS_SHARE * budget.limit), len(steps))
     if parts.turns_cut:
         cut.append(f"{parts.turns_cut} earlier turn(s) of {len(steps)}")
@@ -276,15 +289,16 @@ def turn_blocks(steps: Sequence[HistoryStep]) -> list[str]:
     ]
 
 
-def tool_schema_line(tool: Tool, compact: bool = False) -> str:
-    """A tool as one compact JSON line: name, description, parameters, the response schema and MCP annotations
-    when known; `compact` drops every description inside the schemas (what a small budget keeps)."""
-    parameters, response = tool.parameters, tool.response
+def tool_schema_line(tool: Tool, compact: bool = False, response: bool = True) -> str:
+    """A tool as one compact JSON line: name, description, parameters, the response schema (unless not `response`)
+    and MCP annotations when known; `compact` drops every description inside the schemas (what a small budget
+    keeps)."""
+    parameters, answer = tool.parameters, tool.response if response else None
     if compact:
-        parameters, response = _without_descriptions(parameters), _without_descriptions(response)
+        parameters, answer = _without_descriptions(parameters), _without_descriptions(answer)
     entry: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": parameters}
-    if response is not None:
-        entry["response"] = response
+    if answer is not None:
+        entry["response"] = answer
     if tool.annotations:  # MCP hints (readOnlyHint, destructiveHint...) tell the model what a call may change
         entry["annotations"] = tool.annotations
     return compact_json(entry)
