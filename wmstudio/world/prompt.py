@@ -22,11 +22,11 @@ In a chat row the system turn holds the sections (TASK CONTEXT with the task onl
 
 Budget: the call, its validation, the target line and the called tool (descriptions inside its schema left
 out; its response schema too while it would take over half the budget: the canvas lays out the response's keys,
-and the state holds the values to copy) are always shown; then, while they fit: directives, the computed query state, the state records the call
-names, the newest turn, the records that turn names, the called tool's response schema and descriptions, the
-other turns (newest
-first, up to 85% of the budget), the rules, the task, the other tools' names, their descriptions. What did not
-fit is listed in `RenderedPrompt.cut`, which the CLI prints on stderr and the studio in its report."""
+and the state holds the values to copy) are always shown; then, while they fit: directives, the computed query
+state, the state records the call names, the newest turn, the records that turn names, the called tool's
+response schema and descriptions, the other turns (newest first, up to 85% of the budget), the rules, the task,
+the other tools' names, their descriptions. What did not fit is listed in `RenderedPrompt.cut`, which the CLI
+prints on stderr and the studio in its report."""
 
 from __future__ import annotations
 
