@@ -231,7 +231,7 @@ def _tokenizer():
 def test_a_key_the_model_never_trained_on_is_filled_by_a_candidate_of_the_same_key_whatever_its_gate_says():
     from wmstudio.locations import ASSETS_DIR
     from wmstudio.model.backends import load_backend
-    from wmstudio.model.generation import _copy_plan, prepare_canvas, prepare_prompt
+    from wmstudio.model.generation import copy_plan_for, prepare_canvas, prepare_prompt
     from wmstudio.world.spec import load_world
 
     world = load_world(ASSETS_DIR / "benchmarks" / "tau2-retail" / "world.json")  # a world no one here trained on
@@ -241,14 +241,14 @@ def test_a_key_the_model_never_trained_on_is_filled_by_a_candidate_of_the_same_k
     backend = load_backend()
     assert not {"first_name", "zip"} & backend.trained_schemas.key_names()  # keys no demo tool answers with
     canvas = prepare_canvas(backend, world, call, [])
-    plan = _copy_plan(backend, canvas, prepare_prompt(backend, world, call, (), len(canvas)))
+    plan = copy_plan_for(backend, canvas, prepare_prompt(backend, world, call, (), len(canvas)))
     assert {slot.key for slot, ungated in zip(plan.slots, plan.ungated) if ungated} >= {"first_name", "zip"}
     response = json.loads(generate(backend, world, call).samples[0].response)
     assert response["name"]["first_name"] == record["name"]["first_name"]  # the user's own, copied whole
     assert response["address"]["zip"] == record["address"]["zip"]
     gated = load_backend()
     gated.trained_schemas = None  # no list of trained keys: every slot keeps its gate, which says "generate" here
-    plan = _copy_plan(gated, canvas, prepare_prompt(gated, world, call, (), len(canvas)))
+    plan = copy_plan_for(gated, canvas, prepare_prompt(gated, world, call, (), len(canvas)))
     assert not any(plan.ungated)
     before = json.loads(generate(gated, world, call).samples[0].response)
     assert before["name"]["first_name"] != record["name"]["first_name"]

@@ -677,6 +677,16 @@ def _world_model(env: str, model: str | None, url: str | None):
     return load_backend(model or DEFAULT_MODEL)
 
 
+def _trained_model_folder(model: str) -> Path:
+    """The folder of `model` (a path or a shipped name); InvalidInput naming --model when train-wm did not write it."""
+    from wmstudio.model.backends import resolve_model_path
+
+    folder = Path(resolve_model_path(model))
+    if not (folder / "config.json").exists():
+        raise InvalidInput(Problem("--model", f"{folder} is not a model folder: give one that train-wm wrote"))
+    return folder
+
+
 @app.command("fit-outcome")
 def fit_outcome(
     corpus: Path = typer.Option(..., "--corpus", help="Corpus folder; its train split is fitted on."),
@@ -686,14 +696,11 @@ def fit_outcome(
 ) -> None:
     """Fit a model's outcome head (status and error code from the call and the state) on a corpus and save it in
     the model folder: what `train-wm` does after training, for a model trained before."""
-    from wmstudio.model.backends import resolve_model_path
     from wmstudio.train.examples import read_corpus_split
     from wmstudio.train.outcome_fitting import fit_outcome_head
 
     try:
-        folder = Path(resolve_model_path(model))
-        if not (folder / "config.json").exists():
-            raise InvalidInput(Problem("--model", f"{folder} is not a model folder: give one that train-wm wrote"))
+        folder = _trained_model_folder(model)
         fitted = fit_outcome_head(read_corpus_split(corpus, "train", rows), folder, seed=seed, corpus=str(corpus))
     except InvalidInput as err:
         fail(str(err))
@@ -711,14 +718,11 @@ def keep_schemas(
 ) -> None:
     """Keep the response schemas the corpus's tools were trained with beside a model (`trained_schemas.json`), so
     a world that leaves a tool's schema out still gets its skeleton: what `train-wm` does after training."""
-    from wmstudio.model.backends import resolve_model_path
     from wmstudio.train.examples import read_corpus_split
     from wmstudio.train.trained_schema_writing import write_trained_schemas
 
     try:
-        folder = Path(resolve_model_path(model))
-        if not (folder / "config.json").exists():
-            raise InvalidInput(Problem("--model", f"{folder} is not a model folder: give one that train-wm wrote"))
+        folder = _trained_model_folder(model)
         fitted = write_trained_schemas(read_corpus_split(corpus, "train", rows), folder, corpus=str(corpus))
     except InvalidInput as err:
         fail(str(err))

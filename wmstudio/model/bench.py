@@ -28,8 +28,8 @@ from wmstudio.model.backends import (
     set_cpu_threads,
 )
 from wmstudio.model.canvas import Canvas, build_canvas
-from wmstudio.model.copy_head import CopyPlan, copy_plan
-from wmstudio.model.generation import choose_outcomes, prepare_canvas, prepare_prompt, response_schema
+from wmstudio.model.copy_head import CopyPlan
+from wmstudio.model.generation import choose_outcomes, copy_plan_for, prepare_canvas, prepare_prompt, response_schema
 from wmstudio.model.sampler import SamplerSettings, denoise
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
@@ -169,8 +169,7 @@ def real_calls(backend: Backend, canvas_len: int, prompt_len: int, count: int) -
         prompt = prepare_prompt(backend, world, call, history, len(canvas), prompt_tokens=prompt_len)
         if len(prompt.ids) < 0.9 * prompt_len:
             continue
-        plan = copy_plan(canvas, prompt.sources) if backend.copy_head is not None else None
-        calls.append(BenchCall(prompt.ids, canvas, plan))
+        calls.append(BenchCall(prompt.ids, canvas, copy_plan_for(backend, canvas, prompt)))
         if len(calls) == count:
             break
     return calls

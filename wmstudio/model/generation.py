@@ -288,7 +288,7 @@ def generate_stream(
     yield canvas
     frames: list[Frame] = []
     if len(groups) == 1:
-        plan = _copy_plan(backend, canvas, prompt)
+        plan = copy_plan_for(backend, canvas, prompt)
         for frame in denoise(backend, prompt_ids, canvas, settings, copy=plan):
             frames.append(frame)
             yield frame
@@ -296,7 +296,7 @@ def generate_stream(
         runs = []
         for number, (key, members) in enumerate(groups.items()):
             own = canvases[key]
-            plan = _copy_plan(backend, own, prompt)
+            plan = copy_plan_for(backend, own, prompt)
             group_settings = replace(settings, samples=len(members), seed=settings.seed + number)
             runs.append((members, denoise(backend, prompt_ids, own, group_settings, copy=plan)))
         for frame in _merged_frames(runs, settings.samples):
@@ -467,7 +467,7 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
             break
         candidates = replace(settings, samples=REPAIR_CANDIDATES, repair=False, seed=settings.seed + round_number + 1,
                              temperature=max(settings.temperature, REPAIR_TEMPERATURE))
-        plan = _copy_plan(backend, canvas, prompt)
+        plan = copy_plan_for(backend, canvas, prompt)
         frames = list(denoise(backend, prompt_ids, canvas, candidates, copy=plan))
         round_ = RepairRound(remask)
         rounds.append(round_)
@@ -497,7 +497,7 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
     return replace(best, repairs=rounds)
 
 
-def _copy_plan(backend: Backend, canvas: Canvas, prompt: Prompt):
+def copy_plan_for(backend: Backend, canvas: Canvas, prompt: Prompt):
     """The copy head's plan for `canvas` (None without a head), a key the model never trained on ungated."""
     if backend.copy_head is None:
         return None

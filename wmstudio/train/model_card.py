@@ -147,12 +147,19 @@ def _copy_head_lines(folder: Path, config: dict, arch: str, evals: list[dict]) -
                 f"that fit the span{computed} against a generate gate{accuracy}."]
 
 
+def _fitted_beside(folder: Path, name: str) -> dict | None:
+    """What the fit recorded in the JSON file `name` beside the weights ({} when it says nothing; None: no file)."""
+    path = folder / name
+    if not path.exists():
+        return None
+    return json.loads(path.read_text(encoding="utf-8")).get("fitted") or {}
+
+
 def _outcome_head_lines(folder: Path) -> list[str]:
     """A line on the outcome head when one is saved beside the weights, with what its fit saw."""
-    path = folder / "outcome_head.json"
-    if not path.exists():
+    fitted = _fitted_beside(folder, "outcome_head.json")
+    if fitted is None:
         return []
-    fitted = json.loads(path.read_text(encoding="utf-8")).get("fitted") or {}
     source = f" of `{fitted['corpus']}`" if fitted.get("corpus") else ""
     seen = (f", fitted on {fitted['rows']:,} training rows{source} ({fitted['tools']} tools, {fitted['outcomes']} "
             f"status/error-code pairs; training accuracy {fitted['train_accuracy']:.1%}, {fitted['seconds']:.0f} s)"
@@ -166,10 +173,9 @@ def _outcome_head_lines(folder: Path) -> list[str]:
 
 def _trained_schema_lines(folder: Path) -> list[str]:
     """A line on the response schemas kept beside the weights, when there are some."""
-    path = folder / "trained_schemas.json"
-    if not path.exists():
+    fitted = _fitted_beside(folder, "trained_schemas.json")
+    if fitted is None:
         return []
-    fitted = json.loads(path.read_text(encoding="utf-8")).get("fitted") or {}
     count = f" of its {fitted['tools']} training tools" if fitted.get("tools") else ""
     return ["", f"Beside it `trained_schemas.json`: the response schemas{count} as training laid them out, per world "
                 "and tool with the tool's argument names. A world that leaves one of those tools without a response "
