@@ -1,4 +1,4 @@
-"""World-model prompts: section order, grounding on/off, computed state, chat rows, history truncation, CLI."""
+"""World-model prompts: section order, grounding none/oracle, computed state, chat rows, history truncation, CLI."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_text_state_is_shown_as_written():
     assert "\nState: A small shop with one delivered order, A1.\n" in text
 
 
-def test_a_simulated_world_shows_the_state_after_the_turns_and_its_listing_query():
+def _refunded_world():
     from wmstudio.world.sims import get_simulator
 
     simulator = get_simulator("retail")
@@ -130,22 +130,35 @@ def test_a_simulated_world_shows_the_state_after_the_turns_and_its_listing_query
     order = next(o for o in world.initial_state["orders"] if o["status"] == "delivered")
     refund = Call("refund_order", {"order_id": order["id"], "amount_cents": 100})
     _, response = simulator.step(world.initial_state, refund)
-    rendered = render(world, Call("get_order", {"order_id": order["id"]}), [HistoryStep(refund, response)])
-    assert "State (now, after the earlier turns):" in rendered.text
+    return world, order, [HistoryStep(refund, response)]
+
+
+def test_grounding_oracle_shows_the_simulators_state_after_the_turns_and_its_listing_query_labelled_so():
+    world, order, history = _refunded_world()
+    rendered = render(world, Call("get_order", {"order_id": order["id"]}), history, grounding="oracle")
+    assert "State (oracle: the simulator's state now, after the earlier turns):" in rendered.text
     shown = next(o for o in rendered.shown.state["orders"] if isinstance(o, dict))
     assert shown["refunded_cents"] == order["refunded_cents"] + 100  # the refund of turn 1 is in the state now
-    listing = render(world, Call("list_orders", {"status": "delivered"}))
+    listing = render(world, Call("list_orders", {"status": "delivered"}), grounding="oracle")
     assert listing.shown.query["orders_matching"] == sum(o["status"] == "delivered"
                                                          for o in world.initial_state["orders"])
-    assert "## COMPUTED QUERY STATE" in listing.text
+    assert "## COMPUTED QUERY STATE\nOracle (the simulator's retrieval for this call): {" in listing.text
 
 
-def test_without_grounding_the_rules_computed_state_and_directives_are_left_out():
-    world = parse_world(shop_world())
-    text = render_prompt(world, CALL, grounding=False, computed_state={"refundable_amount": 30.0})
-    assert headers_in(text) == ["## ENVIRONMENT STATE", "## TASK CONTEXT", "## TOOL SCHEMAS"]
-    assert RULE not in text and DIRECTIVE not in text and "refundable_amount" not in text
-    assert text.splitlines()[-1].startswith("PREDICTION TARGET:")
+def test_grounding_none_by_default_shows_only_the_initial_state_and_the_history():
+    world, order, history = _refunded_world()
+    rendered = render(world, Call("get_order", {"order_id": order["id"]}), history)
+    assert "oracle" not in rendered.text.lower() and "\nState: {" in rendered.text
+    shown = next(o for o in rendered.shown.state["orders"] if isinstance(o, dict))
+    assert shown == order  # the initial record: the refund is in the history, not in the state shown
+    listing = render(world, Call("list_orders", {"status": "delivered"}))
+    assert "## COMPUTED QUERY STATE" not in listing.text and listing.shown.query is None
+    assert render(world, Call("list_orders", {"status": "delivered"}), grounding="none").text == listing.text
+
+
+def test_an_unknown_grounding_is_refused_naming_the_setting():
+    with pytest.raises(InvalidInput, match="grounding: 'hindsight' is not a grounding: use none or oracle"):
+        render_prompt(parse_world(shop_world()), CALL, grounding="hindsight")
 
 
 def test_computed_query_state_appears_only_when_given_between_rules_and_directives():
@@ -200,11 +213,6 @@ def test_chat_row_has_sections_in_system_and_state_action_in_user():
     assert assistant == '{"status":"error","refund_processed":false}'
     assert [m["role"] for m in render_chat(world, CALL, history)["messages"]] == ["system", "user"]
     assert render_chat(world, CALL, response="not json at all")["messages"][2]["content"] == "not json at all"
-
-
-def test_chat_row_without_grounding_keeps_only_state_task_and_tools():
-    row = render_chat(parse_world(shop_world()), CALL, grounding=False)
-    assert headers_in(row["messages"][0]["content"]) == ["## ENVIRONMENT STATE", "## TASK CONTEXT", "## TOOL SCHEMAS"]
 
 
 @pytest.mark.parametrize("max_chars", [1600, 2500, 4000])

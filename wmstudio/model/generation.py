@@ -47,6 +47,7 @@ from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport, check_step
 from wmstudio.world.copy_candidates import copy_candidates
 from wmstudio.world.copy_sources import CopySource
+from wmstudio.world.grounding import NONE
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import RenderedPrompt, render
 from wmstudio.world.schema_inference import history_answers, sized_schema
@@ -154,10 +155,10 @@ class Prompt:
 
 
 def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                   canvas_tokens: int = 0, prompt_tokens: int | None = None) -> Prompt:
+                   canvas_tokens: int = 0, prompt_tokens: int | None = None, grounding: str = NONE) -> Prompt:
     """The prompt beside a canvas of `canvas_tokens`, rendered within the budget the model was trained with (or
-    `prompt_tokens`; in its own tokens, so any world fits its context): our `[bos] prompt [sep]` framing, else the
-    tokenizer's chat template."""
+    `prompt_tokens`; in its own tokens, so any world fits its context) under `grounding`: our `[bos] prompt [sep]`
+    framing, else the tokenizer's chat template."""
     tokenizer = backend.tokenizer
     budget = prompt_budget(tokenizer, backend.max_length, canvas_tokens, prompt_tokens or backend.prompt_tokens)
     if budget.limit < MIN_PROMPT_TOKENS:
@@ -165,7 +166,7 @@ def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, 
             f"the response canvas ({canvas_tokens} tokens) leaves {budget.limit} tokens for the prompt, so the two "
             f"are over the model's context of {backend.max_length}: use a smaller response schema, fewer array "
             "items or smaller span budgets, or a model with a longer context")
-    rendered = render(world, call, history, budget, chat=reads_chat(tokenizer))
+    rendered = render(world, call, history, budget, grounding, chat=reads_chat(tokenizer))
     ids = prompt_ids(tokenizer, rendered.text, rendered.chat()["messages"], budget.limit)
     return Prompt(ids, rendered, copy_candidates(rendered.shown))
 
@@ -282,13 +283,13 @@ def generate_stream(
     canvases = {key: canvas.with_values(outcomes[members[0]].values(schema)) if key else canvas
                 for key, members in groups.items()}
     canvas = canvases[next(iter(groups))]  # the first sample's: the one the view draws
-    prompt = prepare_prompt(backend, world, the_call, history, len(canvas))
+    prompt = prepare_prompt(backend, world, the_call, history, len(canvas), grounding=settings.grounding)
     prompt_ids = prompt.ids
     check_fits(len(prompt_ids), len(canvas), backend.max_length)
     yield canvas
     frames: list[Frame] = []
     if len(groups) == 1:
-        plan = copy_plan_for(backend, canvas, prompt)
+        plan = copy_plan_for(backend, canvas, prompt) if settings.copy_head else None
         for frame in denoise(backend, prompt_ids, canvas, settings, copy=plan):
             frames.append(frame)
             yield frame
@@ -296,7 +297,7 @@ def generate_stream(
         runs = []
         for number, (key, members) in enumerate(groups.items()):
             own = canvases[key]
-            plan = copy_plan_for(backend, own, prompt)
+            plan = copy_plan_for(backend, own, prompt) if settings.copy_head else None
             group_settings = replace(settings, samples=len(members), seed=settings.seed + number)
             runs.append((members, denoise(backend, prompt_ids, own, group_settings, copy=plan)))
         for frame in _merged_frames(runs, settings.samples):
@@ -336,7 +337,7 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
         return None
     if not isinstance(schema, dict) or OUTCOME_KEY not in (schema.get("properties") or {}):
         return None
-    ranked = head.distribution(world, call, history, schema)
+    ranked = head.distribution(world, call, history, schema, settings.grounding)
     if not ranked:
         return None
     if settings.temperature == 0 or len(ranked) == 1:
@@ -417,7 +418,7 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
     if tool.response is not None and not settings.free:
         has_mask = backend.tokenizer.mask_token_id is not None
         budget = len(build_canvas(backend.tokenizer, tool.response, anchors)) + 16 if has_mask else 256
-    prompt = prepare_prompt(backend, steered, call, history, budget)
+    prompt = prepare_prompt(backend, steered, call, history, budget, grounding=settings.grounding)
     prompt_ids = prompt.ids
     check_fits(len(prompt_ids), budget, backend.max_length)
     outputs = backend.generate(prompt_ids, max_new_tokens=budget, temperature=settings.temperature,
@@ -467,7 +468,7 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
             break
         candidates = replace(settings, samples=REPAIR_CANDIDATES, repair=False, seed=settings.seed + round_number + 1,
                              temperature=max(settings.temperature, REPAIR_TEMPERATURE))
-        plan = copy_plan_for(backend, canvas, prompt)
+        plan = copy_plan_for(backend, canvas, prompt) if settings.copy_head else None
         frames = list(denoise(backend, prompt_ids, canvas, candidates, copy=plan))
         round_ = RepairRound(remask)
         rounds.append(round_)

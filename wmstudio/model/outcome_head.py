@@ -25,6 +25,7 @@ from jsonschema import validators
 
 from wmstudio.model.canvas import OUTCOME_KEY, OUTCOME_VALUES
 from wmstudio.world.anchors import Anchor
+from wmstudio.world.grounding import NONE
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.outcome_features import DIRECTIVE, outcome_features
 from wmstudio.world.spec import Call, WorldSpec
@@ -85,39 +86,40 @@ class OutcomeHead:
         self.keys = keys or {}  # each tool's top-level response keys as fitted: another world's same-named tool differs
 
     def predict(self, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                schema: dict[str, Any] | None = None) -> Outcome | None:
+                schema: dict[str, Any] | None = None, grounding: str = NONE) -> Outcome | None:
         """The likeliest outcome of `call`, or None for a tool the head was not fitted on (by name, and when a
         response `schema` is given, by its top-level keys: a same-named tool of another world is not this one)."""
-        ranked = self.distribution(world, call, history, schema)
+        ranked = self.distribution(world, call, history, schema, grounding)
         return ranked[0] if ranked else None
 
     def distribution(self, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                     schema: dict[str, Any] | None = None) -> list[Outcome]:
+                     schema: dict[str, Any] | None = None, grounding: str = NONE) -> list[Outcome]:
         """Every outcome the tool answered with in training, with its probability for `call`, likeliest first;
-        empty where `predict` abstains."""
+        empty where `predict` abstains. Its facts read the state the prompt shows under `grounding`."""
         choices = self.outcomes.get(call.name)
         if not choices:
             return []
         known = self.keys.get(call.name)
         if schema is not None and known is not None and sorted((schema.get("properties") or {})) != known:
             return []
-        facts = outcome_features(world, call, history)
+        facts = outcome_features(world, call, history, grounding)
         scores = torch.stack([self.weights[torch.tensor(fact_buckets(facts, call.name, c))].sum() for c in choices])
         probabilities = torch.softmax(scores, dim=0).tolist()
         ranked = sorted(zip(choices, probabilities), key=lambda pair: -pair[1])
         return [Outcome(status, error, probability) for (status, error), probability in ranked]
 
     @classmethod
-    def fit(cls, rows: Sequence[tuple[WorldSpec, Call, Sequence[HistoryStep], Any]], epochs: int = EPOCHS,
+    def fit(cls, rows: Sequence[tuple[WorldSpec, Call, Sequence[HistoryStep], Any, str]], epochs: int = EPOCHS,
             learning_rate: float = LEARNING_RATE, seed: int = 0) -> tuple["OutcomeHead", dict[str, Any]]:
-        """Fit on (world, call, history, true response value) rows; rows without an ok / error status are skipped.
+        """Fit on (world, call, history, true response value, grounding) rows; rows without an ok / error status
+        are skipped.
         Returns the head and what the fit saw (rows, tools, outcomes, training accuracy, seconds)."""
         torch.manual_seed(seed)
-        labelled = [(world, call, history, outcome) for world, call, history, response in rows
+        labelled = [(world, call, history, outcome, grounding) for world, call, history, response, grounding in rows
                     if (outcome := outcome_of(response)) is not None]
         seen: dict[str, Counter] = {}
         keys: dict[str, list[str]] = {}
-        for world, call, _, outcome in labelled:
+        for world, call, _, outcome, _ in labelled:
             seen.setdefault(call.name, Counter())[outcome] += 1
             if call.name not in keys:
                 keys[call.name] = sorted((_response_schema(world, call) or {}).get("properties") or {})
@@ -126,8 +128,8 @@ class OutcomeHead:
             return cls(torch.zeros(BUCKETS), outcomes), {"rows": 0, "tools": 0, "train_accuracy": None}
         width = max(len(choices) for choices in outcomes.values())
         buckets, offsets, allowed, targets = [], [], [], []
-        for world, call, history, outcome in labelled:
-            facts = outcome_features(world, call, history)
+        for world, call, history, outcome, grounding in labelled:
+            facts = outcome_features(world, call, history, grounding)
             choices = outcomes[call.name]
             for k in range(width):
                 offsets.append(len(buckets))

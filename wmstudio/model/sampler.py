@@ -22,6 +22,7 @@ from wmstudio.model.canvas import MAX_CANVAS_TOKENS, OUTCOME_KEY, Canvas
 from wmstudio.model.constraints import END, CanvasConstraints
 from wmstudio.model.copy_head import CopyFiller, CopyPlan
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.grounding import GROUNDINGS, NONE
 
 if TYPE_CHECKING:  # the sampler drives any backend; importing them would pull transformers into the CLI's start
     from wmstudio.model.backends import Backend
@@ -61,6 +62,11 @@ class SamplerSettings:
                                    "rest held (a few rounds of 4 candidates).")
     outcome_head: bool = _setting(True, "Let the model's outcome head choose the status and error code from the call "
                                         "and the state before denoising (off: the canvas decides them).")
+    copy_head: bool = _setting(True, "Let the model's copy head fill values the prompt shows (off: the denoiser "
+                                     "alone writes every value).")
+    grounding: str = _setting(NONE, "What the prompt may hold beyond the five parts: none (the world model tracks "
+                                    "the state from the initial state and the history) or oracle (a simulator's "
+                                    "replayed state and retrieval, named as the oracle's).")
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -90,7 +96,10 @@ class SamplerSettings:
         number("repetition_penalty", 1.0, MAX_REPETITION_PENALTY)
         whole("samples", 1, MAX_SAMPLES)
         whole("seed", 0, 2**63 - 1)
-        for name in ("free", "repair", "outcome_head"):
+        if self.grounding not in GROUNDINGS:
+            problems.append(Problem("grounding", f"{self.grounding!r} is not a grounding: use "
+                                                 f"{' or '.join(GROUNDINGS)}"))
+        for name in ("free", "repair", "outcome_head", "copy_head"):
             if not isinstance(getattr(self, name), bool):
                 problems.append(Problem(name, f"must be true or false, got {getattr(self, name)!r}"))
         whole("free_length", 1, MAX_CANVAS_TOKENS)
@@ -122,6 +131,8 @@ class SamplerSettings:
                 clean[name] = _whole(value) if value is not None else getattr(cls, name)
             elif name == "strategy":
                 clean[name] = value or STRATEGIES[0]
+            elif name == "grounding":
+                clean[name] = value or NONE
             else:
                 clean[name] = bool(value)
         return cls(**clean)

@@ -163,21 +163,23 @@ def world_from_meta(meta: dict[str, Any], where: str = "meta"):
 
 @dataclass
 class RowRequest:
-    """What a wmstudio row asks the world model: its world, the call, the earlier turns, whether grounded."""
+    """What a wmstudio row asks the world model: its world, the call, the earlier turns, its grounding."""
 
     world: Any
     call: Any
     history: list
-    grounding: bool
+    grounding: str
 
 
 def request_from_meta(meta: dict[str, Any], where: str = "meta") -> RowRequest:
     """The world (rebuilt from its simulator), call and history a row's `meta` describes."""
+    from wmstudio.world.grounding import parse_grounding
     from wmstudio.world.history import parse_history
     from wmstudio.world.spec import Call
 
     return RowRequest(world_from_meta(meta, where), Call.from_json(meta.get("call"), f"{where}.call"),
-                      parse_history(meta.get("history"), f"{where}.history"), bool(meta.get("grounding", True)))
+                      parse_history(meta.get("history"), f"{where}.history"),
+                      parse_grounding(meta.get("grounding", True), f"{where}.grounding"))
 
 
 def prompt_from_meta(meta: dict[str, Any], where: str = "meta") -> str:

@@ -7,7 +7,6 @@ history those rows rebuild."""
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,15 @@ from wmstudio.train.field_kinds import parse
 
 def fit_outcome_head(rows: list[CorpusRow], out: Path, seed: int = 0, corpus: str = "") -> dict[str, Any] | None:
     """Fit the head on `rows` and save it in `out`; what the fit saw (with `corpus`, where the rows came from, and
-    its seconds), or None and nothing saved when no row teaches an outcome. Rows whose prompt leaves out the
-    directives (`grounding` off) are fitted without them, as the model saw them."""
+    its seconds), or None and nothing saved when no row teaches an outcome. Each row's facts read the state its
+    prompt showed (its grounding)."""
     started = time.perf_counter()
     examples = []
     for row in rows:
         if not row.meta:
             continue
         request = request_from_meta(row.meta, row.where)
-        world = request.world if request.grounding else replace(request.world, directives=[])
-        examples.append((world, request.call, request.history, parse(row.response_text)))
+        examples.append((request.world, request.call, request.history, parse(row.response_text), request.grounding))
     head, fitted = OutcomeHead.fit(examples, seed=seed)
     if not fitted["rows"]:
         return None

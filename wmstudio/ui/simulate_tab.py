@@ -376,6 +376,11 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                                  elem_id="simulate-repair")
             outcome_head = gr.Checkbox(True, label="Outcome head (status and error code chosen from the call and "
                                                    "state first)", elem_id="simulate-outcome-head")
+            copy_head = gr.Checkbox(True, label="Copy head (values the prompt shows copied whole)",
+                                    elem_id="simulate-copy-head")
+            grounding = gr.Dropdown([("none: the model tracks the state", "none"),
+                                     ("oracle: the simulator's state in the prompt", "oracle")], value="none",
+                                    label="Grounding", elem_id="simulate-grounding")
     with gr.Row():
         run = gr.Button("Run", variant="primary", elem_id="simulate-run")
         stop = gr.Button("Stop")
@@ -401,7 +406,7 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     sampler_inputs = {"steps": steps, "strategy": strategy, "threshold": threshold, "block": block,
                       "temperature": temperature, "repetition_penalty": repetition_penalty, "samples": samples,
                       "seed": seed, "free": free, "free_length": free_length, "repair": repair,
-                      "outcome_head": outcome_head}
+                      "outcome_head": outcome_head, "copy_head": copy_head, "grounding": grounding}
     request = [world, tool, arguments, free_anchors, *(sampler_inputs[name] for name in SETTING_NAMES),
                *anchor_inputs]
     refresh.click(partial(refresh_worlds, ctx), world, world, api_name="simulate_worlds")

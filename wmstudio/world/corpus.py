@@ -16,6 +16,7 @@ from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.directives import Directive
+from wmstudio.world.grounding import NONE, ORACLE
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.sims import SIMULATORS, Simulator
@@ -26,8 +27,8 @@ MAX_ROWS = 1_000_000
 MAX_HISTORY = 6
 INVALID_SHARE = 0.2  # target calls that are mistakes (missing/wrong-typed arguments, unknown ids, policy)
 HISTORY_INVALID_SHARE = 0.15
-UNGROUNDED_SHARE = 0.2  # rows without DOMAIN RULES / STEERING DIRECTIVES notes, as in the paper's corpus
-DIRECTIVE_SHARE = 0.25  # of all rows; only grounded rows get directives, since the model must see them
+ORACLE_SHARE = 0.4  # rows whose prompt holds the simulator's state and retrieval (grounding oracle); the rest none
+DIRECTIVE_SHARE = 0.25  # rows steered by directives
 INJECTED_ERRORS = {
     "retail": ("PAYMENT_GATEWAY_ERROR", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE", "TIMEOUT"),
     "airline": ("INVENTORY_UNAVAILABLE", "FARE_EXPIRED", "SERVICE_UNAVAILABLE", "TIMEOUT"),
@@ -54,7 +55,7 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
     """Write `train.jsonl`, `eval.jsonl` and `test.jsonl` (80/10/10) under `out`; return the stats.
 
     Same rows and seed give byte-identical files; `progress(done, total)` is called as rows are written.
-    Stats: rows per split and per world, invalid calls, rows with directives and without grounding, seconds."""
+    Stats: rows per split and per world, invalid calls, rows with directives and with grounding oracle, seconds."""
     started = time.perf_counter()
     out = _check_request(out, rows, seed)
     out.mkdir(parents=True, exist_ok=True)
@@ -62,7 +63,7 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
     handles = {split: path.open("w", encoding="utf-8", newline="\n") for split, path in temporary.items()}
     stats: dict[str, Any] = {
         "out": str(out), "rows": 0, "seed": seed, "splits": dict.fromkeys(SPLITS, 0), "worlds": {},
-        "invalid_calls": 0, "error_responses": 0, "with_directives": 0, "without_grounding": 0,
+        "invalid_calls": 0, "error_responses": 0, "with_directives": 0, "oracle_grounding": 0,
     }
     try:
         for row in iter_corpus(rows, seed):
@@ -74,7 +75,7 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
             stats["invalid_calls"] += meta["invalid_call"]
             stats["error_responses"] += '"status":"error"}' in row.data["messages"][-1]["content"]
             stats["with_directives"] += bool(meta["directives"])
-            stats["without_grounding"] += not meta["grounding"]
+            stats["oracle_grounding"] += meta["grounding"] == ORACLE
             if progress is not None and (stats["rows"] % 100 == 0 or stats["rows"] == rows):
                 progress(stats["rows"], rows)
     except BaseException:
@@ -116,7 +117,8 @@ def corpus_row(simulator: Simulator, rng: random.Random) -> dict[str, Any]:
     """One row: a random initial state, 0-6 earlier steps played by the scripted agent, then the target call.
 
     The response is the simulator's ground truth under the row's directives; `meta` holds what
-    `check_step` needs to re-check the row (world, initial_state, call, history, directives, grounding)."""
+    `check_step` needs to re-check the row (world, initial_state, call, history, directives) and its grounding
+    (world/grounding.py: `none` or `oracle`, what the prompt was rendered with)."""
     initial = simulator.initial_state(rng)
     state, history = initial, []
     for _ in range(rng.randint(0, MAX_HISTORY)):
@@ -125,9 +127,8 @@ def corpus_row(simulator: Simulator, rng: random.Random) -> dict[str, Any]:
         history.append(HistoryStep(call=call, response=response))
     invalid = rng.random() < INVALID_SHARE
     call = simulator.agent_call(state, rng, invalid=invalid)
-    grounding = rng.random() >= UNGROUNDED_SHARE
-    directives = sample_directives(simulator.name, rng) if grounding and rng.random() < (
-        DIRECTIVE_SHARE / (1 - UNGROUNDED_SHARE)) else []
+    grounding = ORACLE if rng.random() < ORACLE_SHARE else NONE
+    directives = sample_directives(simulator.name, rng) if rng.random() < DIRECTIVE_SHARE else []
     _, response = simulator.step(state, call, directives)
     world = simulator.world(initial, directives)
     chat = render_chat(world, call, history, response=response, grounding=grounding)

@@ -15,7 +15,8 @@ from typing import Any
 
 from wmstudio.world.checks import argument_problems
 from wmstudio.world.history import HistoryStep, compact_json
-from wmstudio.world.prompt import SECTION_HEADERS, PromptBudget, RenderedPrompt, render
+from wmstudio.world.grounding import NONE
+from wmstudio.world.prompt import ORACLE_STATE_LABEL, SECTION_HEADERS, PromptBudget, RenderedPrompt, render
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 from wmstudio.world.trajectories import messages_from_steps, tool_call_message
@@ -26,7 +27,7 @@ MAX_REFITS = 6  # tries at shrinking the inner budget until the Patronus renderi
 
 
 def render_patronus(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                    budget: PromptBudget | None = None, grounding: bool = True,
+                    budget: PromptBudget | None = None, grounding: str = NONE,
                     computed_state: Any = None) -> RenderedPrompt:
     """The Patronus-format prompt for `call` after `history`, within `budget` (system + user) when given.
 
@@ -35,7 +36,7 @@ def render_patronus(world: WorldSpec, call: Call, history: Sequence[HistoryStep]
     inner = budget
     for _ in range(MAX_REFITS):
         rendered = render(world, call, history, inner, grounding, computed_state, chat=True)
-        patronus = _as_patronus(world, call, rendered, grounding)
+        patronus = _as_patronus(world, call, rendered)
         if budget is None:
             return patronus
         over = budget.measure(patronus.text) - budget.limit
@@ -77,7 +78,7 @@ def _type_word(schema: Any) -> str:
     return kind if isinstance(kind, str) else "|".join(map(str, kind))
 
 
-def _as_patronus(world: WorldSpec, call: Call, rendered: RenderedPrompt, grounding: bool) -> RenderedPrompt:
+def _as_patronus(world: WorldSpec, call: Call, rendered: RenderedPrompt) -> RenderedPrompt:
     """Re-express what `render` chose (state, turns, rules, directives) in the Patronus layout."""
     shown = rendered.shown
     tool = next((t for t in world.tools if t.name == call.name), None)
@@ -86,8 +87,8 @@ def _as_patronus(world: WorldSpec, call: Call, rendered: RenderedPrompt, groundi
     if world.task.strip() and "the task" not in rendered.cut:
         environment.append(f"Active task: {' '.join(world.task.split())}")
     if shown.state is not None:
-        label = "State (now, after the earlier turns)" if shown.turns else "Database records"
-        environment.append(f"{label}: {compact_json(shown.state)}")
+        oracle = ORACLE_STATE_LABEL in rendered.text
+        environment.append(f"{ORACLE_STATE_LABEL if oracle else 'Database records:'} {compact_json(shown.state)}")
     environment += ["Active tool call:", f"- tool_name: {call.name}",
                     f"- arguments: {json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)}",
                     f"- validation_status: {'invalid' if problems else 'valid'}",
@@ -101,11 +102,12 @@ def _as_patronus(world: WorldSpec, call: Call, rendered: RenderedPrompt, groundi
             schemas.append(f"- Returns: {return_shape(tool.response)}")
     schemas.append("- For invalid calls, return exactly one JSON object with an error key.")
     blocks = ["\n".join(environment), "\n".join(context), "\n".join(schemas)]
-    if grounding and world.rules and "the domain rules" not in rendered.cut:
+    if world.rules and "the domain rules" not in rendered.cut:
         blocks.append("\n".join([SECTION_HEADERS[3], *(f"- {' '.join(r.text.split())}" for r in world.rules)]))
-    if grounding and shown.query is not None:
-        blocks.append(f"{SECTION_HEADERS[4]}\n{compact_json(shown.query)}")
-    if grounding and shown.directives:
+    query = next((block for block in rendered.text.split("\n\n") if block.startswith(SECTION_HEADERS[4])), None)
+    if query is not None:
+        blocks.append(query)
+    if shown.directives:
         blocks.append("\n".join([SECTION_HEADERS[5], *(f"- {d}" for d in shown.directives)]))
     blocks.append(PATRONUS_TARGET)
     system = "\n\n".join(blocks)

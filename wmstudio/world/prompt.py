@@ -5,20 +5,20 @@ trained on. The sections follow the public format; what goes in them is chosen f
 it (call-local), within a budget counted in the model's own tokens:
 
     ## ENVIRONMENT STATE        the active tool call, whether its arguments fit the tool's parameters, and the
-                                state, call-local: records sharing a value with the call or the turns shown, the
-                                rest counted (`"… 212 more"`); for a world with a simulator, the state *now*, after
-                                the earlier turns (replayed from e0: retrieval, never the outcome of this call)
+                                initial state, call-local: records sharing a value with the call or the turns shown,
+                                the rest counted (`"… 212 more"`); with grounding `oracle` (world/grounding.py), the
+                                simulator's state *now*, after the earlier turns, labelled as the oracle's
     ## TASK CONTEXT             the task, then the earlier turns (newest kept first; a line counts those cut)
     ## TOOL SCHEMAS             the called tool in full (name, description, parameters, response); the others by
                                 name, with their descriptions when there is room
     ## DOMAIN RULES             "- <rule text>" per rule (the CEL checks are for the checker, not the model)
-    ## COMPUTED QUERY STATE     only when a caller gives one
+    ## COMPUTED QUERY STATE     one the caller gives; with grounding `oracle`, the simulator's retrieval, so labelled
     ## STEERING DIRECTIVES      "- <directive>" per directive
     PREDICTION TARGET: ...      the tool whose JSON response is to be predicted
 
-`grounding=False` leaves out DOMAIN RULES, COMPUTED QUERY STATE and STEERING DIRECTIVES (~20% of the paper's rows).
-In a chat row the system turn holds the sections (TASK CONTEXT with the task only) and the user turn
-`State: <earlier turns>\\n\\nAction: <call>`, the paper's user turn.
+With grounding `none` (the default) nothing in the prompt comes from a simulator: the model tracks the state from
+the initial state and the history as it saw it. In a chat row the system turn holds the sections (TASK CONTEXT
+with the task only) and the user turn `State: <earlier turns>\\n\\nAction: <call>`, the paper's user turn.
 
 Budget: the call, its validation, the target line and the called tool (descriptions inside its schema left
 out; its response schema too while it would take over half the budget: the canvas lays out the response's keys,
@@ -31,6 +31,7 @@ prints on stderr and the studio in its report."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,7 @@ from typing import Any
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.call_local import call_local, drop_last_record, needles_of, with_references
 from wmstudio.world.checks import argument_problems
+from wmstudio.world.grounding import NONE, ORACLE, parse_grounding
 from wmstudio.world.history import HistoryStep, compact_json, response_text
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
@@ -59,6 +61,8 @@ DESCRIPTIONS_CUT = "descriptions inside the called tool's schema"
 RESPONSE_CUT = "the called tool's response schema (the canvas lays out its keys)"
 CHAT_STYLES = ("wmstudio", "patronus")  # our sections, or the Patronus paper's layout
 PROMPT_MAX_CHARS = 3000  # the character budget of exported chat rows (a model's budget is in its own tokens)
+ORACLE_STATE_LABEL = "State (oracle: the simulator's state now, after the earlier turns):"
+ORACLE_QUERY_LABEL = "Oracle (the simulator's retrieval for this call):"
 
 
 @dataclass(frozen=True)
@@ -151,18 +155,22 @@ def render(
     call: Call,
     history: Sequence[HistoryStep] = (),
     budget: PromptBudget | None = None,
-    grounding: bool = True,
+    grounding: str = NONE,
     computed_state: Any = None,
     chat: bool = False,
 ) -> RenderedPrompt:
     """Render the prompt for predicting the response to `call` after `history`, within `budget` (None: all of it).
 
-    `chat` budgets the chat row (system + user turn) instead of the sections text."""
+    `grounding` `oracle` adds the world's simulator's replayed state and retrieval, labelled as the oracle's;
+    `computed_state` is a query state the caller gives (shown as given). `chat` budgets the chat row (system + user
+    turn) instead of the sections text."""
+    grounding = parse_grounding(grounding)
     steps = list(history)
     tool = _find_tool(world, call.name)
-    now = current_state(world, steps)
-    if computed_state is None:
-        computed_state = query_state(world, now if now is not None else world.initial_state, call)
+    now = current_state(world, steps) if grounding == ORACLE else None
+    if computed_state is None and grounding == ORACLE:
+        retrieved = query_state(world, now if now is not None else world.initial_state, call)
+        computed_state = None if retrieved is None else f"{ORACLE_QUERY_LABEL} {compact_json(retrieved)}"
     parts = _Parts(call=call, validation=_validation(tool, call), target=target_line(world, call),
                    called=tool_schema_line(tool) if tool is not None else "(the called tool is not in this world)")
     shown = Shown(call=call)
@@ -187,15 +195,14 @@ def render(
         if budget is not None and tool.response is not None \
                 and budget.measure(parts.called) > CALLED_TOOL_SHARE * budget.limit:
             parts.called, bare = tool_schema_line(tool, compact=True, response=False), True
-    if grounding:
-        parts.directives = _bullets(world.directives)
-        shown.directives = list(world.directives)
-        if not fits():
-            parts.directives, shown.directives = None, []
-            cut.append("the steering directives")
-    if grounding and computed_state is not None:
+    parts.directives = _bullets(world.directives)
+    shown.directives = list(world.directives)
+    if not fits():
+        parts.directives, shown.directives = None, []
+        cut.append("the steering directives")
+    if computed_state is not None:
         parts.query = computed_state if isinstance(computed_state, str) else compact_json(computed_state)
-        shown.query = computed_state
+        shown.query = _query_value(computed_state)
         if not fits():
             parts.query, shown.query = None, None
             cut.append("the computed query state")
@@ -231,10 +238,8 @@ def render(
     add_turns(None if budget is None else int(TURNS_SHARE * budget.limit), len(steps))
     if parts.turns_cut:
         cut.append(f"{parts.turns_cut} earlier turn(s) of {len(steps)}")
-    for name, text in (("the domain rules", _bullets(r.text for r in world.rules) if grounding else None),
+    for name, text in (("the domain rules", _bullets(r.text for r in world.rules)),
                        ("the task", world.task.strip() or NO_TASK)):
-        if text is None:
-            continue
         setattr(parts, "rules" if name == "the domain rules" else "task", text)
         if not fits():
             setattr(parts, "rules" if name == "the domain rules" else "task", None)
@@ -260,14 +265,14 @@ def render(
 
 
 def render_prompt(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
-                  grounding: bool = True, computed_state: Any = None) -> str:
+                  grounding: str = NONE, computed_state: Any = None) -> str:
     """The plain sections prompt, within `max_chars` characters when given."""
     budget = PromptBudget(max_chars) if max_chars is not None else None
     return render(world, call, history, budget, grounding, computed_state).text
 
 
 def render_chat(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
-                response: Any = None, grounding: bool = True, computed_state: Any = None,
+                response: Any = None, grounding: str = NONE, computed_state: Any = None,
                 style: str = "wmstudio") -> dict[str, list[dict]]:
     """One chat row `{"messages": [system, user(, assistant)]}` within `max_chars` (system + user) when given;
     `style` "patronus" writes the paper's own layout (world/patronus_prompt.py)."""
@@ -396,7 +401,17 @@ def _widen_state(call: Call, shown_steps: list[HistoryStep], now: Any, world: Wo
 
 
 def _state_label(now: Any) -> str:
-    return "State (now, after the earlier turns):" if now is not None else "State:"
+    return ORACLE_STATE_LABEL if now is not None else "State:"
+
+
+def _query_value(computed_state: Any) -> Any:
+    """The values a computed query state shows (what a copy head may point into): the JSON after an oracle's label."""
+    if isinstance(computed_state, str) and computed_state.startswith(ORACLE_QUERY_LABEL):
+        try:
+            return json.loads(computed_state[len(ORACLE_QUERY_LABEL):])
+        except json.JSONDecodeError:
+            return computed_state
+    return computed_state
 
 
 def _try_state(parts: _Parts, label: str, state: Any, fits: Callable[[], bool]) -> bool:
