@@ -1,4 +1,4 @@
-"""eval-wm: the report's exact shape, constant baselines beside every figure, flips picked right, field scores."""
+"""eval-wm: the report's exact shape, baselines that can win beside every figure, flips picked right, field scores."""
 
 import json
 import shutil
@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 from wmstudio.cli import app
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.backends import resolve_model_path
+from wmstudio.train.baselines import TrainingAnswers, baseline_response, nearest_response, status_reason
 from wmstudio.train.chat_scoring import normalise, rouge_l, semantic_match
 from wmstudio.train.evaluation import (
     EvalCase,
@@ -16,7 +17,6 @@ from wmstudio.train.evaluation import (
     evaluate_world_model,
     flip_anchor,
     load_cases,
-    trivial_response,
     write_quality,
 )
 from wmstudio.world.checks import check_step
@@ -51,9 +51,53 @@ def test_flip_anchor_pins_error_only_on_calls_that_succeeded():
 
 def test_the_constant_baselines_are_empty_responses_with_a_status():
     case = _case({"status": "ok"})
-    assert json.loads(trivial_response(case, "error")) == {
+    answer = baseline_response("neutral_error", case.world, case.call, case.world.initial_state, TrainingAnswers())
+    assert json.loads(answer) == {
         "order_id": "", "refund_id": "", "refund_processed": False, "amount_refunded_cents": 0,
         "total_refunded_cents": 0, "order_total_cents": 0, "error": "", "message": "", "status": "error"}
+
+
+def _answers(world, rows):
+    answers = TrainingAnswers()
+    for call, response in rows:
+        answers.add(world, call, world.initial_state, json.dumps(response))
+    return answers
+
+
+def test_echo_copies_the_call_and_the_named_record_under_the_tools_majority_outcome():
+    case = _case({"status": "ok"})
+    order = case.world.initial_state["orders"][0]
+    answers = _answers(case.world, [(case.call, {"status": "ok", "error": ""})] * 2
+                       + [(case.call, {"status": "error", "error": "X"})])
+    echo = json.loads(baseline_response("echo", case.world, case.call, case.world.initial_state, answers))
+    assert echo["status"] == "ok" and echo["order_id"] == order["id"]  # the call's argument, same-named field
+    get = Call("get_order", {"order_id": order["id"]})
+    record = json.loads(baseline_response("echo", case.world, get, case.world.initial_state, answers))
+    assert record["total_cents"] == order["total_cents"]  # the state record the call's id names
+
+
+def test_rule_status_answers_error_for_an_unknown_id_a_bad_argument_or_an_error_directive():
+    world = get_simulator("retail").world()
+    known = world.initial_state["orders"][0]["id"]
+    unknown = Call("get_order", {"order_id": "ORD-00000"})
+    assert status_reason(world, Call("get_order", {"order_id": known}), world.initial_state) == "none"
+    assert status_reason(world, unknown, world.initial_state) == "unknown_id"
+    assert status_reason(world, Call("get_order", {"order_id": 7}), world.initial_state) == "invalid_argument"
+    steered = get_simulator("retail").world(world.initial_state, ["inject_error: TIMEOUT"])
+    answers = _answers(world, [(unknown, {"status": "error", "error": "ORDER_NOT_FOUND"})])
+    assert json.loads(baseline_response("rule_status", world, unknown, world.initial_state, answers))["error"] \
+        == "ORDER_NOT_FOUND"  # the commonest error code of the tool for that reason in training
+    injected = baseline_response("rule_status", steered, Call("get_order", {"order_id": known}),
+                                 world.initial_state, answers)
+    assert json.loads(injected)["status"] == "error" and json.loads(injected)["error"] == "TIMEOUT"
+
+
+def test_nearest_train_answers_with_the_training_response_sharing_the_most_arguments():
+    case = _case({"status": "ok"})
+    near = Call("refund_order", {**case.call.arguments, "amount_cents": 5})
+    far = Call("refund_order", {"order_id": "ORD-1", "amount_cents": 5})
+    answers = _answers(case.world, [(far, {"status": "far"}), (near, {"status": "near"})])
+    assert json.loads(nearest_response(case.call, answers)) == {"status": "near"}
 
 
 def test_rates_score_fields_by_kind_and_the_simulators_status():
@@ -77,13 +121,16 @@ def test_rates_score_fields_by_kind_and_the_simulators_status():
 def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(corpus, tmp_path):
     report = evaluate_world_model(DEFAULT_MODEL, DEFAULT_AR_MODEL, corpus, rows=2, diversity_calls=1, samples=2)
     figures = report.to_json()
-    assert set(figures) == {"rows", "model", "raw", "steered", "ar", "flip", "free", "trivial", "prompt_use",
-                            "diversity"}
-    for name in ("raw", "steered", "ar"):
+    assert set(figures) == {"rows", "model", "grounding", "raw", "no_outcome_head", "no_copy_head", "steered", "ar",
+                            "flip", "free", "trivial", "prompt_use", "diversity"}
+    assert figures["grounding"] == "none"
+    for name in ("raw", "no_outcome_head", "no_copy_head", "steered", "ar"):
         assert set(figures[name]) == RATE_KEYS and figures[name]["cases"] == 2
-    assert set(figures["flip"]) == {"raw", "steered", "ar"} and set(figures["trivial"]) == {"neutral_error",
-                                                                                            "neutral_ok"}
-    assert set(figures["prompt_use"]) == {"own_nll", "swapped_nll"}
+    baselines = {"neutral_error", "neutral_ok", "echo", "rule_status", "nearest_train"}
+    assert set(figures["flip"]) == {"raw", "steered", "ar"} | baselines and set(figures["trivial"]) == baselines
+    for name in baselines:
+        assert set(figures["trivial"][name]) == RATE_KEYS and figures["trivial"][name]["cases"] == 2
+    assert set(figures["prompt_use"]) == {"own_nll", "swapped_nll", "denoiser_own_nll", "denoiser_swapped_nll"}
     assert figures["raw"]["json_valid"] == 1.0  # the skeleton canvas always yields parseable JSON
     assert set(figures["free"]) == {"cases", "json_valid", "schema_valid", "same_keys", "from_history",
                                     "from_training", "from_sketch", "canvas_json_valid", "canvas_same_keys"}
@@ -92,15 +139,15 @@ def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(cor
     assert 0.0 <= figures["diversity"]["mdlm"]["values_distinct_2"] <= 1.0
     assert not report.errors
     text = report.render()
-    assert "field: copy_call" in text and "always error" in text
+    assert "field: copy_call" in text and "always error" in text and "nearest_train" in text
     folder = tmp_path / "model"  # --write: quality.json beside the weights, the card shows raw and steered
     shutil.copytree(resolve_model_path(DEFAULT_MODEL), folder)
     write_quality(report, folder)
     quality = json.loads((folder / "quality.json").read_text())
-    assert quality["figures"] == figures
-    assert quality["denoiser"]["cases"] == figures["raw"]["cases"]  # the shipped model has an outcome head
+    assert quality["figures"] == figures and quality["settings"]["grounding"] == "none"
     card = (folder / "README.md").read_text()
-    assert "| measure | raw | denoiser alone | steered | AR | always error | always ok |" in card
+    assert ("| measure | MDLM raw | no outcome head | no copy head | MDLM steered | AR | always error | always ok | "
+            "echo | rule_status | nearest_train |") in card
     assert "| field: copy_call |" in card and "outcome head" in card
 
 

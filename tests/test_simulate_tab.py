@@ -344,7 +344,7 @@ def request(world_id, tool, arguments="{}", pins=None, free="", steps=4, samples
     for path, value in (pins or {}).items():
         slots[fields.index(path)] = value
     return [world_id, tool, arguments, free, steps, "low_confidence", 0.9, 0, temperature, 1.0, samples, 0,
-            free_mode, free_length, False, outcome_head, True, "none", *slots]
+            free_mode, free_length, False, outcome_head, True, "none", True, *slots]
 
 
 def test_run_streams_frames_then_the_report_and_save_stores_the_step(client, ctx, worlds):

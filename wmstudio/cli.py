@@ -742,13 +742,17 @@ def eval_wm(
     samples: int = typer.Option(8, "--samples", min=2, max=8, help="K: samples per call at temperature 1."),
     split: str = typer.Option("test", "--split"),
     seed: int = typer.Option(0, "--seed"),
+    grounding: str = typer.Option("none", "--grounding",
+                                  help="What every prompt may hold beyond the five parts: none (the model tracks the "
+                                       "state) or oracle (the simulator's replayed state and retrieval)."),
     write: bool = typer.Option(False, "--write", help="Save quality.json in the model folder, update its card."),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
     chat_length: int = typer.Option(DEFAULT_CHAT_LENGTH, "--chat-length", min=8, max=1024,
                                     help="Response tokens per row on a chat-format corpus (no schema to size it)."),
 ) -> None:
-    """Measure a world model on held-out rows: field accuracy by kind beside constant-answer baselines, checks,
-    pinned-anchor flips, free mode, whether it reads its prompt, and diversity. A corpus of chat rows without
+    """Measure a world model on held-out rows: field accuracy by kind beside baselines that can win (echo, a status
+    rule, the nearest training response, constants), with each head switched off, checks, pinned-anchor flips, free
+    mode, whether it reads its prompt, and diversity. A corpus of chat rows without
     `meta` (another project's) is scored by the Patronus protocol: exact, JSON-semantic and ROUGE-L match."""
     from wmstudio.model.backends import resolve_model_path
     from wmstudio.train.chat_scoring import score_chat_corpus
@@ -770,7 +774,8 @@ def eval_wm(
             emit(chat.to_json())
             return
         report = evaluate_world_model(model, ar or None, corpus, rows=rows, diversity_calls=diversity_calls,
-                                      samples=samples, split=split, seed=seed, progress=progress)
+                                      samples=samples, split=split, seed=seed, grounding=grounding,
+                                      progress=progress)
     except InvalidInput as err:
         fail(str(err))
     if write:

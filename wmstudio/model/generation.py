@@ -98,11 +98,17 @@ class Generation:
     outcome: Outcome | None = None  # the first sample's outcome-head choice, in its slots (None: the canvas decided)
     schema_from: str | None = None  # FROM_TOOL, _HISTORY, _TRAINING or _SKETCH for a skeleton; None: a free canvas
     sketch: WrittenSketch | None = None  # what the model wrote on a shape canvas, when it was asked to
+    prompt: str = ""  # the sections text the model read (its grounding is settings.grounding)
+
+    @property
+    def grounding(self) -> str:
+        return self.settings.grounding
 
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "mode": self.mode,
+            "grounding": self.settings.grounding,
             "schema_from": self.schema_from,
             "sketch": self.sketch.text if self.sketch is not None else None,
             "prompt_tokens": self.prompt_tokens,
@@ -155,10 +161,11 @@ class Prompt:
 
 
 def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                   canvas_tokens: int = 0, prompt_tokens: int | None = None, grounding: str = NONE) -> Prompt:
+                   canvas_tokens: int = 0, prompt_tokens: int | None = None, grounding: str = NONE,
+                   retrieval: bool = True) -> Prompt:
     """The prompt beside a canvas of `canvas_tokens`, rendered within the budget the model was trained with (or
     `prompt_tokens`; in its own tokens, so any world fits its context) under `grounding`: our `[bos] prompt [sep]`
-    framing, else the tokenizer's chat template."""
+    framing, else the tokenizer's chat template; `retrieval` shows a listing's records found in the state."""
     tokenizer = backend.tokenizer
     budget = prompt_budget(tokenizer, backend.max_length, canvas_tokens, prompt_tokens or backend.prompt_tokens)
     if budget.limit < MIN_PROMPT_TOKENS:
@@ -166,7 +173,7 @@ def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, 
             f"the response canvas ({canvas_tokens} tokens) leaves {budget.limit} tokens for the prompt, so the two "
             f"are over the model's context of {backend.max_length}: use a smaller response schema, fewer array "
             "items or smaller span budgets, or a model with a longer context")
-    rendered = render(world, call, history, budget, grounding, chat=reads_chat(tokenizer))
+    rendered = render(world, call, history, budget, grounding, chat=reads_chat(tokenizer), retrieval=retrieval)
     ids = prompt_ids(tokenizer, rendered.text, rendered.chat()["messages"], budget.limit)
     return Prompt(ids, rendered, copy_candidates(rendered.shown))
 
@@ -283,7 +290,8 @@ def generate_stream(
     canvases = {key: canvas.with_values(outcomes[members[0]].values(schema)) if key else canvas
                 for key, members in groups.items()}
     canvas = canvases[next(iter(groups))]  # the first sample's: the one the view draws
-    prompt = prepare_prompt(backend, world, the_call, history, len(canvas), grounding=settings.grounding)
+    prompt = prepare_prompt(backend, world, the_call, history, len(canvas), grounding=settings.grounding,
+                            retrieval=settings.retrieval)
     prompt_ids = prompt.ids
     check_fits(len(prompt_ids), len(canvas), backend.max_length)
     yield canvas
@@ -319,7 +327,7 @@ def generate_stream(
                                              sample, outcome_held=held, schema=schema), outcome=sample.outcome)
     yield Generation(backend.name, canvas.mode, results, settings, pinned, len(prompt_ids), canvas, frames,
                      (time.perf_counter() - started) * 1000, prompt.rendered.cut, outcomes[0] if outcomes else None,
-                     schema_from if canvas.mode == SKELETON else None, sketch)
+                     schema_from if canvas.mode == SKELETON else None, sketch, prompt.rendered.text)
 
 
 def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
@@ -418,7 +426,8 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
     if tool.response is not None and not settings.free:
         has_mask = backend.tokenizer.mask_token_id is not None
         budget = len(build_canvas(backend.tokenizer, tool.response, anchors)) + 16 if has_mask else 256
-    prompt = prepare_prompt(backend, steered, call, history, budget, grounding=settings.grounding)
+    prompt = prepare_prompt(backend, steered, call, history, budget, grounding=settings.grounding,
+                            retrieval=settings.retrieval)
     prompt_ids = prompt.ids
     check_fits(len(prompt_ids), budget, backend.max_length)
     outputs = backend.generate(prompt_ids, max_new_tokens=budget, temperature=settings.temperature,
@@ -430,7 +439,7 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
         report = check_step(world, call, text, anchors=anchors, history=history)
         results.append(Sample(text, report, len(ids), ids))
     return Generation(backend.name, "autoregressive", results, settings, anchors, len(prompt_ids), None, [],
-                      (time.perf_counter() - started) * 1000, prompt.rendered.cut)
+                      (time.perf_counter() - started) * 1000, prompt.rendered.cut, prompt=prompt.rendered.text)
 
 
 def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor], history: Sequence[HistoryStep],

@@ -67,6 +67,8 @@ class SamplerSettings:
     grounding: str = _setting(NONE, "What the prompt may hold beyond the five parts: none (the world model tracks "
                                     "the state from the initial state and the history) or oracle (a simulator's "
                                     "replayed state and retrieval, named as the oracle's).")
+    retrieval: bool = _setting(True, "Show a listing's records found in the initial state by the call's arguments "
+                                     "(the prompt's computed query state; no simulator is read).")
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -99,7 +101,7 @@ class SamplerSettings:
         if self.grounding not in GROUNDINGS:
             problems.append(Problem("grounding", f"{self.grounding!r} is not a grounding: use "
                                                  f"{' or '.join(GROUNDINGS)}"))
-        for name in ("free", "repair", "outcome_head", "copy_head"):
+        for name in ("free", "repair", "outcome_head", "copy_head", "retrieval"):
             if not isinstance(getattr(self, name), bool):
                 problems.append(Problem(name, f"must be true or false, got {getattr(self, name)!r}"))
         whole("free_length", 1, MAX_CANVAS_TOKENS)

@@ -127,7 +127,7 @@ def read_sampler(raw: Any, repair: Any = None) -> SamplerSettings:
 
 
 def world_step(backend: Backend | ArBaseline, request: StepRequest) -> dict[str, Any]:
-    """Generate and check the response to one call: `{"response", "checks", "timing_ms", "model"}` (and every
+    """Generate and check the response to one call: `{"response", "checks", "timing_ms", "model", "grounding"}` (and every
     sample's response and checks under `samples` when more than one was asked for)."""
     try:
         generation = generate(backend, request.world, request.call, request.anchors, request.history,
@@ -137,7 +137,8 @@ def world_step(backend: Backend | ArBaseline, request: StepRequest) -> dict[str,
                             if p.path.startswith("anchor ") else p for p in err.problems]) from None
     first = generation.samples[0]
     result: dict[str, Any] = {"response": first.response, "checks": first.checks.to_json(),
-                              "timing_ms": round(generation.elapsed_ms, 1), "model": generation.model}
+                              "timing_ms": round(generation.elapsed_ms, 1), "model": generation.model,
+                              "grounding": generation.grounding}
     if generation.prompt_cut:
         result["prompt_cut"] = list(generation.prompt_cut)
     if len(generation.samples) > 1:

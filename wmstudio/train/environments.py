@@ -4,8 +4,10 @@
 episode's earlier steps as history. `simulator`: the world's simulator answers (ground truth). `hybrid`: the world
 model answers the calls whose outcome a task turns on (the state-changing tools the tasks ask for: a refund, a
 booking, a move) and the simulator everything it computes exactly (lookups, listings, logins), as the paper's RL
-loop answered most calls from a deterministic responder and the world model the rest. The simulator's state
-follows the simulator in every mode."""
+loop answered most calls from a deterministic responder and the world model the rest. The simulator steps along in
+every mode, as the ground truth that scores the episode; the world model never reads it: its prompt holds the
+scenario's initial state and the episode's history as the agent saw it (grounding `none`, unless the settings ask
+for `oracle` by name)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from wmstudio.model.backends import Backend
-from wmstudio.model.generation import Sample, generate
+from wmstudio.model.generation import Generation, Sample, generate
 from wmstudio.model.remote_world_model import RemoteWorldModel
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
@@ -58,6 +60,7 @@ class EpisodeWorld:
         self.state = scenario.world.initial_state
         self.history: list[HistoryStep] = []
         self.answered_by = {WORLD_MODEL: 0, SIMULATOR: 0}
+        self.prompts: list[str] = []  # what the world model read for each call it answered (its grounding's)
 
     def answer(self, call: Call) -> str:
         """The response to `call` as the agent sees it (JSON text)."""
@@ -74,19 +77,28 @@ class EpisodeWorld:
                     anchors = self.scenario.steering.get(call.name, [])
                     text = self.backend.answer(self.scenario.world, call, anchors, self.history).response
                 else:
-                    text = model_answer(self.backend, self.scenario, call, self.history, self.settings).response
+                    generation = model_generation(self.backend, self.scenario, call, self.history, self.settings)
+                    self.prompts.append(generation.prompt)
+                    text = generation.samples[0].response
             except InvalidInput as err:  # an unknown tool, say: the world answers as an API would
                 text = json.dumps({"error": "INVALID_CALL", "message": str(err), "status": "error"})
         self.history.append(HistoryStep(call=call, response=text))
         return text
 
 
+def model_generation(backend: Backend, scenario: Scenario, call: Call, history: list[HistoryStep],
+                     settings: SamplerSettings = SamplerSettings()) -> Generation:
+    """The world model's answer to an episode's call, checked, under the scenario's anchors for that tool, with
+    the prompt it read (InvalidInput for a call it cannot lay out, such as an unknown tool). `history` is the
+    episode as the agent saw it; with grounding `none` (the default) nothing of the simulator reaches the prompt."""
+    anchors = scenario.steering.get(call.name, [])
+    return generate(backend, scenario.world, call, anchors, history, settings)
+
+
 def model_answer(backend: Backend, scenario: Scenario, call: Call, history: list[HistoryStep],
                  settings: SamplerSettings = SamplerSettings()) -> Sample:
-    """The world model's answer to an episode's call, checked, under the scenario's anchors for that tool
-    (InvalidInput for a call it cannot lay out, such as an unknown tool)."""
-    anchors = scenario.steering.get(call.name, [])
-    return generate(backend, scenario.world, call, anchors, history, settings).samples[0]
+    """The first sample of model_generation."""
+    return model_generation(backend, scenario, call, history, settings).samples[0]
 
 
 def run_episode(policy: Policy, scenario: Scenario, mode: str, backend: Backend | RemoteWorldModel | None = None,

@@ -18,8 +18,9 @@ from wmstudio.model.generation import prepare_prompt
 
 
 @torch.inference_mode()
-def content_nll(backend, prompt, canvas, tokens: list[int]) -> tuple[float, int]:
-    """(summed NLL, count) of the content tokens of `tokens` laid out on `canvas`, every span masked."""
+def content_nll(backend, prompt, canvas, tokens: list[int], copy: bool = True) -> tuple[float, int]:
+    """(summed NLL, count) of the content tokens of `tokens` laid out on `canvas`, every span masked; without
+    `copy`, the denoiser's alone."""
     masked = [p for p, span in enumerate(canvas.span_of) if span >= 0]
     x = torch.tensor([tokens], device=backend.device)
     x[0, masked] = backend.mask_id
@@ -29,7 +30,8 @@ def content_nll(backend, prompt, canvas, tokens: list[int]) -> tuple[float, int]
     spans = canvas.spans
     content = [p for p in masked if tokens[p] != canvas.pad_id and spans[canvas.span_of[p]].kind != "end"]
     chance = {p: float(probs[p, tokens[p]]) for p in content}
-    plan = copy_plan(canvas, prompt.sources) if backend.copy_head is not None and hidden is not None else None
+    plan = copy_plan(canvas, prompt.sources) if copy and backend.copy_head is not None and hidden is not None \
+        else None
     if plan is not None:
         starts = torch.tensor([slot.span.start for slot in plan.slots], device=backend.device)
         device = backend.device
@@ -48,9 +50,11 @@ def content_nll(backend, prompt, canvas, tokens: list[int]) -> tuple[float, int]
     return sum(-math.log(max(v, 1e-12)) for v in chance.values()), len(chance)
 
 
-def prompt_use(backend, cases) -> dict[str, float | None]:
-    """`{"own_nll", "swapped_nll"}`: mean content NLL over the rows that have a partner calling the same tool."""
-    totals = {"own": [0.0, 0], "swapped": [0.0, 0]}
+def prompt_use(backend, cases, grounding: str = "none") -> dict[str, float | None]:
+    """`{"own_nll", "swapped_nll", "denoiser_own_nll", "denoiser_swapped_nll"}`: mean content NLL over the rows that
+    have a partner calling the same tool, of the whole model and (for a model with a copy head) of its denoiser
+    alone, every prompt rendered under `grounding`."""
+    totals = {name: [0.0, 0] for name in ("own", "swapped", "denoiser_own", "denoiser_swapped")}
     for i, case in enumerate(cases):
         partner = next((other for other in cases[i + 1:] + cases[:i] if other.call.name == case.call.name
                         and other.world.name == case.world.name and other.truth != case.truth), None)
@@ -60,10 +64,14 @@ def prompt_use(backend, cases) -> dict[str, float | None]:
             continue
         canvas, tokens = laid
         for name, source in (("own", case), ("swapped", partner)):
-            prompt = prepare_prompt(backend, source.world, source.call, source.history, len(canvas))
-            total, count = content_nll(backend, prompt, canvas, tokens)
-            totals[name][0] += total
-            totals[name][1] += count
+            prompt = prepare_prompt(backend, source.world, source.call, source.history, len(canvas),
+                                    grounding=grounding)
+            for prefix, copy in (("", True), ("denoiser_", False)):
+                if copy is False and backend.copy_head is None:
+                    continue
+                total, count = content_nll(backend, prompt, canvas, tokens, copy)
+                totals[prefix + name][0] += total
+                totals[prefix + name][1] += count
     return {f"{name}_nll": round(total / count, 4) if count else None for name, (total, count) in totals.items()}
 
 

@@ -378,6 +378,8 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                                                    "state first)", elem_id="simulate-outcome-head")
             copy_head = gr.Checkbox(True, label="Copy head (values the prompt shows copied whole)",
                                     elem_id="simulate-copy-head")
+            retrieval = gr.Checkbox(True, label="Computed query state (a listing's records found in the initial "
+                                                "state)", elem_id="simulate-retrieval")
             grounding = gr.Dropdown([("none: the model tracks the state", "none"),
                                      ("oracle: the simulator's state in the prompt", "oracle")], value="none",
                                     label="Grounding", elem_id="simulate-grounding")
@@ -406,7 +408,8 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     sampler_inputs = {"steps": steps, "strategy": strategy, "threshold": threshold, "block": block,
                       "temperature": temperature, "repetition_penalty": repetition_penalty, "samples": samples,
                       "seed": seed, "free": free, "free_length": free_length, "repair": repair,
-                      "outcome_head": outcome_head, "copy_head": copy_head, "grounding": grounding}
+                      "outcome_head": outcome_head, "copy_head": copy_head, "grounding": grounding,
+                      "retrieval": retrieval}
     request = [world, tool, arguments, free_anchors, *(sampler_inputs[name] for name in SETTING_NAMES),
                *anchor_inputs]
     refresh.click(partial(refresh_worlds, ctx), world, world, api_name="simulate_worlds")

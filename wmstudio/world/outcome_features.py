@@ -99,12 +99,31 @@ def _string_features(path: str, value: str, state: Any, scalars: dict[str, Any],
         found.append(f"arg:{path}:at:{re.sub(r'[0-9]+', '#', where)}")
         if isinstance(record, dict):
             found += record_features(f"arg:{path}:record", record, today, numbers)
+    answered = False
     for step in list(history)[::-1][:HISTORY_TURNS]:
+        answer = step.response_value()
+        status = answer.get("status") if isinstance(answer, dict) else None
         if any(value == leaf for _, leaf in leaves(step.call.arguments)):
-            answer = step.response_value()
-            status = answer.get("status") if isinstance(answer, dict) else None
             found.append(f"history:{path}:{step.call.name}:{status}")
+        elif not answered and status != "error" and any(value == leaf for _, leaf in leaves(answer)):
+            answered = True  # an id an earlier answer gave (a new booking, a session token): the newest answer
+            found.append(f"answered:{path}:{step.call.name}:{status}")
+            record = next((node for node in _records_holding(answer, value)), None)
+            if record is not None:
+                found += record_features(f"arg:{path}:answered", record, today, numbers)
     return found
+
+
+def _records_holding(value: Any, wanted: str) -> Iterator[dict[str, Any]]:
+    """The objects inside `value` that hold `wanted` as one of their own fields, innermost last."""
+    if isinstance(value, dict):
+        if any(leaf == wanted for leaf in value.values()):
+            yield value
+        for child in value.values():
+            yield from _records_holding(child, wanted)
+    elif isinstance(value, list):
+        for child in value:
+            yield from _records_holding(child, wanted)
 
 
 def record_features(prefix: str, record: dict[str, Any], today: dt.datetime | None,

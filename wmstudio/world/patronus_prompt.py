@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from wmstudio.world.checks import argument_problems
-from wmstudio.world.history import HistoryStep, compact_json
 from wmstudio.world.grounding import NONE
+from wmstudio.world.history import HistoryStep, compact_json
 from wmstudio.world.prompt import ORACLE_STATE_LABEL, SECTION_HEADERS, PromptBudget, RenderedPrompt, render
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool

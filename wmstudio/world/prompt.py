@@ -12,7 +12,8 @@ it (call-local), within a budget counted in the model's own tokens:
     ## TOOL SCHEMAS             the called tool in full (name, description, parameters, response); the others by
                                 name, with their descriptions when there is room
     ## DOMAIN RULES             "- <rule text>" per rule (the CEL checks are for the checker, not the model)
-    ## COMPUTED QUERY STATE     one the caller gives; with grounding `oracle`, the simulator's retrieval, so labelled
+    ## COMPUTED QUERY STATE     one the caller gives; else with grounding `oracle` the simulator's retrieval, so
+                                labelled; else a listing's records found in the initial state (world/retrieval.py)
     ## STEERING DIRECTIVES      "- <directive>" per directive
     PREDICTION TARGET: ...      the tool whose JSON response is to be predicted
 
@@ -41,6 +42,7 @@ from wmstudio.world.call_local import call_local, drop_last_record, needles_of, 
 from wmstudio.world.checks import argument_problems
 from wmstudio.world.grounding import NONE, ORACLE, parse_grounding
 from wmstudio.world.history import HistoryStep, compact_json, response_text
+from wmstudio.world.retrieval import listing_records
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 
@@ -63,6 +65,7 @@ CHAT_STYLES = ("wmstudio", "patronus")  # our sections, or the Patronus paper's 
 PROMPT_MAX_CHARS = 3000  # the character budget of exported chat rows (a model's budget is in its own tokens)
 ORACLE_STATE_LABEL = "State (oracle: the simulator's state now, after the earlier turns):"
 ORACLE_QUERY_LABEL = "Oracle (the simulator's retrieval for this call):"
+RETRIEVAL_LABEL = "Found in the initial state (the records the call's arguments match):"
 
 
 @dataclass(frozen=True)
@@ -158,12 +161,14 @@ def render(
     grounding: str = NONE,
     computed_state: Any = None,
     chat: bool = False,
+    retrieval: bool = True,
 ) -> RenderedPrompt:
     """Render the prompt for predicting the response to `call` after `history`, within `budget` (None: all of it).
 
     `grounding` `oracle` adds the world's simulator's replayed state and retrieval, labelled as the oracle's;
-    `computed_state` is a query state the caller gives (shown as given). `chat` budgets the chat row (system + user
-    turn) instead of the sections text."""
+    `computed_state` is a query state the caller gives (shown as given); else, with `retrieval`, a listing's records
+    found in the state shown (world/retrieval.py). `chat` budgets the chat row (system + user turn) instead of the
+    sections text."""
     grounding = parse_grounding(grounding)
     steps = list(history)
     tool = _find_tool(world, call.name)
@@ -171,6 +176,9 @@ def render(
     if computed_state is None and grounding == ORACLE:
         retrieved = query_state(world, now if now is not None else world.initial_state, call)
         computed_state = None if retrieved is None else f"{ORACLE_QUERY_LABEL} {compact_json(retrieved)}"
+    if computed_state is None and retrieval:
+        found = listing_records(tool, call, world.initial_state, steps)
+        computed_state = None if found is None else f"{RETRIEVAL_LABEL} {compact_json(found)}"
     parts = _Parts(call=call, validation=_validation(tool, call), target=target_line(world, call),
                    called=tool_schema_line(tool) if tool is not None else "(the called tool is not in this world)")
     shown = Shown(call=call)
@@ -184,7 +192,7 @@ def render(
         return budget is None or size() <= budget.limit
 
     if budget is not None:  # a prompt that fits whole is rendered whole
-        whole = render(world, call, steps, None, grounding, computed_state, chat)
+        whole = render(world, call, steps, None, grounding, computed_state, chat, retrieval)
         measured = f"{whole.text}\n\n{whole.user}" if chat else whole.text
         if budget.measure(measured) <= budget.limit:
             return whole
@@ -405,12 +413,13 @@ def _state_label(now: Any) -> str:
 
 
 def _query_value(computed_state: Any) -> Any:
-    """The values a computed query state shows (what a copy head may point into): the JSON after an oracle's label."""
-    if isinstance(computed_state, str) and computed_state.startswith(ORACLE_QUERY_LABEL):
-        try:
-            return json.loads(computed_state[len(ORACLE_QUERY_LABEL):])
-        except json.JSONDecodeError:
-            return computed_state
+    """The values a computed query state shows (what a copy head may point into): the JSON after its label."""
+    for label in (ORACLE_QUERY_LABEL, RETRIEVAL_LABEL):
+        if isinstance(computed_state, str) and computed_state.startswith(label):
+            try:
+                return json.loads(computed_state[len(label):])
+            except json.JSONDecodeError:
+                return computed_state
     return computed_state
 
 

@@ -1,0 +1,207 @@
+"""The cheap answers a reviewer would try before believing a world model: a figure means something only beside these.
+
+Each writes a whole response for a held-out row from what the prompt's five parts hold and from the training rows,
+with no model:
+- `neutral_error` / `neutral_ok`: every field empty (0, "", false, []) with that status;
+- `echo`: the tool's majority outcome in training, each call argument copied into the response field of the same
+  name, and the fields of the state record a call id names copied into same-named fields;
+- `rule_status`: `echo`, its status from three lines (an invalid or missing argument, an id the state lacks, an
+  error directive -> error; else ok) and its error code the tool's commonest for that reason in training;
+- `nearest_train`: the training response of the same tool whose call shares the most arguments with this one."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from wmstudio.train.field_kinds import parse
+from wmstudio.world.call_local import needles_of
+from wmstudio.world.checks import argument_problems
+from wmstudio.world.directives import parse_directive
+from wmstudio.world.sims.base import neutral_value
+from wmstudio.world.spec import Call, WorldSpec
+
+BASELINES = ("neutral_error", "neutral_ok", "echo", "rule_status", "nearest_train")
+ERROR_DIRECTIVES = ("inject_error", "rate_limit", "auth_failure")
+OK = ("ok", "")
+
+
+@dataclass
+class TrainingAnswers:
+    """What the baselines know of the training rows: outcomes per tool (and per status reason), and each tool's
+    calls with their responses."""
+
+    outcomes: dict[str, Counter] = field(default_factory=dict)
+    by_reason: dict[tuple[str, str], Counter] = field(default_factory=dict)
+    responses: dict[str, list[tuple[dict[str, Any], str]]] = field(default_factory=dict)
+
+    def add(self, world: WorldSpec, call: Call, state: Any, response_text: str) -> None:
+        value = parse(response_text)
+        outcome = _outcome(value)
+        if outcome is not None:
+            self.outcomes.setdefault(call.name, Counter())[outcome] += 1
+            self.by_reason.setdefault((call.name, status_reason(world, call, state)), Counter())[outcome] += 1
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        self.responses.setdefault(call.name, []).append((arguments, response_text))
+
+    def majority(self, tool: str) -> tuple[str, str]:
+        counts = self.outcomes.get(tool)
+        return counts.most_common(1)[0][0] if counts else OK
+
+    def for_reason(self, tool: str, reason: str) -> tuple[str, str] | None:
+        counts = self.by_reason.get((tool, reason))
+        return counts.most_common(1)[0][0] if counts else None
+
+
+def status_reason(world: WorldSpec, call: Call, state: Any) -> str:
+    """Why the three-line rule answers error: `invalid_argument`, `unknown_id`, a directive's kind, or `none`."""
+    for text in world.directives:
+        directive = parse_directive(text)
+        if directive is not None and directive.kind in ERROR_DIRECTIVES:
+            return directive.kind
+    try:
+        tool = world.tool(call.name)
+    except KeyError:
+        return "invalid_argument"
+    if argument_problems(tool, call):
+        return "invalid_argument"
+    shown = _leaves(state)
+    if any(isinstance(value, str) and value not in shown for value in needles_of(call.arguments, strict=True)):
+        return "unknown_id"
+    return "none"
+
+
+def baseline_response(name: str, world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers) -> str:
+    """The response of baseline `name` (one of BASELINES) for `call` over `state` (what the prompt shows)."""
+    schema = _schema(world, call)
+    if name == "nearest_train":
+        return nearest_response(call, answers) or _dump(_neutral(schema, "ok", ""))
+    if name in ("neutral_error", "neutral_ok"):
+        return _dump(_neutral(schema, name.split("_")[1], ""))
+    status, error = answers.majority(call.name)
+    if name == "rule_status":
+        reason = status_reason(world, call, state)
+        status, error = OK if reason == "none" else (answers.for_reason(call.name, reason) or ("error", ""))
+        injected = next((d.value for d in map(parse_directive, world.directives)
+                         if d is not None and d.kind == "inject_error" and d.value), None)
+        if injected:
+            status, error = "error", str(injected)
+    value = _neutral(schema, status, error)
+    if status not in ("error",):  # a refused call leaves its fields neutral, as an API's error does
+        _echo_into(value, call.arguments)
+        record = _named_record(state, call)
+        if record is not None:
+            _echo_into(value, record, overwrite=False)
+    return _dump(value)
+
+
+def nearest_response(call: Call, answers: TrainingAnswers) -> str | None:
+    """The training response of the same tool whose arguments share the most (name, value) pairs with `call`'s."""
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    best, shared = None, -1
+    for known, response in answers.responses.get(call.name, []):
+        common = sum(1 for key, value in arguments.items() if key in known and known[key] == value)
+        if common > shared:
+            best, shared = response, common
+    return best
+
+
+def with_status(text: str, status: str, error: str) -> str:
+    """A baseline's response with its status set (how a baseline honours a pinned `status="error"`)."""
+    value = parse(text)
+    if not isinstance(value, dict):
+        return text
+    if "status" in value:
+        value["status"] = status
+    if "error" in value and isinstance(value["error"], str) and not value["error"]:
+        value["error"] = error
+    return _dump(value)
+
+
+def _neutral(schema: Any, status: str, error: str) -> Any:
+    value = neutral_value(schema) if isinstance(schema, dict) else {}
+    if isinstance(value, dict):
+        if "status" in value or not value:
+            value["status"] = status
+        if "error" in value:
+            value["error"] = error
+    return value
+
+
+def _echo_into(value: Any, source: Any, overwrite: bool = True) -> None:
+    """Copy `source`'s scalar fields into same-named fields of `value` (any depth) where the types agree."""
+    if not isinstance(value, dict) or not isinstance(source, dict):
+        return
+    scalars = {key: v for key, v in source.items() if not isinstance(v, (dict, list))}
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        for key, current in node.items():
+            if isinstance(current, dict):
+                stack.append(current)
+            elif key in ("status", "error"):
+                continue
+            elif key in scalars and _same_type(current, scalars[key]) and (overwrite or current in ("", 0, False)):
+                node[key] = scalars[key]
+
+
+def _named_record(state: Any, call: Call) -> dict[str, Any] | None:
+    """The first object in `state` holding an id-like value the call sends."""
+    needles = {n for n in needles_of(call.arguments, strict=True) if isinstance(n, str)}
+    if not needles:
+        return None
+    stack = [state]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, dict):
+            if any(isinstance(v, str) and v in needles for v in node.values()):
+                return node
+            for key, child in node.items():
+                if key in needles and isinstance(child, dict):
+                    return {"id": key, **child}
+                stack.append(child)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def _leaves(value: Any) -> set:
+    found, stack = set(), [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            found.update(k for k in node if isinstance(k, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, str):
+            found.add(node)
+    return found
+
+
+def _outcome(value: Any) -> tuple[str, str] | None:
+    if not isinstance(value, dict) or not isinstance(value.get("status"), str):
+        return None
+    error = value.get("error")
+    return value["status"], error if isinstance(error, str) else ""
+
+
+def _schema(world: WorldSpec, call: Call) -> Any:
+    try:
+        return world.tool(call.name).response
+    except KeyError:
+        return None
+
+
+def _same_type(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return isinstance(b, int) or not isinstance(a, int)
+    return type(a) is type(b)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,221 @@
+"""A listing's records, found in the state the prompt shows: the prompt's own computed query state.
+
+A small world model cannot scan 200 records for those a search matches, and the copy head can fill a listing's
+items only from records laid out in the listing's order. This finds them the generic way, reading nothing but the
+call, the called tool and the state the prompt shows (no simulator): the response's list of records names the
+state's collection it lists (`orders` lists `orders`; else the collection whose fields the items share most), each
+call argument that names a field of those records filters them (equal text or number, a date's prefix, a part of
+the text for `*_contains` / `q` / `query`), the tool's descriptions give the order (`newest first`, `earliest
+first`, `in id order`) and the page size (`5 per page`, `at most 8`), and `page` / `page_size` / `limit` choose the
+page; a page token an earlier response gave continues after the last record that response listed (an unknown token:
+the page is not shown). Shown as the COMPUTED QUERY STATE: `{"matching": N, "page": [records of the page]}`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from wmstudio.world.call_local import is_collection
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.spec import Call
+from wmstudio.world.tools import Tool
+
+PAGE_ARGS = ("page", "page_number")
+SIZE_ARGS = ("page_size", "limit", "per_page", "max_results", "count", "size")
+CONTAINS_ARGS = ("q", "query", "search", "text")
+MAX_PAGE = 10  # records shown when neither the call nor the tool says how many a page holds
+SIZE_WORDS = re.compile(r"(\d+)\s+(?:per page|at most|results? per)|at most\s+(\d+)|up to\s+(\d+)|(\d+)\s+max",
+                        re.IGNORECASE)
+ORDER_WORDS = re.compile(r"\b(newest|latest|most recent|earliest|oldest)\s+first\b|\bin\s+(\w+)\s+order\b",
+                         re.IGNORECASE)
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+TIME = re.compile(r"^\d{2}:\d{2}")
+
+
+def listing_records(tool: Tool | None, call: Call, state: Any, history: Sequence[HistoryStep] = ()
+                    ) -> dict[str, Any] | None:
+    """`{"matching": N, "page": [...]}` for a call whose response lists records of a collection the state shows;
+    None when the tool lists none, or no collection of the state is what it lists."""
+    if tool is None or not isinstance(call.arguments, dict) or not isinstance(state, dict):
+        return None
+    listed = _listed_property(tool.response)
+    if listed is None:
+        return None
+    key, items = listed
+    found = _collection(state, key, items)
+    if found is None:
+        return None
+    records = [record for record in found if _matches(record, call.arguments)]
+    records = _ordered(records, f"{tool.description} {_description(tool.response, key)}")
+    size = _page_size(call.arguments, tool, key)
+    token = next((value for name, value in call.arguments.items() if name.lower().endswith("token")
+                  and "page" in name.lower() and isinstance(value, str) and value), None)
+    if token is not None:
+        start = _after_token(token, key, records, history)
+        if start is None:
+            return {"matching": len(records)}
+    else:
+        page = _whole(next((call.arguments[name] for name in PAGE_ARGS if name in call.arguments), 1))
+        start = (page - 1) * size if page and page >= 1 else 0
+    return {"matching": len(records), "page": records[start:start + size]}
+
+
+def _after_token(token: str, key: str, records: list[dict[str, Any]], history: Sequence[HistoryStep]) -> int | None:
+    """Where the page a token asks for starts: after the last record of the earlier response that gave the token."""
+    for step in reversed(list(history)):
+        answer = step.response_value()
+        if not isinstance(answer, dict) or token not in answer.values() or not isinstance(answer.get(key), list):
+            continue
+        listed = [item for item in answer[key] if isinstance(item, dict)]
+        if not listed:
+            return None
+        last = set(v for v in listed[-1].values() if isinstance(v, (str, int)) and not isinstance(v, bool))
+        for index, record in enumerate(records):
+            if last & set(v for v in record.values() if isinstance(v, (str, int)) and not isinstance(v, bool)) \
+                    and _same_record(listed[-1], record):
+                return index + 1
+        return None
+    return None
+
+
+def _same_record(listed: dict[str, Any], record: dict[str, Any]) -> bool:
+    """Whether a listed item is this record: every id-like value it shows (text with a digit) is one of the record's."""
+    ids = [v for v in listed.values() if isinstance(v, str) and any(ch.isdigit() for ch in v)]
+    return bool(ids) and all(v in record.values() for v in ids)
+
+
+def _listed_property(schema: Any) -> tuple[str, dict[str, Any]] | None:
+    """(key, item properties) of the first top-level array of objects in a response schema."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    for key, value in (properties or {}).items():
+        items = value.get("items") if isinstance(value, dict) and value.get("type") == "array" else None
+        if isinstance(items, dict) and isinstance(items.get("properties"), dict) and items["properties"]:
+            return key, items["properties"]
+    return None
+
+
+def _collection(state: dict[str, Any], key: str, items: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The state's records the listing lists: the collection of the same name, else the one whose records share the
+    most field names with the items (at least two)."""
+    collections = {name: _records(value) for name, value in state.items()}
+    collections = {name: records for name, records in collections.items() if records}
+    if key in collections:
+        return collections[key]
+    wanted = {_stem(name) for name in items}
+    best, shared = None, 1
+    for name, records in collections.items():
+        overlap = len(wanted & {_stem(field) for field in records[0]})
+        if overlap > shared:
+            best, shared = records, overlap
+    return best
+
+
+def _records(value: Any) -> list[dict[str, Any]] | None:
+    """A list of objects, or an id-keyed map's entries (each with its key as `id` when it has none)."""
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        return value
+    if isinstance(value, dict) and value and is_collection(value) and all(isinstance(v, dict) for v in value.values()):
+        return [{"id": key, **entry} if "id" not in entry else entry for key, entry in value.items()]
+    return None
+
+
+def _matches(record: dict[str, Any], arguments: dict[str, Any]) -> bool:
+    """Whether every argument that names a field of `record` (or a part of its text) holds for it."""
+    for name, wanted in arguments.items():
+        if isinstance(wanted, (dict, list)) or wanted is None or wanted == "":
+            continue
+        field, contains = _field_for(name, record)
+        if field is None:
+            continue
+        value = record[field]
+        if isinstance(wanted, bool) or isinstance(value, bool):
+            if wanted != value:
+                return False
+        elif isinstance(wanted, (int, float)) and isinstance(value, (int, float)):
+            if wanted != value:
+                return False
+        elif isinstance(value, str) and isinstance(wanted, str):
+            have, want = value.lower(), wanted.strip().lower()
+            if contains:
+                if want not in have:
+                    return False
+            elif DATE.match(want) and DATE.match(have):
+                if not have.startswith(want[:10]):
+                    return False
+            elif have != want:
+                return False
+        elif str(value).lower() != str(wanted).lower():
+            return False
+    return True
+
+
+def _field_for(argument: str, record: dict[str, Any]) -> tuple[str | None, bool]:
+    """(the record's field an argument filters, whether by a part of its text); (None, False) when it names none."""
+    lowered = argument.lower()
+    if lowered in SIZE_ARGS or lowered in PAGE_ARGS or lowered.endswith("token"):
+        return None, False
+    if argument in record and not isinstance(record[argument], (dict, list)):
+        return argument, False
+    for suffix in ("_contains", "_like", "_prefix"):
+        if lowered.endswith(suffix) and lowered[: -len(suffix)] in record:
+            return lowered[: -len(suffix)], True
+    if lowered in CONTAINS_ARGS:
+        name = next((k for k in ("name", "title", "text") if isinstance(record.get(k), str)), None)
+        return name, name is not None
+    if lowered == "date":  # a date filter reads the record's own date, or its first time
+        return next((k for k, v in record.items() if isinstance(v, str) and DATE.match(v)), None), False
+    return None, False
+
+
+def _ordered(records: list[dict[str, Any]], described: str) -> list[dict[str, Any]]:
+    """`records` in the order the tool's words give (newest/earliest first by the first date field, or in a named
+    field's order); as the state keeps them otherwise."""
+    match = ORDER_WORDS.search(described)
+    if match is None or not records:
+        return records
+    if match.group(1):  # by the record's dates and times, in the order its fields come
+        when = [k for k, v in records[0].items() if isinstance(v, str) and (DATE.match(v) or TIME.match(v))]
+        if not when:
+            return records
+        newest = match.group(1).lower() in ("newest", "latest", "most recent")
+        return sorted(records, key=lambda r: tuple(str(r.get(k, "")) for k in when), reverse=newest)
+    field = next((k for k in records[0] if _stem(k) == _stem(match.group(2))), None)
+    if field is None:
+        return records
+    return sorted(records, key=lambda r: (str(type(r.get(field))), r.get(field) if r.get(field) is not None else ""))
+
+
+def _page_size(arguments: dict[str, Any], tool: Tool, key: str) -> int:
+    """The call's page size, else the one the tool's words state, else MAX_PAGE."""
+    for name in SIZE_ARGS:
+        size = _whole(arguments.get(name))
+        if size is not None and size >= 1:
+            return min(size, 100)
+    for text in (tool.description, _description(tool.response, key)):
+        match = SIZE_WORDS.search(text or "")
+        if match:
+            return int(next(group for group in match.groups() if group))
+    return MAX_PAGE
+
+
+def _description(schema: Any, key: str) -> str:
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    value = (properties or {}).get(key)
+    return value.get("description", "") if isinstance(value, dict) else ""
+
+
+def _whole(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _stem(name: str) -> str:
+    """`order_status` -> `status`, `charge_id` -> `id`, `orders` -> `order`: the last word, singular."""
+    word = re.split(r"[^A-Za-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name)).lower())[-1] or str(name)
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
