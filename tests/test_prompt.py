@@ -151,8 +151,10 @@ def test_grounding_none_by_default_shows_only_the_initial_state_and_the_history(
     assert "oracle" not in rendered.text.lower() and "\nState: {" in rendered.text
     shown = next(o for o in rendered.shown.state["orders"] if isinstance(o, dict))
     assert shown == order  # the initial record: the refund is in the history, not in the state shown
-    listing = render(world, Call("list_orders", {"status": "delivered"}))
-    assert "## COMPUTED QUERY STATE" not in listing.text and listing.shown.query is None
+    listing = render(world, Call("list_orders", {"status": "delivered"}))  # found in the initial state, no oracle
+    assert "## COMPUTED QUERY STATE\nFound in the initial state (the records the call's arguments match):" \
+        in listing.text and listing.shown.query["matching"] == sum(o["status"] == "delivered"
+                                                                   for o in world.initial_state["orders"])
     assert render(world, Call("list_orders", {"status": "delivered"}), grounding="none").text == listing.text
 
 
