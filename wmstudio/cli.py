@@ -803,6 +803,8 @@ def evaluate_cmd(
                                                   "a `wmstudio serve-wm` at this address instead (its key from "
                                                   "WMSTUDIO_API_KEY)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the noisy and random policies."),
+    grounding: str = typer.Option("none", "--grounding", help="What the world model's prompts may hold: none (it "
+                                  "tracks the state from the episode) or oracle (the simulator's state)."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
 ) -> None:
@@ -829,7 +831,7 @@ def evaluate_cmd(
             chosen = scripted_policy(policy, seed)
         scenarios = split_of(curriculum_scenarios(_store(db), curriculum), split)[:episodes]
         backend = _world_model(env, model, world_model_url)
-        estimate = evaluate_policy(chosen, scenarios, backend, env, progress)
+        estimate = evaluate_policy(chosen, scenarios, backend, env, progress, grounding)
     except (InvalidInput, WorldModelUnavailable) as err:
         fail(str(err))
     data = report(policy, curriculum, split, estimate)
@@ -867,6 +869,9 @@ def generate_cmd(
     repair: bool = typer.Option(False, "--repair", help=SamplerSettings.help("repair")),
     outcome_head: bool = typer.Option(True, "--outcome-head/--no-outcome-head",
                                       help=SamplerSettings.help("outcome_head")),
+    copy_head: bool = typer.Option(True, "--copy-head/--no-copy-head", help=SamplerSettings.help("copy_head")),
+    grounding: str = typer.Option("none", "--grounding", help=SamplerSettings.help("grounding")),
+    retrieval: bool = typer.Option(True, "--retrieval/--no-retrieval", help=SamplerSettings.help("retrieval")),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow LLaDA/Dream model code."),
     approximate_cache: bool = typer.Option(
         False, "--approximate-cache", help="Cache the prompt of a fully bidirectional model (inexact, faster)."
@@ -883,7 +888,8 @@ def generate_cmd(
     settings = _sampler_settings(steps=steps, strategy=strategy, threshold=None if no_threshold else threshold,
                                  block=block, temperature=temperature, repetition_penalty=repetition_penalty,
                                  samples=samples, seed=seed, free=free, free_length=free_length, repair=repair,
-                                 outcome_head=outcome_head)
+                                 outcome_head=outcome_head, copy_head=copy_head, grounding=grounding,
+                                 retrieval=retrieval)
     try:
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
@@ -917,7 +923,8 @@ def generate_cmd(
     elif result.schema_from == "training":
         typer.echo("the tool has no response schema; its skeleton is the one the model was trained with for it",
                    err=True)
-    typer.echo(f"{result.model}, {result.mode} canvas, {result.elapsed_ms:.0f} ms", err=True)
+    typer.echo(f"{result.model}, {result.mode} canvas, grounding {result.grounding}, {result.elapsed_ms:.0f} ms",
+               err=True)
 
 
 def _sampler_settings(**values) -> SamplerSettings:

@@ -309,22 +309,24 @@ class CopyHead(nn.Module):
 
 def load_copy_head(folder: Path, device: torch.device | str = "cpu") -> CopyHead | None:
     """The head saved beside a checkpoint, or None when the folder has none (or one of another shape); a head saved
-    before computed candidates scores exactly as it did, its new features weighted zero until it trains on them."""
+    with fewer features (they are always appended) scores exactly as it did, the new ones weighted zero until it
+    trains on them."""
     folder = Path(folder)
     if not (folder / HEAD_FILE).exists() or not (folder / CONFIG_FILE).exists():
         return None
     from safetensors.torch import load_file
 
     config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-    if config.get("features") not in (SHOWN_FEATURES, FEATURES) or config.get("key_buckets") != KEY_BUCKETS:
+    if not SHOWN_FEATURES <= (config.get("features") or 0) <= FEATURES or config.get("key_buckets") != KEY_BUCKETS:
         return None
     head = CopyHead(config["hidden"], config["width"], config["key_dim"])
     weights = load_file(str(folder / HEAD_FILE))
-    if config["features"] == SHOWN_FEATURES:  # an older head: the features it never saw start with no weight
+    known = config["features"]
+    if known < FEATURES:  # an older head: the features added since (always appended) start with no weight
         old = weights["pair.weight"]
         grown = torch.zeros(old.shape[0], FEATURES + config["key_dim"], dtype=old.dtype)
-        grown[:, :SHOWN_FEATURES] = old[:, :SHOWN_FEATURES]
-        grown[:, FEATURES:] = old[:, SHOWN_FEATURES:]
+        grown[:, :known] = old[:, :known]
+        grown[:, FEATURES:] = old[:, known:]
         weights["pair.weight"] = grown
     head.load_state_dict(weights)
     return head.to(device).eval()

@@ -102,9 +102,11 @@ def model_answer(backend: Backend, scenario: Scenario, call: Call, history: list
 
 
 def run_episode(policy: Policy, scenario: Scenario, mode: str, backend: Backend | RemoteWorldModel | None = None,
-                max_turns: int = MAX_TURNS) -> tuple[Trajectory, EpisodeWorld]:
-    """Let `policy` act until it answers or runs out of turns; every call answered in `mode`."""
-    world = EpisodeWorld(scenario, mode, backend)
+                max_turns: int = MAX_TURNS, settings: SamplerSettings = SamplerSettings()
+                ) -> tuple[Trajectory, EpisodeWorld]:
+    """Let `policy` act until it answers or runs out of turns; every call answered in `mode` (the world model
+    under `settings`: grounding `none` by default)."""
+    world = EpisodeWorld(scenario, mode, backend, settings)
     trajectory = Trajectory()
     for _ in range(max_turns):
         action = policy(scenario, trajectory)

@@ -14,8 +14,10 @@ from typing import Any
 
 from wmstudio.model.backends import Backend
 from wmstudio.model.remote_world_model import RemoteWorldModel
+from wmstudio.model.sampler import SamplerSettings
 from wmstudio.train.environments import HYBRID, SIMULATOR, WORLD_MODEL, Policy, run_episode
 from wmstudio.train.scenarios import Scenario, succeeded
+from wmstudio.world.grounding import NONE, parse_grounding
 
 Z95 = 1.959964
 
@@ -35,6 +37,7 @@ class Estimate:
     """Successes per world in the evaluated environment and in the simulator, and who answered the calls."""
 
     env: str
+    grounding: str = NONE
     successes: dict[str, int] = field(default_factory=dict)
     truths: dict[str, int] = field(default_factory=dict)
     episodes: dict[str, int] = field(default_factory=dict)
@@ -54,14 +57,17 @@ class Estimate:
                 "ground_truth_ci95": [round(true_low, 4), round(true_high, 4)]}
 
 
-def evaluate_policy(policy: Policy, scenarios: list[Scenario], backend: Backend | RemoteWorldModel | None, env: str = WORLD_MODEL,
-                    progress: Callable[[int, int], None] | None = None) -> Estimate:
-    """Play every scenario in `env` and in the simulator; count successes per world."""
+def evaluate_policy(policy: Policy, scenarios: list[Scenario], backend: Backend | RemoteWorldModel | None,
+                    env: str = WORLD_MODEL, progress: Callable[[int, int], None] | None = None,
+                    grounding: str = NONE) -> Estimate:
+    """Play every scenario in `env` (the world model's prompts under `grounding`: `none` reads no simulator) and in
+    the simulator; count successes per world."""
     started = time.perf_counter()
-    estimate = Estimate(env)
+    estimate = Estimate(env, parse_grounding(grounding))
+    settings = SamplerSettings(grounding=estimate.grounding)
     for i, scenario in enumerate(scenarios):
         world = scenario.world.name
-        trajectory, played = run_episode(policy, scenario, env, backend)
+        trajectory, played = run_episode(policy, scenario, env, backend, settings=settings)
         truth, _ = run_episode(policy, scenario, SIMULATOR) if env != SIMULATOR else (trajectory, played)
         estimate.episodes[world] = estimate.episodes.get(world, 0) + 1
         estimate.successes[world] = estimate.successes.get(world, 0) + int(succeeded(scenario, trajectory))
@@ -77,7 +83,7 @@ def evaluate_policy(policy: Policy, scenarios: list[Scenario], backend: Backend 
 def report(policy_name: str, curriculum: str, split: str, estimate: Estimate) -> dict[str, Any]:
     """The `wmstudio evaluate` JSON: overall figures, then per world, and the share of calls the model answered."""
     data = {"policy": policy_name, "curriculum": curriculum, "split": split, "env": estimate.env,
-            **estimate.summary()}
+            "grounding": estimate.grounding, **estimate.summary()}
     data["per_world"] = {world: estimate.summary([world]) for world in sorted(estimate.episodes)}
     if estimate.env == HYBRID and estimate.calls:
         data["model_answered_share"] = round(estimate.answered_by_model / estimate.calls, 4)

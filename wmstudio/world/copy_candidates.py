@@ -18,10 +18,11 @@ from wmstudio.world.call_local import needles_of
 from wmstudio.world.copy_sources import MAX_CANDIDATES, CopySource, copy_sources, shown_leaves
 from wmstudio.world.prompt import Shown
 
-DERIVED_OPS = ("times", "length", "join", "hour later", "day later", "week later")
+DERIVED_OPS = ("times", "length", "join", "hour later", "day later", "week later", "plus", "minus")
 LATER = {"hour later": timedelta(hours=1), "day later": timedelta(days=1), "week later": timedelta(weeks=1)}
 MAX_FACTOR = 9  # counts a call asks for (seats, copies); larger integers are amounts, not counts
-MAX_DERIVED = 48
+MAX_DERIVED = 64
+MAX_BASES = 8  # numbers of the named record that sums and differences start from
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z$")
 
 
@@ -39,6 +40,7 @@ def derived_sources(shown: Shown, shown_sources: list[CopySource]) -> list[CopyS
     arguments = shown.call.arguments
     found: list[CopySource] = []
     found += _products(arguments, shown_sources)
+    found += _sums(arguments, shown_sources)
     found += _lengths(shown, arguments)
     found += _joins(shown.state, arguments)
     found += _later_times(shown_sources)
@@ -52,6 +54,28 @@ def _products(arguments: Any, sources: list[CopySource]) -> list[CopySource]:
     bases = [s for s in sources if s.source in ("state", "query") and (s.call_record or s.call_key)
              and isinstance(s.value, (int, float)) and not isinstance(s.value, bool) and s.value]
     return [_derived(base, base.value * factor, "times") for factor in factors for base in bases]
+
+
+def _sums(arguments: Any, sources: list[CopySource]) -> list[CopySource]:
+    """Arithmetic between shown numbers: each number of the record the call names plus and minus each number the
+    call sends (a running total, what is left), and the difference of two numbers of one record (a total less
+    what was already taken). Negative results are left out."""
+    numbers = [v for v in _call_scalars(arguments) if _amount(v)]
+    bases = [s for s in sources if s.source in ("state", "query") and s.call_record and _amount(s.value)][:MAX_BASES]
+    found = []
+    for base in bases:
+        for number in numbers:
+            found.append(_derived(base, base.value + number, "plus"))
+            if base.value - number >= 0:
+                found.append(_derived(base, base.value - number, "minus"))
+        for other in bases:
+            if other is not base and other.path[:-1] == base.path[:-1] and base.value > other.value:
+                found.append(_derived(base, base.value - other.value, "minus"))
+    return found
+
+
+def _amount(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0
 
 
 def _lengths(shown: Shown, arguments: Any) -> list[CopySource]:
