@@ -284,3 +284,13 @@ def test_cli_check_refuses_an_anchor_the_response_schema_forbids_as_generate_doe
         assert result.stdout == "" and where in result.stderr
         assert result.stderr.removeprefix("error: ").startswith(where)
         assert [p.message for p in anchor_problems([parse_anchor(text)], RESPONSE_SCHEMA)][0] in result.stderr
+
+
+def test_a_macro_over_a_value_that_is_not_a_list_is_a_violation_not_a_crash():
+    world = parse_world(shop_world([{"text": "items are priced", "check": "response.items.all(i, i.price > 0)"}]))
+    call = Call("refund_order", {"order_id": "A1"})
+    for items in ("5", "null", '"many"'):
+        report = check_step(world, call, '{"status": "ok", "refund_processed": true, "items": %s}' % items)
+        assert not report.ok and report.rule_violations[0]["rule"] == "items are priced"
+        assert "not a list" in report.rule_violations[0]["message"] or "could not be evaluated" in \
+            report.rule_violations[0]["message"]

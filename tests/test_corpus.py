@@ -14,6 +14,7 @@ from wmstudio.world.checks import check_step
 from wmstudio.world.corpus import SPLITS, write_corpus
 from wmstudio.world.directives import parse_directive
 from wmstudio.world.history import compact_json, parse_history
+from wmstudio.world.rules import rule_codes
 from wmstudio.world.sims import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call
 
@@ -50,6 +51,25 @@ def test_every_row_passes_its_worlds_checks_and_replays_to_the_same_response(cor
             state, response = sim.step(state, Call.from_json(earlier["call"]))
             assert response == earlier["response"]
         assert compact_json(sim.step(state, Call.from_json(meta["call"]), meta["directives"])[1]) == answer
+
+
+def test_every_error_row_has_its_codes_cause_checked_or_was_steered(corpus):
+    """The rows' error codes are ones their world's rules state a cause for (so the check above tested the cause),
+    or the row's directives forced them (an injected outage, a rate limit, a refused login)."""
+    _, _, rows = corpus
+    stated = {name: {code for rule in sim.rules() for code in rule_codes(rule)} for name, sim in SIMULATORS.items()}
+    checked = Counter()
+    for row in all_rows(rows):
+        meta, answer = row["meta"], json.loads(row["messages"][-1]["content"])
+        code = answer.get("error", "")
+        if not code:
+            continue
+        if code in stated[meta["world"]] and f"inject_error: {code}" not in meta["directives"]:
+            checked[code] += 1
+        else:
+            assert {"inject_error", "rate_limit", "auth_failure"} & {d.split(":")[0] for d in meta["directives"]}, \
+                (meta["world"], code, meta["directives"])
+    assert len(checked) >= 25 and sum(checked.values()) >= 300, checked
 
 
 def test_rows_are_chat_rows_in_the_public_format(corpus):

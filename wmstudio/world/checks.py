@@ -15,9 +15,10 @@ from jsonschema.validators import validator_for
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.anchors import Anchor
+from wmstudio.world.directives import parse_directive
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path, get_path
-from wmstudio.world.rules import evaluate_check
+from wmstudio.world.rules import cel_activation, evaluate_check
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 
@@ -61,11 +62,12 @@ def check_step(
     where = f"tools[{world.tools.index(tool)}].response"
     schema_errors = schema_errors_of(response, tool, where) if json_valid else []
     variables = check_variables(world, the_call, response, steps)
+    activation = cel_activation(variables) if any(rule.check for rule in world.rules) else {}
     rule_violations = []
     for rule in world.rules:
         if rule.check is None:
             continue
-        holds, why = evaluate_check(rule.check, variables)
+        holds, why = evaluate_check(rule.check, variables, activation=activation)
         if not holds:
             why = why or "check is false"
             if not json_valid:
@@ -77,13 +79,28 @@ def check_step(
 
 
 def check_variables(world: WorldSpec, call: Call, response: Any, history: Sequence[HistoryStep]) -> dict[str, Any]:
-    """What a rule's CEL check reads: `state`, `call`, `response` and `history` as JSON values."""
+    """What a rule's CEL check reads: `state`, `call`, `response` and `history` as JSON values, and `directives`, the
+    world's steering directives as canonical text (`inject_error: CARD_DECLINED`; free text left out)."""
     return {
         "state": world.initial_state,
         "call": call.to_json(),
         "response": response,
         "history": [{"call": s.call.to_json(), "response": s.response_value()} for s in history],
+        "directives": steering_texts(world.directives),
     }
+
+
+def steering_texts(directives: Sequence[Any]) -> list[str]:
+    """The vocabulary directives among `directives` as canonical text; free text and bad values are left out."""
+    texts = []
+    for text in directives:
+        try:
+            directive = parse_directive(text)
+        except InvalidInput:
+            continue
+        if directive is not None:
+            texts.append(directive.text())
+    return texts
 
 
 def parse_response(response_text: Any) -> tuple[bool, Any]:

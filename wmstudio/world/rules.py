@@ -1,7 +1,7 @@
 """Domain rules: natural-language text for the prompt plus an optional CEL check over a step.
 
-A check sees `state` (initial state), `call`, `response` (parsed JSON) and `history` (earlier steps)
-and must be true; it runs in cel-python, a maintained CEL implementation, never in Python `eval`.
+A check sees `state` (initial state), `call`, `response` (parsed JSON), `history` (earlier steps) and `directives`
+(the world's steering directives as canonical text) and must be true; it runs in cel-python, a maintained CEL implementation, never in Python `eval`.
 Numbers compare as JSON numbers (100 == 100.0), and a check that cannot run says why in words. A check is at most
 MAX_CHECK_CHARS long and runs within a CPU-time budget (`input_limits.check_seconds`)."""
 
@@ -23,8 +23,9 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.cel_budget import OverBudget, evaluate_within
 from wmstudio.world.input_limits import CHECK_SECONDS_ENV, MAX_CHECK_CHARS, check_seconds
 
-CEL_VARIABLES = ("state", "call", "response", "history")
-PLACES = {"response": "the response", "state": "the initial state", "call": "the call", "history": "the history"}
+CEL_VARIABLES = ("state", "call", "response", "history", "directives")
+PLACES = {"response": "the response", "state": "the initial state", "call": "the call", "history": "the history",
+          "directives": "the directives"}
 KINDS = {"String": "text", "Int": "a number", "Uint": "a number", "Double": "a number", "Bool": "true/false",
          "List": "a list", "Map": "an object", "Null": "null", "Bytes": "bytes", "Timestamp": "a timestamp",
          "Duration": "a duration"}
@@ -40,6 +41,46 @@ class Rule:
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "check": self.check} if self.check else {"text": self.text}
+
+
+_ONE_TOOL = re.compile(r'^\s*call\.name\s*!=\s*"([^"\\]+)"\s*(?:\|\||\?\s*true\s*:)')
+_SOME_TOOLS = re.compile(r'^\s*!\(\s*call\.name\s+in\s+\[([^\]]*)\]\s*\)\s*\|\|')
+_PRECONDITION_TOOLS = re.compile(r'\?\s*true\s*:\s*call\.name\s+in\s+\[([^\]]*)\]\s*\?')
+
+
+def rule_tools(rule: Rule) -> set[str] | None:
+    """The tools a rule's check is about, read from how it starts (`call.name != "refund_order" || ...`,
+    `!(call.name in [...]) || ...`, an error code's `... ? true : call.name in [...] ? ...`); None when the check says
+    nothing about the tool (or there is no check): the rule is about every call. A prompt can leave out the rules
+    of other tools (a world with error-code rules has two or three times the rules of one without)."""
+    check = rule.check or ""
+    if (one := _ONE_TOOL.match(check)) is not None:
+        return {one.group(1)}
+    some = _SOME_TOOLS.match(check) or (_PRECONDITION_TOOLS.search(check) if check.startswith(("response.error",
+                                                                                               "!(response.error"))
+                                        else None)
+    if some is None:
+        return None
+    return set(re.findall(r'"([^"\\]+)"', some.group(1)))
+
+
+_ONE_CODE = re.compile(r'^\s*response\.error\s*!=\s*"([^"\\]+)"')
+_SOME_CODES = re.compile(r'^\s*!\(\s*response\.error\s+in\s+\[([^\]]*)\]\s*\)')
+
+
+def rule_codes(rule: Rule) -> list[str]:
+    """The error codes whose cause a rule states: its check starts `response.error != "CODE" || ...` or
+    `!(response.error in ["A", "B"]) || ...` (sims/preconditions.py writes them so); [] for any other rule."""
+    check = rule.check or ""
+    if (one := _ONE_CODE.match(check)) is not None:
+        return [one.group(1)]
+    some = _SOME_CODES.match(check)
+    return re.findall(r'"([^"\\]+)"', some.group(1)) if some is not None else []
+
+
+def rules_for_tool(rules: list[Rule], tool: str) -> list[Rule]:
+    """The rules that may bear on a call to `tool` (see rule_tools), in their order."""
+    return [rule for rule in rules if (tools := rule_tools(rule)) is None or tool in tools]
 
 
 def _is_number(value: Any) -> bool:
@@ -166,7 +207,7 @@ def evaluate_value(expression: str, variables: dict[str, Any]) -> Any:
     try:
         activation = {name: _to_cel(variables.get(name)) for name in CEL_VARIABLES}
         result = evaluate_within(_compiled(expression), activation, check_seconds())
-    except (OverBudget, RecursionError, OverflowError, celpy.CELEvalError, celpy.CELParseError) as err:
+    except (OverBudget, RecursionError, OverflowError, TypeError, celpy.CELEvalError, celpy.CELParseError) as err:
         raise ValueError(f"cannot evaluate {expression!r}: {type(err).__name__}") from None
     if isinstance(result, celtypes.BoolType):
         return bool(result)
@@ -179,25 +220,36 @@ def evaluate_value(expression: str, variables: dict[str, Any]) -> Any:
     raise ValueError(f"{expression!r} gives {type(result).__name__}, not text, a number or true/false")
 
 
-def evaluate_check(expression: str, variables: dict[str, Any],
-                   names: tuple[str, ...] = CEL_VARIABLES) -> tuple[bool, str | None]:
-    """Evaluate one check: (True, None) when it holds, else (False, why). Eval errors count as violations.
-
-    A missing field or a type mismatch means the response does not have the shape the rule expects,
-    which is itself an inconsistency, so it is reported rather than silently passed; so is a check that is too long,
-    runs out of its CPU-time budget, or meets values nested too deeply to read. `names` are the variables it sees
-    (a step's four by default; a scenario's success condition sees `state` and `trajectory`)."""
-    if len(expression) > MAX_CHECK_CHARS:
-        return False, f"check not run: {too_long_message(expression)}"
+def cel_activation(variables: dict[str, Any], names: tuple[str, ...] = CEL_VARIABLES) -> dict[str, Any] | str:
+    """`variables` as CEL values, or why one cannot be read: converted once, the activation serves every check of a
+    step (converting a state for each of a world's rules cost as much as evaluating them)."""
     activation = {}
     for name in names:
         try:
             activation[name] = _to_cel(variables.get(name))
         except RecursionError:
-            return False, f"check not run: {PLACES.get(name, name)} is nested too deeply for a check to read it"
+            return f"check not run: {PLACES.get(name, name)} is nested too deeply for a check to read it"
         except (ValueError, OverflowError) as err:  # cel-python's integers are 64-bit, as CEL's are
             what = "a whole number beyond CEL's 64-bit range" if "overflow" in str(err) else f"a value ({err})"
-            return False, f"check not run: {PLACES.get(name, name)} holds {what}, which a check cannot read"
+            return f"check not run: {PLACES.get(name, name)} holds {what}, which a check cannot read"
+    return activation
+
+
+def evaluate_check(expression: str, variables: dict[str, Any], names: tuple[str, ...] = CEL_VARIABLES,
+                   activation: dict[str, Any] | str | None = None) -> tuple[bool, str | None]:
+    """Evaluate one check: (True, None) when it holds, else (False, why). Eval errors count as violations.
+
+    A missing field or a type mismatch means the response does not have the shape the rule expects,
+    which is itself an inconsistency, so it is reported rather than silently passed; so is a check that is too long,
+    runs out of its CPU-time budget, or meets values nested too deeply to read. `names` are the variables it sees
+    (a step's five by default; a scenario's success condition sees `state` and `trajectory`). `activation` is
+    `cel_activation(variables, names)` when the caller converted them already."""
+    if len(expression) > MAX_CHECK_CHARS:
+        return False, f"check not run: {too_long_message(expression)}"
+    if activation is None:
+        activation = cel_activation(variables, names)
+    if isinstance(activation, str):
+        return False, activation
     seconds = check_seconds()
     try:
         result = evaluate_within(_compiled(expression), activation, seconds)
@@ -206,6 +258,9 @@ def evaluate_check(expression: str, variables: dict[str, Any],
                        f".exists() or .map() multiply their lists' lengths) or raise {CHECK_SECONDS_ENV}")
     except RecursionError:
         return False, "check could not be evaluated: it or the values it reads are nested too deeply"
+    except TypeError:  # cel-python runs a macro (all, exists, map, filter) over a number or null without a CEL error
+        return False, ("check could not be evaluated: `.all()`, `.exists()`, `.map()` or `.filter()` met a value that "
+                       "is not a list or an object")
     except celpy.CELEvalError as err:
         return False, f"check could not be evaluated: {eval_message(err, expression)}"
     except celpy.CELParseError as err:

@@ -29,6 +29,7 @@ from wmstudio.world.sims.base import (
     response_schema,
     string,
 )
+from wmstudio.world.sims.preconditions import argument_rules, precondition
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
 
@@ -44,6 +45,18 @@ PASSENGERS = ["Ana Costa", "Ben Okafor", "Chloe Dubois", "Daniel Kim", "Eva Lind
 PNR_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 FARE = string(enum=[""] + FARES)
 MATCHING_FLIGHT = "state.flights.filter(f, f.flight == response.flight)"  # see retail.py on filter vs exists
+# what the error rules read: ids match as the simulator matches them (upper case), and a booking made in the history
+# counts as one of the state's
+BOOKING_REF = 'call.arguments.booking_id.matches("(?i)^" + {b}.booking_id + "$")'
+BOOKED = ('history.filter(h, h.call.name == "book_flight" && h.response.status != "error" && '
+          'call.arguments.booking_id.matches("(?i)^" + h.response.booking_id + "$"))')
+KNOWN_BOOKING = f'(state.bookings.exists(b, {BOOKING_REF.format(b="b")}) || size({BOOKED}) > 0)'
+NEW_FLIGHT = 'state.flights.filter(f, call.arguments.{arg}.matches("(?i)^" + f.flight + "$"))'
+# a date that is certainly real (29 February aside): anything else may be refused as not YYYY-MM-DD
+SURE_DATE = ("^[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+             "02-(0[1-9]|1[0-9]|2[0-8]))$")
+SEATS_TAKEN = ('history.exists(h, h.call.name in ["book_flight", "change_booking"] && h.response.status != "error" '
+               '&& h.response.flight == f.flight)')
 
 
 class AirlineSimulator(Simulator):
@@ -140,6 +153,58 @@ class AirlineSimulator(Simulator):
                  'call.name != "search_flights" ? true : size(response.flights) <= response.total && '
                  'response.flights.all(r, state.flights.filter(f, f.flight == r.flight).all(f, '
                  'f.fares[response.fare] == r.price_cents))'),
+            *self.error_rules(),
+        ]
+
+    def error_rules(self) -> list[Rule]:
+        """Each error code's cause (sims/preconditions.py). Seats move with every booking, cancellation and change,
+        so a seat shortage needs the initial count short or an earlier step that took seats on the flight."""
+        booking_tools = ["get_booking", "cancel_booking", "change_booking"]
+        own = f'state.bookings.filter(b, {BOOKING_REF.format(b="b")})'
+        cancelled = (f'{own}.exists(b, b.status == "cancelled") || history.exists(h, h.call.name == "cancel_booking" '
+                     '&& h.response.status == "ok" && call.arguments.booking_id.matches("(?i)^" + h.response.booking_id '
+                     '+ "$"))')
+        other_route = ('state.flights.exists(o, o.flight == {flight} && (o.origin != n.origin || '
+                       'o.destination != n.destination))')
+        changes = ('history.filter(h, h.call.name == "change_booking" && h.response.status == "ok" && '
+                   'call.arguments.booking_id.matches("(?i)^" + h.response.booking_id + "$"))')
+        on_new = 'call.arguments.new_flight.matches("(?i)^" + {flight} + "$")'
+        on_last = on_new.format(flight=f"{changes}[size({changes}) - 1].response.flight")
+        on_booked, on_made = on_new.format(flight="b.flight"), on_new.format(flight="h.response.flight")
+        pax_over = 'state.bookings.exists(b, {ref} && b.passengers > f.seats_left) || {booked}.exists(h, '                    'h.response.seats_confirmed > f.seats_left)'
+        return [
+            precondition("INVALID_ROUTE", "INVALID_ROUTE: origin is the destination", ["search_flights"],
+                         '!call.arguments.destination.matches("^[A-Za-z0-9]*$") || '
+                         'call.arguments.origin.matches("(?i)^" + call.arguments.destination + "$")'),
+            precondition("DATE_IN_PAST", "DATE_IN_PAST: date before today", ["search_flights"],
+                         "call.arguments.date < state.today"),
+            precondition("FLIGHT_NOT_FOUND", "FLIGHT_NOT_FOUND: unknown flight",
+                         ["book_flight", "change_booking"],
+                         '!state.flights.exists(f, call.arguments[call.name == "book_flight" ? "flight" : '
+                         '"new_flight"].matches("(?i)^" + f.flight + "$"))'),
+            precondition(["SOLD_OUT", "NOT_ENOUGH_SEATS"], "SOLD_OUT, NOT_ENOUGH_SEATS: too few seats",
+                         ["book_flight", "change_booking"],
+                         f'call.name == "book_flight" ? {NEW_FLIGHT.format(arg="flight")}.exists(f, {SEATS_TAKEN} || '
+                         '(response.error == "SOLD_OUT" ? f.seats_left == 0 : call.arguments.passengers > f.seats_left)) '
+                         f': response.error == "NOT_ENOUGH_SEATS" && {NEW_FLIGHT.format(arg="new_flight")}.exists(f, '
+                         f'{SEATS_TAKEN} || '
+                         + pax_over.format(ref=BOOKING_REF.format(b="b"), booked=BOOKED) + ')'),
+            precondition("BOOKING_NOT_FOUND", "BOOKING_NOT_FOUND: unknown booking", booking_tools,
+                         f"!{KNOWN_BOOKING}", steered_by="empty_result"),
+            precondition(["ALREADY_CANCELLED", "BOOKING_CANCELLED"], "ALREADY_CANCELLED, BOOKING_CANCELLED: booking "
+                         "cancelled", ["cancel_booking", "change_booking"],
+                         'call.name == (response.error == "ALREADY_CANCELLED" ? "cancel_booking" : "change_booking") '
+                         f'&& ({cancelled})'),
+            precondition("CHANGE_NOT_ALLOWED", "CHANGE_NOT_ALLOWED: basic fare", ["change_booking"],
+                         f'{own}.exists(b, b.fare == "basic") || {BOOKED}.exists(h, h.response.fare == "basic")'),
+            precondition("SAME_FLIGHT", "SAME_FLIGHT: already on that flight", ["change_booking"],
+                         f"size({changes}) > 0 ? {on_last} : {own}.exists(b, {on_booked}) || "
+                         f"{BOOKED}.exists(h, {on_made})"),
+            precondition("ROUTE_MISMATCH", "ROUTE_MISMATCH: another route", ["change_booking"],
+                         f'{NEW_FLIGHT.format(arg="new_flight")}.exists(n, {own}.exists(b, '
+                         f'{other_route.format(flight="b.flight")}) || {BOOKED}.exists(h, '
+                         f'{other_route.format(flight="h.response.flight")}))'),
+            *argument_rules(self.tools(), {"search_flights": f'!call.arguments.date.matches("{SURE_DATE}")'}),
         ]
 
     def initial_state(self, rng: random.Random) -> JSON:

@@ -11,6 +11,7 @@ import random
 
 from wmstudio.world.directives import Steering
 from wmstudio.world.rules import Rule
+from wmstudio.world.sims import path_rules as paths
 from wmstudio.world.sims.base import (
     ERROR,
     JSON,
@@ -28,13 +29,14 @@ from wmstudio.world.sims.base import (
     response_schema,
     string,
 )
+from wmstudio.world.sims.path_rules import WRITABLE
+from wmstudio.world.sims.preconditions import argument_rules, precondition
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
 
 DEFAULT_LIMIT = 8
 DIR_SIZE = 4096
 MAX_READ_CHARS = 4096  # cat returns a text file whole, up to this many characters (this world's files are short)
-WRITABLE = r"^(/home/[^/]+|/tmp)(/|$)"
 USERS = ["alex", "sam", "jordan", "maria", "wei", "noor"]
 PROJECTS = ["webshop", "ml-notes", "budget-tool", "blog", "scraper"]
 ERRNO_TEXT = {
@@ -138,6 +140,42 @@ class FilesystemSimulator(Simulator):
             Rule("Paths in responses are absolute",
                  'call.name == "mv" ? [response.source, response.destination].all(p, p == "" || p.startsWith("/")) '
                  ': response.path == "" || response.path.startsWith("/")'),
+            *self.error_rules(),
+        ]
+
+    def error_rules(self) -> list[Rule]:
+        """Each errno's cause (sims/preconditions.py), read on the path the call names (sims/path_rules.py). A move
+        into a folder is checked no further than the folder (a check cannot take a path's last name)."""
+        plain, writable = f"d.matches({paths.PLAIN})", f'"{WRITABLE}"'
+        target_lost = f'(!(d in state.dirs) || {paths.gone("d")}) && !{paths.parent_there("d")}'
+        no_parent = f'call.name != "mkdir" || !{paths.flag("parents")} && !{paths.parent_there("p")}'
+        file_above = f'state.files.exists(f, p.startsWith(f + "/")) || {paths.made("p", folders=False)}'
+        onto_itself = (f'd == s || d.startsWith(s + "/") || (d.matches({paths.PATTERN_SAFE}) ? s.matches("^" + '
+                       '(d == "/" ? "" : d) + "/[^/]+$") : s.startsWith((d == "/" ? "" : d) + "/"))')
+        moving = 'call.name == "mv" ? '
+        return [
+            precondition("ENOENT", "ENOENT: path or parent missing", ["ls", "cat", "rm", "find", "mkdir", "mv"],
+                         moving + paths.on_move(f"{paths.missing('s')} || !{plain} || {target_lost}") + " : "
+                         + paths.on_path(f"({paths.missing('p')}) && ({no_parent})"), steered_by="empty_result"),
+            precondition("EISDIR", "EISDIR: path is a folder", ["cat", "rm"],
+                         f'(call.name == "cat" || !{paths.flag("recursive")}) && '
+                         + paths.on_path(f"p in state.dirs || {paths.made('p')}")),
+            precondition("ENOTDIR", "ENOTDIR: a file where a folder must be", ["ls", "find", "mkdir", "mv"],
+                         moving + paths.on_move(f"!{plain} || {target_lost}") + ' : call.name == "mkdir" ? '
+                         + paths.on_path(file_above) + " : "
+                         + paths.on_path(f"p in state.files || {paths.made('p', folders=False)}")),
+            precondition("EEXIST", "EEXIST: path exists", ["mkdir", "mv"],
+                         moving + paths.on_move(f"!{plain} || {paths.present('d')}") + " : "
+                         + paths.on_path(paths.present("p"))),
+            precondition("EACCES", "EACCES: outside home and /tmp", ["mkdir", "rm", "mv"],
+                         moving + paths.on_move(f"!s.matches({writable}) || !{plain} || !d.matches({writable})")
+                         + " : " + paths.on_path(f"!p.matches({writable})")),
+            precondition("EBUSY", "EBUSY: / or the working directory", ["rm", "mv"],
+                         f'[call.name == "mv" ? {paths.called("source")} : {paths.called("path")}].exists(p, '
+                         'p == "/" || state.cwd == p || state.cwd.startsWith(p + "/"))'),
+            precondition("EINVAL", "EINVAL: move onto or into itself", ["mv"],
+                         paths.on_move(f"!{plain} || {onto_itself}")),
+            *argument_rules(self.tools()),
         ]
 
     def initial_state(self, rng: random.Random) -> JSON:

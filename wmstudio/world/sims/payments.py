@@ -30,6 +30,7 @@ from wmstudio.world.sims.base import (
     response_schema,
     string,
 )
+from wmstudio.world.sims.preconditions import argument_rules, precondition
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
 
@@ -145,6 +146,62 @@ class PaymentsSimulator(Simulator):
             Rule("A list never shows more charges than it counts",
                  'call.name != "list_charges" || (size(response.charges) <= response.total && '
                  'response.has_more == (size(response.charges) < response.total))'),
+            *self.error_rules(),
+        ]
+
+    def error_rules(self) -> list[Rule]:
+        """Each error code's cause (sims/preconditions.py). Logins, charges, refunds and keys made in earlier steps
+        count as the state's: a refund's amount left is the charge's amount less what the state and the history
+        refunded; the balance only falls by refunds, so a shortfall needs the initial balance short or a refund since."""
+        others = [t.name for t in self.tools() if t.name != "login"]
+        token = "call.arguments.session_token"
+        charge = 'state.charges.filter(c, c.id == call.arguments.charge_id)'
+        made = ('history.filter(h, h.call.name == "create_charge" && h.response.status != "error" && '
+                'h.response.charge_id == call.arguments.charge_id)')
+        refunds = ('history.filter(h, h.call.name == "refund_charge" && h.response.status != "error" && '
+                   'h.response.charge_id == call.arguments.charge_id)')
+        amount = "call.arguments.amount_cents"
+        customer = "state.customers.filter(c, c.id == call.arguments.customer_id)"
+        key_made = ('history.exists(h, h.call.name == "create_api_key" && h.response.status != "error" && '
+                    'call.arguments.label.contains(h.response.label))')
+        return [
+            precondition("UNAUTHENTICATED", "UNAUTHENTICATED: no session token", others,
+                         f'!has({token}) || type({token}) != string || {token} == ""'),
+            precondition("INVALID_TOKEN", "INVALID_TOKEN: unknown token", others,
+                         f'!state.sessions.exists(s, s.token == {token}) && !history.exists(h, h.call.name == "login" '
+                         f'&& h.response.status == "ok" && h.response.session_token == {token})'),
+            precondition("TOKEN_EXPIRED", "TOKEN_EXPIRED: session expired", others,
+                         f"state.sessions.exists(s, s.token == {token} && s.expires_at <= state.now)",
+                         steered_by="auth_failure"),
+            precondition("INVALID_CREDENTIALS", "INVALID_CREDENTIALS: wrong email or password", ["login"],
+                         "call.arguments.email != state.login.email || call.arguments.password != state.login.password",
+                         steered_by="auth_failure"),
+            precondition("CUSTOMER_NOT_FOUND", "CUSTOMER_NOT_FOUND: unknown customer", ["create_charge"],
+                         "!state.customers.exists(c, c.id == call.arguments.customer_id)"),
+            precondition("AMOUNT_TOO_SMALL", f"AMOUNT_TOO_SMALL: under {MIN_CHARGE_CENTS} cents", ["create_charge"],
+                         f"{amount} < {MIN_CHARGE_CENTS}"),
+            precondition("CARD_DECLINED", "CARD_DECLINED: card not ok", ["create_charge"],
+                         f"{customer}.exists(c, !c.card_ok)"),
+            precondition("CHARGE_NOT_FOUND", "CHARGE_NOT_FOUND: unknown charge", ["refund_charge"],
+                         f"size({charge}) == 0 && size({made}) == 0"),
+            precondition("CHARGE_ALREADY_REFUNDED", "CHARGE_ALREADY_REFUNDED: nothing left to refund",
+                         ["refund_charge"],
+                         f"{charge}.exists(c, c.refunded_cents == c.amount_cents) || {refunds}.exists(h, "
+                         "h.response.total_refunded_cents == h.response.charge_amount_cents)"),
+            precondition("AMOUNT_EXCEEDS_CHARGE", "AMOUNT_EXCEEDS_CHARGE: amount over what is left",
+                         ["refund_charge"],
+                         f"has({amount}) && ({charge}.exists(c, {amount} > c.amount_cents - c.refunded_cents) || "
+                         f"{made}.exists(h, {amount} > h.response.amount_cents) || {refunds}.exists(h, {amount} > "
+                         "h.response.charge_amount_cents - h.response.total_refunded_cents))"),
+            precondition("INSUFFICIENT_BALANCE", "INSUFFICIENT_BALANCE: refund over available balance",
+                         ["refund_charge"],
+                         'history.exists(h, h.call.name == "refund_charge" && h.response.status != "error") || '
+                         f"(has({amount}) ? {amount} > state.balance.available_cents : {charge}.exists(c, "
+                         "c.amount_cents - c.refunded_cents > state.balance.available_cents) || "
+                         f"{made}.exists(h, h.response.amount_cents > state.balance.available_cents))"),
+            precondition("DUPLICATE_LABEL", "DUPLICATE_LABEL: label taken", ["create_api_key"],
+                         f"state.api_keys.exists(k, call.arguments.label.contains(k.label)) || {key_made}"),
+            *argument_rules(self.tools(), {"create_api_key": 'call.arguments.label.matches("^\\\\s*$")'}),
         ]
 
     def initial_state(self, rng: random.Random) -> JSON:

@@ -30,6 +30,7 @@ from wmstudio.world.sims.base import (
     response_schema,
     string,
 )
+from wmstudio.world.sims.preconditions import argument_rules, precondition
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
 
@@ -120,6 +121,16 @@ class RecordsSimulator(Simulator):
                  'call.name != "get_record" || response.status == "error" ? true : state.records.filter(s, '
                  's.id == response.id).all(s, s.name == response.name && s.city == response.city && '
                  's.plan == response.plan && s.seats == response.seats)'),
+            precondition("INVALID_PAGE_TOKEN", "INVALID_PAGE_TOKEN: token from another search",
+                         ["search_records"], "has(call.arguments.page_token)"),
+            precondition("NOT_FOUND", "NOT_FOUND: unknown id (tag_records: all unknown)",
+                         ["get_record", "tag_records"],
+                         '!state.records.exists(r, call.name == "get_record" ? r.id == call.arguments.id : '
+                         'r.id in call.arguments.ids)', steered_by="empty_result"),
+            precondition("INVALID_TAG", "INVALID_TAG: not lowercase letters, digits, -", ["tag_records"],
+                         f'!call.arguments.tag.matches("{TAG_PATTERN.pattern}")'),
+            *argument_rules(self.tools(), {"search_records": "has(call.arguments.page) && "
+                                                             "has(call.arguments.page_token)"}),
         ]
 
     def initial_state(self, rng: random.Random) -> JSON:

@@ -28,6 +28,7 @@ from wmstudio.world.sims.base import (
     response_schema,
     string,
 )
+from wmstudio.world.sims.preconditions import argument_rules, precondition
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
 
@@ -48,6 +49,10 @@ CUSTOMERS = [
 # cel-python walks every element's whole body in exists(), and lets an error inside filter() escape a `||`,
 # so order checks filter by id first and guard the tool with a conditional, not with `||`.
 MATCHING_ORDER = "state.orders.filter(o, o.id == response.order_id)"
+CALLED_ORDER = "state.orders.filter(o, o.id == call.arguments.order_id)"
+CANCELLED_BEFORE = ('history.filter(h, h.call.name == "cancel_order").exists(h, h.response.status == "ok" && '
+                    'h.response.order_id == call.arguments.order_id)')
+REFUNDS_BEFORE = 'history.filter(h, h.call.name == "refund_order" && h.response.status != "error")'
 ORDER_STATUS = string(enum=[""] + ORDER_STATUSES)
 
 
@@ -132,6 +137,38 @@ class RetailSimulator(Simulator):
             Rule("A page of orders never lists more than the total, and the last page has has_more false",
                  'call.name != "list_orders" || (size(response.orders) <= response.total && '
                  '(!response.has_more || size(response.orders) > 0))'),
+            *self.error_rules(),
+        ]
+
+    def error_rules(self) -> list[Rule]:
+        """Each error code's cause (sims/preconditions.py): what the order, its refunds and the history must show."""
+        expired = (f'timestamp(state.today + "T00:00:00Z") - timestamp(o.delivered_on + "T00:00:00Z") '
+                   f'> duration("{REFUND_WINDOW_DAYS * 24}h")')
+        order_tools = ["get_order", "refund_order", "cancel_order"]
+        return [
+            precondition("ORDER_NOT_FOUND", "ORDER_NOT_FOUND: unknown order id", order_tools,
+                         '!state.orders.exists(o, o.id == call.arguments.order_id)', steered_by="empty_result"),
+            precondition(["ORDER_CANCELLED", "ALREADY_CANCELLED"], "ORDER_CANCELLED, ALREADY_CANCELLED: order cancelled",
+                         ["refund_order", "cancel_order"],
+                         'call.name == (response.error == "ORDER_CANCELLED" ? "refund_order" : "cancel_order") && '
+                         f'({CALLED_ORDER}.exists(o, o.status == "cancelled") || {CANCELLED_BEFORE})'),
+            precondition("ORDER_NOT_DELIVERED", "ORDER_NOT_DELIVERED: refund before delivery", ["refund_order"],
+                         f'{CALLED_ORDER}.exists(o, o.status != "delivered")'),
+            precondition("REFUND_WINDOW_EXPIRED", f"REFUND_WINDOW_EXPIRED: delivered over {REFUND_WINDOW_DAYS} days ago",
+                         ["refund_order"], f'{CALLED_ORDER}.exists(o, o.status == "delivered" && {expired})'),
+            precondition("ALREADY_REFUNDED", "ALREADY_REFUNDED: nothing left to refund", ["refund_order"],
+                         f'{CALLED_ORDER}.exists(o, o.refunded_cents == o.total_cents || {REFUNDS_BEFORE}'
+                         '.exists(h, h.response.order_id == o.id && h.response.total_refunded_cents == o.total_cents))'),
+            precondition("AMOUNT_EXCEEDS_REFUNDABLE", "AMOUNT_EXCEEDS_REFUNDABLE: amount over what is left",
+                         ["refund_order"],
+                         f'{CALLED_ORDER}.exists(o, call.arguments.amount_cents > o.total_cents - o.refunded_cents || '
+                         f'{REFUNDS_BEFORE}.exists(h, h.response.order_id == o.id && '
+                         'call.arguments.amount_cents > o.total_cents - h.response.total_refunded_cents))'),
+            precondition(["ALREADY_SHIPPED", "ALREADY_DELIVERED"],
+                         "ALREADY_SHIPPED, ALREADY_DELIVERED: cancel after shipping", ["cancel_order"],
+                         f'{CALLED_ORDER}.exists(o, o.status == '
+                         '(response.error == "ALREADY_SHIPPED" ? "shipped" : "delivered"))'),
+            *argument_rules(self.tools()),
         ]
 
     def initial_state(self, rng: random.Random) -> JSON:
