@@ -3,7 +3,9 @@
 The embedded world model never trained on it. For each of the real (call, response) pairs that tau2-bench's own
 tool code produced on this state (assets/benchmarks/tau2-retail, MIT, Sierra Research), generate a response and
 score it: JSON validity for every call, and for the object responses, exact field accuracy by where each value
-comes from, beside a constant baseline (every field empty) on the same rows.
+comes from, beside two trivial answers on the same rows: every field empty, and `echo` (the call's arguments into
+same-named fields and the fields of the state record a call id names; train/baselines.py). Prompts are rendered
+with grounding `none` (the world has no simulator).
 
     python benchmarks/zero_shot_tau.py [--model PATH] [--json]
 """
@@ -22,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 from wmstudio.locations import ASSETS_DIR, DEFAULT_MODEL  # noqa: E402
 from wmstudio.model.backends import load_backend  # noqa: E402
 from wmstudio.model.generation import generate  # noqa: E402
+from wmstudio.train.baselines import TrainingAnswers, baseline_response  # noqa: E402
 from wmstudio.train.field_kinds import FieldScores, enum_options, parse, prompt_values  # noqa: E402
 from wmstudio.world.sims.base import neutral_value  # noqa: E402
 from wmstudio.world.spec import Call, load_world  # noqa: E402
@@ -37,7 +40,7 @@ def main() -> None:
     world = load_world(WORLD / "world.json")
     cases = [json.loads(line) for line in (WORLD / "cases.jsonl").read_text().splitlines() if line.strip()]
     backend = load_backend(args.model)
-    model, trivial = FieldScores(), FieldScores()
+    model, trivial, echo = FieldScores(), FieldScores(), FieldScores()
     json_valid, objects, seconds, copied = 0, 0, [], 0
     state_values = prompt_values(world.initial_state)
     unknown = [case["tool"] for case in cases if case["tool"] not in {tool.name for tool in world.tools}]
@@ -59,12 +62,15 @@ def main() -> None:
         enums = enum_options(schema)
         model.add(truth, parse(sample.response), call_values, state_values, enums)
         trivial.add(truth, _resolved_neutral(schema), call_values, state_values, enums)
+        echoed = parse(baseline_response("echo", world, call, world.initial_state, TrainingAnswers()))
+        echo.add(truth, echoed, call_values, state_values, enums)
     report = {
         "world": "tau2-retail (tau2-bench, kept aside)", "model": args.model, "calls": len(cases),
         "skipped_unknown_tools": unknown,
         "json_valid": round(json_valid / len(cases), 4), "object_responses": objects,
         "field_accuracy": model.accuracy(), "nonempty_recall": model.recall(),
         "trivial_empty": {"field_accuracy": trivial.accuracy(), "nonempty_recall": trivial.recall()},
+        "echo": {"field_accuracy": echo.accuracy(), "nonempty_recall": echo.recall()},
         "median_seconds": round(sorted(seconds)[len(seconds) // 2], 2),
     }
     if args.json:
@@ -72,12 +78,13 @@ def main() -> None:
         return
     print(f"{report['world']}: {len(cases)} calls, JSON-valid {100 * report['json_valid']:.0f}%, "
           f"median {report['median_seconds']} s a call ({args.model})")
-    print(f"{'kind':<18}{'model':>8}{'empty':>8}   fields")
+    print(f"{'kind':<18}{'model':>8}{'empty':>8}{'echo':>8}   fields")
     for kind, value in report["field_accuracy"].items():
-        base = report["trivial_empty"]["field_accuracy"][kind]
+        base, echoed = report["trivial_empty"]["field_accuracy"][kind], report["echo"]["field_accuracy"][kind]
         if value is not None:
-            print(f"{kind:<18}{100 * value:>7.1f}%{100 * base:>7.1f}%   {model.total[kind]}")
-    print(f"{'nonempty recall':<18}{100 * (model.recall() or 0):>7.1f}%{100 * (trivial.recall() or 0):>7.1f}%")
+            print(f"{kind:<18}{100 * value:>7.1f}%{100 * base:>7.1f}%{100 * echoed:>7.1f}%   {model.total[kind]}")
+    print(f"{'nonempty recall':<18}{100 * (model.recall() or 0):>7.1f}%{100 * (trivial.recall() or 0):>7.1f}%"
+          f"{100 * (echo.recall() or 0):>7.1f}%")
 
 
 def _resolved_neutral(schema: dict):

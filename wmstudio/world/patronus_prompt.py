@@ -17,6 +17,7 @@ from wmstudio.world.checks import argument_problems
 from wmstudio.world.grounding import NONE
 from wmstudio.world.history import HistoryStep, compact_json
 from wmstudio.world.prompt import ORACLE_STATE_LABEL, SECTION_HEADERS, PromptBudget, RenderedPrompt, render
+from wmstudio.world.rules import rules_for_tool
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 from wmstudio.world.trajectories import messages_from_steps, tool_call_message
@@ -102,8 +103,9 @@ def _as_patronus(world: WorldSpec, call: Call, rendered: RenderedPrompt) -> Rend
             schemas.append(f"- Returns: {return_shape(tool.response)}")
     schemas.append("- For invalid calls, return exactly one JSON object with an error key.")
     blocks = ["\n".join(environment), "\n".join(context), "\n".join(schemas)]
-    if world.rules and "the domain rules" not in rendered.cut:
-        blocks.append("\n".join([SECTION_HEADERS[3], *(f"- {' '.join(r.text.split())}" for r in world.rules)]))
+    rules = rules_for_tool(world.rules, call.name)
+    if rules and "the domain rules" not in rendered.cut:
+        blocks.append("\n".join([SECTION_HEADERS[3], *(f"- {' '.join(r.text.split())}" for r in rules)]))
     query = next((block for block in rendered.text.split("\n\n") if block.startswith(SECTION_HEADERS[4])), None)
     if query is not None:
         blocks.append(query)

@@ -11,7 +11,8 @@ it (call-local), within a budget counted in the model's own tokens:
     ## TASK CONTEXT             the task, then the earlier turns (newest kept first; a line counts those cut)
     ## TOOL SCHEMAS             the called tool in full (name, description, parameters, response); the others by
                                 name, with their descriptions when there is room
-    ## DOMAIN RULES             "- <rule text>" per rule (the CEL checks are for the checker, not the model)
+    ## DOMAIN RULES             "- <rule text>" per rule that may bear on the called tool (world/rules.py
+                                rules_for_tool; the CEL checks are for the checker, not the model)
     ## COMPUTED QUERY STATE     one the caller gives; else with grounding `oracle` the simulator's retrieval, so
                                 labelled; else a listing's records found in the initial state (world/retrieval.py)
     ## STEERING DIRECTIVES      "- <directive>" per directive
@@ -43,6 +44,7 @@ from wmstudio.world.checks import argument_problems
 from wmstudio.world.grounding import NONE, ORACLE, parse_grounding
 from wmstudio.world.history import HistoryStep, compact_json, response_text
 from wmstudio.world.retrieval import listing_records
+from wmstudio.world.rules import rules_for_tool
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 
@@ -246,7 +248,7 @@ def render(
     add_turns(None if budget is None else int(TURNS_SHARE * budget.limit), len(steps))
     if parts.turns_cut:
         cut.append(f"{parts.turns_cut} earlier turn(s) of {len(steps)}")
-    for name, text in (("the domain rules", _bullets(r.text for r in world.rules)),
+    for name, text in (("the domain rules", _bullets(r.text for r in rules_for_tool(world.rules, call.name))),
                        ("the task", world.task.strip() or NO_TASK)):
         setattr(parts, "rules" if name == "the domain rules" else "task", text)
         if not fits():
