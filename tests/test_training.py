@@ -174,7 +174,8 @@ def test_base_checkpoint_is_fine_tuned_with_its_own_tokenizer(trained_mdlm, corp
     assert after.get_vocab() == before.get_vocab()  # the base's tokenizer is kept, not retrained
     lineage = json.loads((tmp_path / "tuned" / "training.json").read_text())["lineage"]
     assert [(stage["base"], stage["steps"]) for stage in lineage] == [(None, 16)]  # what the base took is kept
-    assert "stage 1, from scratch: 16 steps" in (tmp_path / "tuned" / "README.md").read_text()
+    card = (tmp_path / "tuned" / "README.md").read_text()
+    assert "stage 1, from scratch (16 steps" in card and "stage 2 (this run)" in card and "/tmp/" not in card
     kept = train_world_model(TrainConfig(corpus=corpus, out=tmp_path / "kept", base=str(config.out), steps=1,
                                          max_rows=8, **{**TINY, "learning_rate": 1e-12}))
     assert kept.steps == 1

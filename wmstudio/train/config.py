@@ -62,6 +62,8 @@ class TrainConfig:
                                      "which outruns one process (0: the loop builds them, so one seed gives one "
                                      "run).")
     device: str | None = _option(None, "cpu, cuda or mps (default: cuda when present).")
+    note: str = _option("", "What this training stage changes, in a few words: kept in the model's lineage and "
+                            "shown on its card.")
 
     def __post_init__(self) -> None:
         missing = [name for name in ("corpus", "out") if getattr(self, name) is None]

@@ -1,7 +1,8 @@
-"""The model card of a trained world model: data, objective, size, training time, loss curve, measured quality.
+"""The model card of a trained world model: intended use, limitations, data, objective, size, every training stage,
+measured quality.
 
-Written from `training.json` (and `quality.json` once evaluated) beside the weights, so a shipped model always
-says what it is and how good it is."""
+Written from `training.json` (and `quality.json` / `quality-oracle.json` once evaluated) beside the weights, so a
+shipped model always says what it is, what it is for and how good it is. No absolute paths: folders by name."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def write_model_card(folder: Path) -> Path:
     measured quality, so a shipped model always says what it is and how good it is."""
     folder = Path(folder)
     training = json.loads((folder / "training.json").read_text(encoding="utf-8"))
-    quality_path = folder / "quality.json"
-    quality = json.loads(quality_path.read_text(encoding="utf-8")) if quality_path.exists() else None
+    quality, oracle = (json.loads((folder / name).read_text(encoding="utf-8")) if (folder / name).exists() else None
+                       for name in ("quality.json", "quality-oracle.json"))
     config = training["config"]
     arch = training["arch"]
     curve = training.get("loss_curve", [])
@@ -73,12 +74,20 @@ def write_model_card(folder: Path) -> Path:
          "masked denoiser that fills a tool response canvas around pinned anchors."
          if arch == "mdlm" else
          "The autoregressive baseline of wmstudio: the same size, the same rows, left-to-right decoding."),
-        f"It loads with `AutoModelForCausalLM.from_pretrained(\"{folder.as_posix()}\")` (no custom code); "
+        f"It loads with `AutoModelForCausalLM.from_pretrained(\"{name}\")` from its folder (no custom code); "
         "`config.json` carries a `wmstudio` marker with its kind and special token ids.",
+        *_use_lines(arch),
         "",
         "## Data",
-        f"- corpus: `{config['corpus']}` ({_corpus_summary(training.get('corpus', {}))}), simulated worlds of "
-        "`wmstudio corpus`; training split only, the eval split for the loss curve, the test split for quality",
+        f"- corpus: `{Path(str(config['corpus'])).name}` ({_corpus_summary(training.get('corpus', {}))}), simulated "
+        "worlds of `wmstudio corpus`; training split only, the eval split for the loss curve, the test split for "
+        "quality",
+        "- grounding (what a row's prompt holds beyond the five parts): `none` on about 60% of the rows (the initial "
+        "state and the history only; a listing's records found in the initial state by the call's arguments), "
+        "`oracle` on about 40% (the simulator's state after the earlier turns and its retrieval, labelled as the "
+        "oracle's); rows record theirs in `meta.grounding`" if _has_grounding(training) else
+        "- grounding: every row's prompt held the simulator's replayed state and retrieval (before grounding "
+        "`none` existed)",
         f"- {training['examples']:,} training examples; prompts rendered with `render_prompt` and encoded with "
         "`encode_prompt` exactly as at generation time",
         f"- tokenizer: byte-level BPE trained on the corpus, vocabulary {config['vocab_size']:,} (+ specials)",
@@ -96,7 +105,8 @@ def write_model_card(folder: Path) -> Path:
         "",
         "## Training",
         *_lineage_lines(training.get("lineage") or []),
-        f"- {'then ' if training.get('lineage') else ''}{training['steps']:,} optimizer steps, "
+        f"- stage {len(training.get('lineage') or []) + 1} (this run)"
+        f"{': ' + config['note'] if config.get('note') else ''}: {training['steps']:,} optimizer steps, "
         f"{training['tokens_seen']:,} tokens, {training['seconds'] / 60:.1f} "
         f"minutes in all on `{training.get('device', 'cpu')}` (seed {config['seed']}, AdamW, peak lr "
         f"{config['learning_rate']}, cosine decay, ~{config['batch_tokens']:,} tokens per batch)",
@@ -109,6 +119,9 @@ def write_model_card(folder: Path) -> Path:
                      f"after ({len(evals)} evaluations; full curve in `training.json`)")
     lines += ["", "## Measured quality", ""]
     lines += _quality_lines(quality) if quality else ["Not evaluated yet: run `wmstudio eval-wm`."]
+    if oracle:
+        lines += ["", "### With grounding `oracle` (the simulator's state in every prompt: not what a user gets)", ""]
+        lines += _quality_lines(oracle)
     (folder / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder / "README.md"
 
@@ -122,10 +135,46 @@ def _lineage_lines(lineage: list[dict]) -> list[str]:
         origin = "from scratch" if not stage.get("base") else "continued from the stage before"
         shares = f", outcome-first share {stage['outcome_first']}" if stage.get("outcome_first") else ""
         shares += f", sketch share {stage['shape_share']}" if stage.get("shape_share") else ""
-        lines.append(f"- stage {number}, {origin}: {stage.get('steps') or 0:,} steps, "
-                     f"{(stage.get('tokens_seen') or 0) / 1e6:.1f}M tokens, {stage.get('minutes')} minutes (seed "
-                     f"{stage.get('seed')}, peak lr {stage.get('learning_rate')}{shares}){held_out}")
+        note = f": {stage['note']}" if stage.get("note") else ""
+        corpus = f", corpus `{stage['corpus']}`" if stage.get("corpus") else ""
+        lines.append(f"- stage {number}, {origin}{note} ({stage.get('steps') or 0:,} steps, "
+                     f"{(stage.get('tokens_seen') or 0) / 1e6:.1f}M tokens, {stage.get('minutes')} minutes, seed "
+                     f"{stage.get('seed')}, peak lr {stage.get('learning_rate')}{shares}{corpus}){held_out}")
     return lines
+
+
+def _has_grounding(training: dict) -> bool:
+    """Whether the run's corpus drew grounding per row (`none` / `oracle`): every run since grounding existed."""
+    return bool((training.get("corpus") or {}).get("oracle_grounding")) or bool(training.get("grounding_mix"))
+
+
+def _use_lines(arch: str) -> list[str]:
+    """Intended use and limitations, what every card of ours must say."""
+    if arch != "mdlm":
+        return ["", "## Intended use", "The baseline the masked diffusion model is measured against in `wmstudio "
+                "eval-wm` and the studio's *Compare with AR baseline*: trained on the same rows, it writes the "
+                "response left to right and is told pinned fields as steering directives (it cannot see a field "
+                "before writing it)."]
+    return [
+        "", "## Intended use",
+        "- A stand-in environment for LLM agents on small tool sets: the Simulate tab, `wmstudio generate`, "
+        "`wmstudio serve-wm`, rollouts and GRPO's `world-model` environment. By default (grounding `none`) it is "
+        "given the five parts only (initial state, task and history as it answered them, tool schemas, domain "
+        "rules, steering) and tracks the state itself; grounding `oracle` (a simulator's state in the prompt) is "
+        "for measurement and must be asked for by name.",
+        "- Steered rollouts: pin fields anywhere (`status=\"error\"`) and let it fill the rest; `repair` makes the "
+        "rest agree with the world's rules.",
+        "", "## Limitations",
+        "- A 1.6M-parameter model trained for a few CPU hours on five simulated worlds: it copies values through "
+        "its copy head (the denoiser alone copies little: see the `no copy head` column below) and chooses status "
+        "and error code with a linear outcome head over named facts; free text (messages) is often garbled.",
+        "- Listings rely on a hand-built retrieval over the initial state (the prompt's computed query state): a "
+        "record created or changed by an earlier turn is not in it, and a page token no earlier turn gave cannot "
+        "be followed.",
+        "- On tools it never trained on (your own world) it does much less than on the demo worlds: measure it "
+        "there with `benchmarks/zero_shot_tau.py` or `wmstudio eval-wm` on a corpus of your world before you "
+        "trust it.",
+    ]
 
 
 def _copy_head_lines(folder: Path, config: dict, arch: str, evals: list[dict]) -> list[str]:
@@ -160,7 +209,7 @@ def _outcome_head_lines(folder: Path) -> list[str]:
     fitted = _fitted_beside(folder, "outcome_head.json")
     if fitted is None:
         return []
-    source = f" of `{fitted['corpus']}`" if fitted.get("corpus") else ""
+    source = f" of `{Path(str(fitted['corpus'])).name}`" if fitted.get("corpus") else ""
     seen = (f", fitted on {fitted['rows']:,} training rows{source} ({fitted['tools']} tools, {fitted['outcomes']} "
             f"status/error-code pairs; training accuracy {fitted['train_accuracy']:.1%}, {fitted['seconds']:.0f} s)"
             if fitted.get("rows") else "")

@@ -236,7 +236,8 @@ def base_lineage(base: str | None) -> list[dict]:
     stage = {"base": config.get("base"), "steps": earlier.get("steps"), "tokens_seen": earlier.get("tokens_seen"),
              "minutes": round(float(earlier.get("seconds") or 0) / 60, 1), "seed": config.get("seed"),
              "learning_rate": config.get("learning_rate"), "outcome_first": config.get("outcome_first", 0.0),
-             "shape_share": config.get("shape_share", 0.0), "eval_loss": [evals[0], evals[-1]] if evals else None}
+             "shape_share": config.get("shape_share", 0.0), "eval_loss": [evals[0], evals[-1]] if evals else None,
+             "corpus": Path(str(config.get("corpus") or "")).name, "note": config.get("note") or ""}
     return [*(earlier.get("lineage") or []), stage]
 
 
