@@ -52,7 +52,8 @@ class GeneratedRow:
 
 
 def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = None) -> dict[str, Any]:
-    """Write `train.jsonl`, `eval.jsonl` and `test.jsonl` (80/10/10) under `out`; return the stats.
+    """Write `train.jsonl`, `eval.jsonl` and `test.jsonl` (80/10/10) under `out`, and `stats.json` (what a model
+    card trained on it cites); return the stats.
 
     Same rows and seed give byte-identical files; `progress(done, total)` is called as rows are written.
     Stats: rows per split and per world, invalid calls, rows with directives and with grounding oracle, seconds."""
@@ -89,6 +90,8 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
         path.replace(out / f"{split}.jsonl")
     stats["worlds"] = dict(sorted(stats["worlds"].items()))
     stats["seconds"] = round(time.perf_counter() - started, 2)
+    kept = {key: value for key, value in stats.items() if key not in ("out", "seconds")}  # what a model card cites
+    (out / "stats.json").write_text(json.dumps({**kept, "out": out.name}, indent=2) + "\n", encoding="utf-8")
     return stats
 
 
