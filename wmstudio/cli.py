@@ -33,6 +33,8 @@ app = typer.Typer(
 )
 HISTORY_HELP = ("Earlier steps: a list of {call, response}, an OpenAI message list, a tau-bench trajectory record "
                 "or a Patronus `State:` chat row (see `wmstudio history import`).")
+PRESET_HELP = ("Stress preset: adjacent-info, insufficient-info, long-output, impossible, pagination or "
+               "error-cascade (its directives and anchors; see `wmstudio presets`).")
 tools_app = typer.Typer(help="Import tool schemas from the formats people already have.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
 
@@ -227,13 +229,41 @@ def corpus(
     out: Path = typer.Option(..., "--out", help="Folder for train.jsonl, eval.jsonl and test.jsonl."),
     rows: int = typer.Option(10000, "--rows", min=3, help="Total rows over the three splits."),
     seed: int = typer.Option(0, "--seed", help="Same seed, same files."),
+    synthetic: int = typer.Option(0, "--synthetic", help="Also N synthetic worlds (at least 3), held out whole: "
+                                                         "the test split holds only worlds never trained on."),
+    synthetic_seed: int = typer.Option(0, "--synthetic-seed", help="Generator seed of the synthetic worlds."),
+    synthetic_share: float = typer.Option(0.5, "--synthetic-share", help="Share of the rows from synthetic worlds."),
+    preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP),
 ) -> None:
-    """Write a world-model corpus from the simulated worlds, in the public chat format."""
+    """Write a world-model corpus from the simulated worlds (and synthetic ones), in the public chat format."""
     from wmstudio.world.corpus import write_corpus
 
     _check_parents(out)
     try:
-        stats = write_corpus(out, rows=rows, seed=seed)
+        stats = write_corpus(out, rows=rows, seed=seed, synthetic=synthetic, synthetic_seed=synthetic_seed,
+                             synthetic_share=synthetic_share, preset=preset)
+    except InvalidInput as err:
+        fail(str(err))
+    emit(stats)
+
+
+worlds_app = typer.Typer(help="Generated worlds: procedural synthetic worlds with a simulator each.",
+                         no_args_is_help=True)
+app.add_typer(worlds_app, name="worlds")
+
+
+@worlds_app.command("synth")
+def worlds_synth(
+    out: Path = typer.Option(..., "--out", help="Folder for the world files."),
+    count: int = typer.Option(10, "--count", min=1, help="How many worlds."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Generator seed: same seed, same files."),
+) -> None:
+    """Write COUNT procedurally generated worlds; each names its generic simulator (synthetic:<seed>:<index>)."""
+    from wmstudio.world.synth.generate import write_worlds
+
+    _check_out_folder(out)
+    try:
+        stats = write_worlds(out, count=count, seed=seed)
     except InvalidInput as err:
         fail(str(err))
     emit(stats)

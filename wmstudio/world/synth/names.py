@@ -1,6 +1,6 @@
 """The words synthetic worlds are made of: domains, entity nouns, field names, lifecycles, verbs, people and places.
 
-None of the five demo worlds' nouns (order, booking, flight, file, account, charge) appears here, so a model trained
+None of the five demo worlds' nouns (order, booking, flight, account, charge, refund) appears here, so a model trained
 on synthetic worlds cannot lean on them; each world draws its own case style (snake or camel) for every key."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ THEMES = (
     Theme("a film archive", "reelvault.example", ("archivist", "archivists"),
           (("reel", "reels"), ("scan job", "scan jobs"), ("licence", "licences"))),
     Theme("a drone survey company", "skymap.example", ("pilot", "pilots"),
-          (("flight plan", "flight plans"), ("drone", "drones"), ("survey area", "survey areas"))),
+          (("mission", "missions"), ("drone", "drones"), ("survey area", "survey areas"))),
     Theme("a pottery studio", "kilnroom.example", ("potter", "potters"),
           (("kiln firing", "kiln firings"), ("clay lot", "clay lots"), ("shelf", "shelves"))),
     Theme("a hackathon", "hackweek.example", ("team", "teams"),
@@ -116,7 +116,7 @@ ENUM_FIELDS = (
     ("colour", ("red", "green", "blue", "amber", "slate")), ("shift", ("morning", "afternoon", "night")),
     ("material", ("steel", "oak", "resin", "glass")), ("risk level", ("minor", "moderate", "severe")),
 )
-BOOL_FIELDS = ("fragile", "verified", "insured", "refundable", "auto renew", "requires escort", "flagged",
+BOOL_FIELDS = ("fragile", "verified", "insured", "returnable", "auto renew", "requires escort", "flagged",
                "climate controlled", "wheelchair access", "sealed", "pinned", "oversized")
 INT_FIELDS = (("weight grams", 50, 20_000), ("capacity", 1, 40), ("floor", 0, 12), ("duration minutes", 15, 240),
               ("rank", 1, 10), ("pages", 1, 400), ("age months", 1, 180), ("reading kwh", 0, 5_000),

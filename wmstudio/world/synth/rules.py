@@ -222,7 +222,7 @@ def transfer_rule(bp: Blueprint, plan: ToolPlan) -> list[tuple[str, str]]:
 def batch_rule(bp: Blueprint, plan: ToolPlan) -> list[tuple[str, str]]:
     out = plan.out
     count, failed, ids = f"response.{out['count']}", f"response.{out['failed']}", f"call.arguments.{plan.params['ids']}"
-    return [(f"{out['count']} + the {out['failed']} account for every id; partial exactly when some failed",
+    return [(f"{out['count']} + the {out['failed']} add up to the ids given; partial exactly when some failed",
              f"response.status == \"error\" ? {count} == 0 : {count} + size({failed}) == size({ids}) && "
              f"(response.status == \"partial\") == (size({failed}) > 0)")]
 

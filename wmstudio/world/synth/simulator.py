@@ -47,6 +47,7 @@ class SyntheticSimulator(Simulator):
         self.echo_fields = tuple({e.id_key for e in blueprint.entities.values()}
                                  | {key for t in blueprint.tools for role, key in t.params.items()
                                     if role in ("owner", "parent", "source", "target")})
+        self.injected_errors = blueprint.transient  # the codes an inject_error directive names in this world
         self._plans = {plan.name: plan for plan in blueprint.tools}
         super().__init__()
 
@@ -65,7 +66,7 @@ class SyntheticSimulator(Simulator):
         return world_rules(self.blueprint)
 
     def initial_state(self, rng: random.Random, records: int | None = None) -> JSON:
-        """A random state: 3-5 actors, 3-9 records of each resource (in a share of states, or when `records`
+        """A random state: 2-5 actors, 3-9 records of the first resource and 3-7 of the others (in a share of states, or when `records`
         is given, that many of the first listed resource: a long listing)."""
         bp = self.blueprint
         now = random_now(rng)
@@ -75,7 +76,7 @@ class SyntheticSimulator(Simulator):
         state: JSON = {bp.now_key: stamp(now)}
         targets: dict[str, list[str]] = {}
         for position, entity in enumerate(bp.entities.values()):
-            count = rng.randrange(3, 6) if position == 0 else rng.randrange(3, 10)
+            count = rng.randrange(2, 6) if position == 0 else rng.randrange(3, 10 if position == 1 else 8)
             if entity.name == listed and large is not None:
                 count = large
             made = make_records(entity, count, rng, now, bp.host, targets)

@@ -330,7 +330,7 @@ def action_tool(rng: random.Random, bp: Blueprint, entity: Entity, step: int | N
         words.append(f"uses {plan.usage} {entity.field(entity.quantity).words} per unit")
         if entity.price and rng.random() < 0.8:
             plan.formula = formulas.draw_formula(rng)
-            out["charged"] = style.key(rng.choice(["charged", "amount due", "cost", "billed"]), bp.money)
+            out["charged"] = style.key(rng.choice(["amount due", "cost", "billed", "fee total"]), bp.money)
             fields[out["charged"]] = integer(minimum=0)
             if rng.random() < 0.5:
                 out["price"] = entity.price
