@@ -4,7 +4,8 @@ simulated world, with the simulator's ground truth.
 adjacent-info: an answer that sits in a neighbouring record; insufficient-info: a call about something the state
 lacks; long-output: a listing of 50+ records (in a synthetic world; as long as the state allows elsewhere);
 impossible: a tool no one has, or an argument the tool lacks; pagination: the next page after earlier pages of the
-same search; error-cascade: an injected error at step k, later steps answered, and an independent call answered ok.
+same search; error-cascade: an injected error at step k (on a call that only reads, so replaying the history gives
+the same state), later steps answered, and an independent call answered ok.
 A preset that a world cannot stage (no paginated tool) falls back to the world's ordinary episode."""
 
 from __future__ import annotations
@@ -176,7 +177,9 @@ def _pagination(simulator: Simulator, rng: random.Random, directives: list[str])
         call, pages = Call(episode.call.name, first), rng.randint(1, 3)
         for _ in range(pages):
             response = _advance(simulator, episode, call, directives)
-            if not response.get(after):
+            if not response.get(after):  # the last page came early: it is the page to predict
+                episode.history.pop()
+                episode.state = simulator.step(episode.state, call)[0]
                 break
             call = Call(call.name, {**first, token: response[after]})
         if token in call.arguments:
@@ -188,7 +191,11 @@ def _pagination(simulator: Simulator, rng: random.Random, directives: list[str])
 def _cascade(simulator: Simulator, rng: random.Random, directives: list[str]) -> Episode:
     episode = _start(simulator, rng, simulator.initial_state(rng), rng.randint(0, 2))
     codes = getattr(simulator, "injected_errors", None) or (CASCADE_ERROR,)
-    _advance(simulator, episode, simulator.agent_call(episode.state, rng), [f"inject_error: {rng.choice(codes)}"])
+    for attempt in range(TRIES):  # the failing call changes nothing even unfailed, so a replay of the history
+        failing = simulator.agent_call(episode.state, rng, invalid=attempt >= TRIES // 2)  # (without its error)
+        if simulator.step(episode.state, failing)[0] == episode.state:  # gives the same state
+            break
+    _advance(simulator, episode, failing, [f"inject_error: {rng.choice(codes)}"])
     for _ in range(rng.randint(0, 2)):
         _advance(simulator, episode, simulator.agent_call(episode.state, rng))
     for _ in range(TRIES):
