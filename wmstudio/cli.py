@@ -247,6 +247,27 @@ def corpus(
     emit(stats)
 
 
+@app.command("presets")
+def presets_cmd(
+    world: Optional[Path] = typer.Option(None, "--world", help="World file: show the anchors that fit --tool."),
+    tool: Optional[str] = typer.Option(None, "--tool", help="The tool to be called (with --world)."),
+) -> None:
+    """List the stress presets: the directives and anchors each adds (`generate`/`corpus --preset NAME`)."""
+    from wmstudio.world.presets import presets_json
+
+    try:
+        chosen = None
+        if world is not None:
+            spec = _load_world(world)
+            try:
+                chosen = spec.tool(tool or spec.tools[0].name) if spec.tools else None
+            except KeyError as err:
+                raise InvalidInput(Problem("--tool", str(err).strip("'\""))) from None
+    except InvalidInput as err:
+        fail(str(err))
+    emit(presets_json(chosen))
+
+
 worlds_app = typer.Typer(help="Generated worlds: procedural synthetic worlds with a simulator each.",
                          no_args_is_help=True)
 app.add_typer(worlds_app, name="worlds")
@@ -898,6 +919,8 @@ def generate_cmd(
     ),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda or mps (default: the best there is)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the live view."),
+    preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP + " Its anchors join --anchor (which "
+                                                                 "wins on the same field), its directives the world's."),
 ) -> None:
     """Generate the response to a call with the world model: a live view of the denoising, or --json."""
     from wmstudio.model.backends import load_backend
@@ -913,6 +936,12 @@ def generate_cmd(
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
         anchors = parse_anchors(anchor)
+        if preset is not None:
+            from wmstudio.world.presets import apply_preset
+
+            spec, anchors = apply_preset(preset, spec, the_call, anchors)
+            typer.echo(f"preset {preset}: anchors {', '.join(map(str, anchors)) or 'none'}; directives "
+                       f"{'; '.join(spec.directives)}", err=True)
         steps_before = _read_history(history)
         backend = load_backend(model or DEFAULT_MODEL, trust_remote_code=trust_remote_code, device=device,
                                approximate_cache=approximate_cache)
@@ -924,7 +953,7 @@ def generate_cmd(
         fail(f"cannot load the model: {err}")
     assert isinstance(result, Generation)
     if as_json:
-        emit(result.to_json())
+        emit({**result.to_json(), "directives": list(spec.directives)})
         return
     for k, sample in enumerate(result.samples):
         verdict = "ok" if sample.checks.ok else "; ".join(_check_problems(sample.checks)) or "failed"

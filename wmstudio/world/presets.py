@@ -8,11 +8,12 @@ episode the preset describes (stress.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.anchors import Anchor
+from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 
 CASCADE_ERROR = "SERVICE_UNAVAILABLE"
@@ -97,3 +98,29 @@ def _allows(schema: Any, value: str) -> bool:
     if not isinstance(schema, dict) or schema.get("type") not in ("string", None):
         return False
     return "enum" not in schema or value in schema["enum"]
+
+
+def apply_preset(name: str, world: WorldSpec, call: Call, anchors: list[Anchor]) -> tuple[WorldSpec, list[Anchor]]:
+    """`world` with the preset's directives added (after its own) and `anchors` with the preset's added where the
+    caller pinned no value of their own at that path."""
+    try:
+        tool = world.tool(call.name)
+    except KeyError:
+        tool = None
+    pinned, directives = preset_request(name, tool)
+    given = {a.path for a in anchors}
+    extra = [d for d in directives if d not in world.directives]
+    return (replace(world, directives=[*world.directives, *extra]),
+            [*anchors, *(a for a in pinned if a.path not in given)])
+
+
+def presets_json(tool: Tool | None = None) -> list[dict[str, Any]]:
+    """Every preset as JSON (name, title, summary, directives, anchors as PATH=VALUE for `tool`)."""
+    out = []
+    for preset in PRESETS.values():
+        anchors, directives = preset_request(preset.name, tool) if tool is not None else (
+            [a for a in (Anchor("status", preset.status) if preset.status else None,
+                         Anchor("error", preset.error) if preset.error else None) if a], list(preset.directives))
+        out.append({"name": preset.name, "title": preset.title, "summary": preset.summary,
+                    "directives": directives, "anchors": [str(a) for a in anchors]})
+    return out
