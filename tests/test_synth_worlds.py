@@ -59,7 +59,8 @@ def test_same_seed_writes_the_same_files_and_another_seed_other_worlds(tmp_path)
     assert names == sorted(first["files"]) and len(names) == 4
     for name in names:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    assert {p.read_text() for p in (tmp_path / "a").iterdir()}.isdisjoint(p.read_text() for p in (tmp_path / "c").iterdir())
+    texts = {p.read_text() for p in (tmp_path / "a").iterdir()}
+    assert texts.isdisjoint(p.read_text() for p in (tmp_path / "c").iterdir())
 
 
 def test_every_generated_world_loads_validates_and_names_its_simulator(tmp_path):
@@ -191,7 +192,8 @@ def test_create_update_delete_batch_and_login_refusals_have_their_codes():
         state, auth = ready(sim, sim.initial_state(random.Random(3)))
         if plan.family == "create":
             _, existing = next(iter(each(state, entity)))
-            args = {**auth, **create_args(bp, plan, state, random.Random(1), True), plan.params["label"]: existing[entity.label]}
+            args = {**auth, **create_args(bp, plan, state, random.Random(1), True),
+                    plan.params["label"]: existing[entity.label]}
             _, response = sim.step(state, Call(plan.name, args))
             assert response["error"] == plan.errors["duplicate"] and response[plan.out["id"]] == ""
             after, response = sim.step(state, Call(plan.name, {**args, plan.params["label"]: "Brand New Name 7"}))
@@ -209,8 +211,8 @@ def test_create_update_delete_batch_and_login_refusals_have_their_codes():
             assert response["error"] == plan.errors["none"] and response[plan.out["count"]] == 0
             seen.add("batch")
         elif plan.family == "delete":
-            _, response = sim.step(state, Call(plan.name, {**auth, plan.params["id"]: "x" * 9,
-                                                           **({plan.params["owner"]: "x"} if "owner" in plan.params else {})}))
+            owner = {plan.params["owner"]: "x"} if "owner" in plan.params else {}
+            _, response = sim.step(state, Call(plan.name, {**auth, plan.params["id"]: "x" * 9, **owner}))
             assert response["error"] == plan.errors["not_found"]
             seen.add("delete")
         else:
@@ -278,3 +280,10 @@ def test_write_worlds_names_bad_requests(tmp_path):
     with pytest.raises(InvalidInput) as caught:
         write_worlds(tmp_path / "file", count=0, seed=-1)
     assert {p.path for p in caught.value.problems} == {"count", "seed", "out"}
+
+
+def test_a_synthetic_world_opens_and_saves_in_the_world_tabs_fields_unchanged():
+    from wmstudio.ui.world_tab import fields_to_world, world_to_fields
+
+    world = sim_of(5).world()
+    assert fields_to_world(*world_to_fields(world)) == world

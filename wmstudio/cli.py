@@ -920,7 +920,7 @@ def generate_cmd(
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda or mps (default: the best there is)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the live view."),
     preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP + " Its anchors join --anchor (which "
-                                                                 "wins on the same field), its directives the world's."),
+                                         "wins on the same field), its directives the world's."),
 ) -> None:
     """Generate the response to a call with the world model: a live view of the denoising, or --json."""
     from wmstudio.model.backends import load_backend

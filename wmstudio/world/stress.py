@@ -45,7 +45,8 @@ class Episode:
 
 
 def stress_episode(simulator: Simulator, rng: random.Random, preset: str) -> Episode:
-    """The episode preset `preset` describes in `simulator`'s world (its ordinary one when the world cannot stage it)."""
+    """The episode preset `preset` describes in `simulator`'s world (an ordinary one when the world cannot stage
+    it)."""
     chosen = stress_preset(preset)
     directives = [d for d in chosen.directives if not (chosen.name == "error-cascade" and d.startswith("inject_error"))]
     stage = {"adjacent-info": _adjacent, "insufficient-info": _insufficient, "long-output": _long,

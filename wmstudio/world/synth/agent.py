@@ -186,7 +186,8 @@ def update_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, 
 
 def delete_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, fair: bool) -> JSON:
     entity = bp.entities[plan.entity]
-    record_id = _record_id(bp, entity, state, rng) if fair or rng.random() < 0.6 else _unknown_id(bp, entity, state, rng)
+    known = fair or rng.random() < 0.6
+    record_id = _record_id(bp, entity, state, rng) if known else _unknown_id(bp, entity, state, rng)
     args = {plan.params["id"]: record_id}
     if "owner" in plan.params:
         args[plan.params["owner"]] = _owner_for(bp, entity, state, record_id, rng, right=fair and rng.random() < 0.85)

@@ -74,9 +74,9 @@ def _entity(rng: random.Random, style: Style, single: str, plural: str, used: se
     ids = id_format(rng, single)
     id_key = style.key(single, "id")
     used.add(id_key)
+    code = code_word(single.split()[-1] if rng.random() < 0.5 else single)
     return Entity(name=single, plural=plural, store=style.key(plural), id_key=id_key, ids=ids,
-                  storage="map" if rng.random() < 0.3 else "list", fields=[], code=code_word(single.split()[-1]
-                                                                                          if rng.random() < 0.5 else single))
+                  storage="map" if rng.random() < 0.3 else "list", fields=[], code=code)
 
 
 def _field(style: Style, kind: str, words: str, **details: Any) -> Field:

@@ -38,7 +38,8 @@ def generate_blueprint(seed: int, index: int) -> Blueprint:
                    token_style=rng.choice(["b64", "prefixed", "hex"]), retry_seconds=rng.choice([5, 10, 20, 45, 60]),
                    large_share=LARGE_SHARE)
     bp.codes = {"missing": rng.choice(names.MISSING_CODES), "invalid": rng.choice(names.INVALID_CODES),
-                "unknown_tool": rng.choice(names.UNKNOWN_TOOL_CODES), "time_format": rng.choice(names.TIME_FORMAT_CODES),
+                "unknown_tool": rng.choice(names.UNKNOWN_TOOL_CODES),
+                "time_format": rng.choice(names.TIME_FORMAT_CODES),
                 "credentials": rng.choice(names.CREDENTIAL_CODES), "expired": rng.choice(names.EXPIRED_CODES),
                 "bad_token": rng.choice(names.BAD_TOKEN_CODES), "no_auth": rng.choice(names.NO_AUTH_CODES),
                 "argument_word": rng.choice(["Argument", "Field", "Parameter"])}
@@ -55,7 +56,8 @@ def _login(rng: random.Random, bp: Blueprint) -> dict[str, Any]:
     kind, length = rng.choice([("prefixed62", 32), ("prefixed62", 24), ("hex", 40), ("hex", 32)])
     token = IdFormat(kind, length, prefix)
     return {"tool": style.key(rng.choice(names.LOGIN_NAMES)), "user": style.key(rng.choice(names.USER_PARAMS)),
-            "secret": style.key(rng.choice(names.SECRET_PARAMS)), "session": style.key(rng.choice(names.SESSION_PARAMS)),
+            "secret": style.key(rng.choice(names.SECRET_PARAMS)),
+            "session": style.key(rng.choice(names.SESSION_PARAMS)),
             "token_key": style.key(rng.choice(["session token", "access token", "token"])),
             "expires_key": style.key(rng.choice(["expires at", "valid until"])), "prefix": prefix, "format": token,
             "pattern": token.pattern(), "ttl": rng.choice(SESSION_TTLS),
@@ -69,7 +71,7 @@ def write_worlds(out: Path, count: int, seed: int) -> dict[str, Any]:
 
     Each file is a normal world file (`wmstudio validate` reads it) whose `simulator` names its generator seed and
     index; the same count and seed write byte-identical files."""
-    from wmstudio.world.synth.registry import synthetic_simulator, synthetic_ref
+    from wmstudio.world.synth.registry import synthetic_ref, synthetic_simulator
 
     problems = []
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_WORLDS:

@@ -94,9 +94,9 @@ def search(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steeri
     page = found[offset: offset + size]
     more = offset + size < len(found)
     out = plan.out
+    after = encode_token(bp.token_style, offset + size, fingerprint(query_of(plan, args))) if more else ""
     fields = {out["items"]: [view(entity, record_id, record, plan.view) for record_id, record in page],
-              out["more"]: more,
-              out["next"]: encode_token(bp.token_style, offset + size, fingerprint(query_of(plan, args))) if more else ""}
+              out["more"]: more, out["next"]: after}
     if "total" in out:
         fields[out["total"]] = len(found)
     return Reply(fields, message=say(bp.style.voice, "page", shown=len(page), matching=len(found),

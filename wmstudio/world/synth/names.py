@@ -151,8 +151,8 @@ FIRST_NAMES = ("Amara", "Bastian", "Chiara", "Dmitri", "Efua", "Farid", "Greta",
 LAST_NAMES = ("Abara", "Bergström", "Castellano", "Dube", "Eriksen", "Fontaine", "Gallagher", "Haddad", "Iwasaki",
               "Jovanovic", "Kowalczyk", "Lindqvist", "Mensah", "Novak", "Okafor", "Petrov", "Quispe", "Rahman",
               "Santos", "Takahashi", "Urquhart", "Varga", "Whitlock", "Xu", "Yilmaz", "Zapata")
-ADJECTIVES = ("Amber", "Birch", "Cobalt", "Drift", "Ember", "Fern", "Granite", "Harbour", "Indigo", "Juniper", "Kestrel",
-              "Lark", "Moss", "North", "Opal", "Pine", "Quartz", "River", "Saffron", "Tidal", "Umber", "Vale", "Willow")
+ADJECTIVES = ("Amber", "Birch", "Cobalt", "Drift", "Ember", "Fern", "Granite", "Harbour", "Indigo", "Juniper",
+              "Kestrel", "Lark", "Moss", "North", "Opal", "Pine", "Quartz", "River", "Saffron", "Tidal", "Umber", "Vale", "Willow")
 NOUNS = ("Ridge", "Hollow", "Point", "Crest", "Bay", "Field", "Brook", "Gate", "Yard", "Row", "Court", "Loft", "Mill")
 CITIES = ("Tallinn", "Porto", "Ljubljana", "Tromsø", "Valparaíso", "Kraków", "Ghent", "Bergen", "Oaxaca", "Leuven",
           "Malmö", "Graz", "Cusco", "Aarhus")

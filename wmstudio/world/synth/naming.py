@@ -67,7 +67,8 @@ class IdFormat:
 
     def derive(self, text: str) -> str:
         """A random-looking id fixed by `text`: the id a create gives is the same for the same state."""
-        return self.prefix + _body(self.kind, self.length, int.from_bytes(hashlib.sha256(text.encode()).digest(), "big"))
+        number = int.from_bytes(hashlib.sha256(text.encode()).digest(), "big")
+        return self.prefix + _body(self.kind, self.length, number)
 
 
 def _body(kind: str, length: int, number: int) -> str:

@@ -22,7 +22,8 @@ def world_rules(bp: Blueprint) -> list[Rule]:
     """The outcome rule, one rule per tool (what it answers and when it refuses), and the session rule."""
     codes = bp.codes
     rules = [Rule(f"A failed call answers status \"error\" and its code (a missing argument {codes['missing']}, a "
-                  f"malformed one {codes['invalid']}, an unknown tool {codes['unknown_tool']}); otherwise error is \"\"",
+                  f"malformed one {codes['invalid']}, an unknown tool {codes['unknown_tool']}); otherwise error is "
+                  '""',
                   '(response.status == "error") == (response.error != "")')]
     for plan in bp.tools:
         parts = RULES[plan.family](bp, plan)
@@ -73,7 +74,8 @@ def get_rule(bp: Blueprint, plan: ToolPlan) -> list[tuple[str, str]]:
     for key, ref, target_field in plan.joins:
         target = bp.entities[entity.field(ref).target]
         parts.append((f"{key} is the {target.field(target_field).words} of the {target.name} its {ref} names",
-                      f"{changed(bp)} || {each_record(target, at + ref, lambda t: f'{t}.{target_field} == {at}{key}')}"))
+                      f"{changed(bp)} || "
+                      f"{each_record(target, at + ref, lambda t: f'{t}.{target_field} == {at}{key}')}"))
     return parts
 
 
@@ -149,11 +151,13 @@ def delete_rule(bp: Blueprint, plan: ToolPlan) -> list[tuple[str, str]]:
     words = [f"{out['deleted']} only on success; {out['remaining']} counts the {entity.plural} left"]
     for pre in plan.preconditions:
         if pre.kind == "owner":
-            ok.append(each_record(entity, record_id, lambda r: f"{r}.{entity.owner} == call.arguments.{plan.params['owner']}"))
+            owner = f"call.arguments.{plan.params['owner']}"
+            ok.append(each_record(entity, record_id, lambda r: f"{r}.{entity.owner} == {owner}"))
             words.append(f"only by its owner (else {pre.code})")
         elif pre.kind == "status":
             allowed = ", ".join(_q(s) for s in pre.statuses)
-            ok.append(f"({changed(bp)} || {each_record(entity, record_id, lambda r: f'{r}.{entity.status} in [{allowed}]')})")
+            held = each_record(entity, record_id, lambda r: f"{r}.{entity.status} in [{allowed}]")
+            ok.append(f"({changed(bp)} || {held})")
             words.append(f"only {'/'.join(pre.statuses)} ones (else {pre.code})")
     check = f"response.status == \"error\" ? !response.{out['deleted']} : " + " && ".join(ok)
     return [("; ".join(words), check)]
@@ -182,8 +186,8 @@ def action_rule(bp: Blueprint, plan: ToolPlan) -> list[tuple[str, str]]:
         elif pre.kind == "quantity":
             q = entity.field(entity.quantity)
             remaining = f"response.{out['remaining']}"
-            exact = each_record(entity, record_id,
-                                lambda r: f"{remaining} == {r}.{entity.quantity} - call.arguments.{p['amount']} * {plan.usage}")
+            used = f"call.arguments.{p['amount']} * {plan.usage}"
+            exact = each_record(entity, record_id, lambda r: f"{remaining} == {r}.{entity.quantity} - {used}")
             parts.append((f"{p['amount']} × {plan.usage} must not exceed {q.words} (else {pre.code}); "
                           f"{out['remaining']} is what is left",
                           f"{remaining} >= 0 && (response.status != \"ok\" || {changed(bp)} || {exact})"))
@@ -195,7 +199,8 @@ def action_rule(bp: Blueprint, plan: ToolPlan) -> list[tuple[str, str]]:
         price = f"response.{out['price']}" if "price" in out else None
         amount = f"call.arguments.{p['amount']}"
         if price is not None:
-            check = f"response.status != \"ok\" || response.{out['charged']} == {formulas.cel(plan.formula, amount, price)}"
+            check = (f"response.status != \"ok\" || "
+                     f"response.{out['charged']} == {formulas.cel(plan.formula, amount, price)}")
         else:
             check = "response.status != \"ok\" || " + each_record(
                 entity, record_id,

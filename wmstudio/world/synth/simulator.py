@@ -66,8 +66,8 @@ class SyntheticSimulator(Simulator):
         return world_rules(self.blueprint)
 
     def initial_state(self, rng: random.Random, records: int | None = None) -> JSON:
-        """A random state: 2-5 actors, 3-9 records of the first resource and 3-7 of the others (in a share of states, or when `records`
-        is given, that many of the first listed resource: a long listing)."""
+        """A random state: 2-5 actors, 3-9 records of the first resource and 3-7 of the others (in a share of
+        states, or when `records` is given, that many of the first listed resource: a long listing)."""
         bp = self.blueprint
         now = random_now(rng)
         listed = next(t.entity for t in bp.tools if t.family == "search")

@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import random
 
-from wmstudio.world.sims.base import ERROR, OK, PARTIAL, array, boolean, integer, params, record, response_schema, string
+from wmstudio.world.sims.base import (
+    ERROR,
+    OK,
+    PARTIAL,
+    array,
+    boolean,
+    integer,
+    params,
+    record,
+    response_schema,
+    string,
+)
 from wmstudio.world.synth import formulas, names
 from wmstudio.world.synth.blueprint import Blueprint, Entity, Precondition, ToolPlan
 from wmstudio.world.synth.naming import RFC3339_PATTERN, code_word, period_text, slug
@@ -166,7 +177,8 @@ def search_tool(rng: random.Random, bp: Blueprint, entity: Entity) -> ToolPlan:
 def create_tool(rng: random.Random, bp: Blueprint, entity: Entity) -> ToolPlan:
     """Add a record: the caller names it and gives its owner, parent, price and amount; the rest is derived."""
     style = bp.style
-    properties = {entity.label: {**string(f"The new {entity.name}'s {entity.field(entity.label).words}"), "minLength": 1}}
+    named = string(f"The new {entity.name}'s {entity.field(entity.label).words}")
+    properties = {entity.label: {**named, "minLength": 1}}
     required, p = [entity.label], {"label": entity.label}
     for role, key in (("owner", entity.owner), ("parent", entity.parent)):
         if key:
@@ -214,8 +226,9 @@ def create_tool(rng: random.Random, bp: Blueprint, entity: Entity) -> ToolPlan:
             plan.errors[f"{role}_missing"] = rng.choice(names.NOT_FOUND_CODES).format(
                 E=bp.entities[entity.field(p[role]).target].code)
     plan.parameters, plan.response = params(properties, required), response_schema(fields)
-    plan.description = f"Create a {entity.name}" + (f"; it starts {entity.lifecycle[0]}" if entity.lifecycle else "") + \
-                       (f" and is due {period_text(plan.period)} later" if plan.period else "") + "."
+    starts = f"; it starts {entity.lifecycle[0]}" if entity.lifecycle else ""
+    due = f" and is due {period_text(plan.period)} later" if plan.period else ""
+    plan.description = f"Create a {entity.name}{starts}{due}."
     return plan
 
 
