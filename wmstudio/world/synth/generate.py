@@ -16,8 +16,9 @@ from wmstudio.world.synth import names
 from wmstudio.world.synth.blueprint import Blueprint
 from wmstudio.world.synth.entities import make_entities
 from wmstudio.world.synth.messages import VOICES
-from wmstudio.world.synth.naming import IdFormat, Style, code_word
-from wmstudio.world.synth.tools import SESSION_TTLS, plan_tools
+from wmstudio.world.synth.naming import Style, code_word
+from wmstudio.world.synth.sessions import draw_login
+from wmstudio.world.synth.tools import plan_tools
 
 GENERATOR = "wmstudio-synth/1"  # the stream every blueprint is drawn from; change it and every world changes
 MAX_WORLDS = 100_000
@@ -45,25 +46,9 @@ def generate_blueprint(seed: int, index: int) -> Blueprint:
                 "argument_word": rng.choice(["Argument", "Field", "Parameter"])}
     bp.transient = tuple(code.format(D=code_word(core)) for code in rng.sample(names.TRANSIENT_CODES, 4))
     if rng.random() < 0.35:
-        bp.login = _login(rng, bp)
+        bp.login = draw_login(rng, bp)
     bp.tools = plan_tools(rng, bp)
     return bp
-
-
-def _login(rng: random.Random, bp: Blueprint) -> dict[str, Any]:
-    style = bp.style
-    prefix = rng.choice(["sess_", "tok-", "st.", "at_", ""])
-    kind, length = rng.choice([("prefixed62", 32), ("prefixed62", 24), ("hex", 40), ("hex", 32)])
-    token = IdFormat(kind, length, prefix)
-    return {"tool": style.key(rng.choice(names.LOGIN_NAMES)), "user": style.key(rng.choice(names.USER_PARAMS)),
-            "secret": style.key(rng.choice(names.SECRET_PARAMS)),
-            "session": style.key(rng.choice(names.SESSION_PARAMS)),
-            "token_key": style.key(rng.choice(["session token", "access token", "token"])),
-            "expires_key": style.key(rng.choice(["expires at", "valid until"])), "prefix": prefix, "format": token,
-            "pattern": token.pattern(), "ttl": rng.choice(SESSION_TTLS),
-            "describe": f"{length} {'hex digits' if kind == 'hex' else 'letters and digits'}",
-            "credentials_key": style.key(rng.choice(["credentials", "login", "api user"])),
-            "sessions_key": style.key(rng.choice(["sessions", "active sessions"]))}
 
 
 def write_worlds(out: Path, count: int, seed: int) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 get by id, search with paging (`limit`, `page_token`, `has_more` or this world's words for them), create,
 update, delete, state-changing actions with preconditions (a status, a sufficient quantity, a date window,
-ownership), transfers between records, batch updates that count what they did, and login with expiring tokens."""
+ownership), transfers between records and batch updates that count what they did (login: sessions.py)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ from wmstudio.world.synth import formulas, names
 from wmstudio.world.synth.blueprint import Blueprint, Entity, Precondition, ToolPlan
 from wmstudio.world.synth.naming import RFC3339_PATTERN, code_word, period_text, slug
 from wmstudio.world.synth.schemas import field_schema, id_schema, optional, view_schema
+from wmstudio.world.synth.sessions import login_tool, require_session
 
 PERIODS = (900, 2700, 5400, 7200, 21_600, 43_200, 129_600, 259_200, 604_800, 1_209_600, 1_814_400)
 WINDOWS = (2 * 86_400, 5 * 86_400, 10 * 86_400, 14 * 86_400, 45 * 86_400, 60 * 86_400, 90 * 86_400)
-SESSION_TTLS = (900, 1800, 7200, 28_800, 43_200, 86_400, 604_800)
 
 
 def plan_tools(rng: random.Random, bp: Blueprint) -> list[ToolPlan]:
@@ -66,7 +66,7 @@ def plan_tools(rng: random.Random, bp: Blueprint) -> list[ToolPlan]:
     plans = list(unique.values())
     if bp.login is not None:
         plans.insert(0, login_tool(bp))
-        _require_session(bp, plans[1:])
+        require_session(bp, plans[1:])
     for plan in plans:
         plan.description += errors_note(bp, plan)
     return plans
@@ -400,27 +400,3 @@ def batch_tool(rng: random.Random, bp: Blueprint, entity: Entity) -> ToolPlan:
         response=response_schema(fields, statuses=(OK, PARTIAL, ERROR)),
         params={"ids": ids, "value": target.key}, out=out, batch_field=target.key, max_ids=most, partial=True,
         errors={"none": rng.choice(names.BATCH_NONE_CODES)})
-
-
-def login_tool(bp: Blueprint) -> ToolPlan:
-    """Sign in with the credentials the state shows: a session token that expires after a stated period."""
-    auth = bp.login
-    actor = bp.entities[bp.actor]
-    fields = {auth["token_key"]: string(f"{auth['prefix']}... ; \"\" on failure",
-                                        pattern=optional(auth["pattern"])),
-              auth["expires_key"]: string(pattern=optional(RFC3339_PATTERN)), actor.id_key: string()}
-    return ToolPlan(
-        name=auth["tool"], family="login", entity="",
-        description=f"Sign in; the {auth['token_key']} is valid for {period_text(auth['ttl'])}.",
-        parameters=params({auth["user"]: string(), auth["secret"]: string()}, [auth["user"], auth["secret"]]),
-        response=response_schema(fields), params={"user": auth["user"], "secret": auth["secret"]},
-        out={"token": auth["token_key"], "expires": auth["expires_key"], "actor": actor.id_key})
-
-
-def _require_session(bp: Blueprint, plans: list[ToolPlan]) -> None:
-    """Every tool but login takes the session token as its first, required parameter."""
-    key = bp.login["session"]
-    for plan in plans:
-        properties = {key: string(f"From {bp.login['tool']}"), **plan.parameters["properties"]}
-        plan.parameters = params(properties, [key, *plan.parameters.get("required", [])])
-        plan.params["session"] = key
