@@ -27,7 +27,7 @@ def is_synthetic(name: object) -> bool:
     return parse_ref(name) is not None
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def synthetic_simulator(name: str):
     """The generic simulator of the synthetic world `name`; KeyError when `name` is not one."""
     from wmstudio.world.synth.generate import generate_blueprint
