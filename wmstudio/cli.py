@@ -33,6 +33,8 @@ app = typer.Typer(
 )
 HISTORY_HELP = ("Earlier steps: a list of {call, response}, an OpenAI message list, a tau-bench trajectory record "
                 "or a Patronus `State:` chat row (see `wmstudio history import`).")
+PRESET_HELP = ("Stress preset: adjacent-info, insufficient-info, long-output, impossible, pagination or "
+               "error-cascade (its directives and anchors; see `wmstudio presets`).")
 tools_app = typer.Typer(help="Import tool schemas from the formats people already have.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
 
@@ -227,13 +229,62 @@ def corpus(
     out: Path = typer.Option(..., "--out", help="Folder for train.jsonl, eval.jsonl and test.jsonl."),
     rows: int = typer.Option(10000, "--rows", min=3, help="Total rows over the three splits."),
     seed: int = typer.Option(0, "--seed", help="Same seed, same files."),
+    synthetic: int = typer.Option(0, "--synthetic", help="Also N synthetic worlds (at least 3), held out whole: "
+                                                         "the test split holds only worlds never trained on."),
+    synthetic_seed: int = typer.Option(0, "--synthetic-seed", help="Generator seed of the synthetic worlds."),
+    synthetic_share: float = typer.Option(0.5, "--synthetic-share", help="Share of the rows from synthetic worlds."),
+    preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP),
 ) -> None:
-    """Write a world-model corpus from the simulated worlds, in the public chat format."""
+    """Write a world-model corpus from the simulated worlds (and synthetic ones), in the public chat format."""
     from wmstudio.world.corpus import write_corpus
 
     _check_parents(out)
     try:
-        stats = write_corpus(out, rows=rows, seed=seed)
+        stats = write_corpus(out, rows=rows, seed=seed, synthetic=synthetic, synthetic_seed=synthetic_seed,
+                             synthetic_share=synthetic_share, preset=preset)
+    except InvalidInput as err:
+        fail(str(err))
+    emit(stats)
+
+
+@app.command("presets")
+def presets_cmd(
+    world: Optional[Path] = typer.Option(None, "--world", help="World file: show the anchors that fit --tool."),
+    tool: Optional[str] = typer.Option(None, "--tool", help="The tool to be called (with --world)."),
+) -> None:
+    """List the stress presets: the directives and anchors each adds (`generate`/`corpus --preset NAME`)."""
+    from wmstudio.world.presets import presets_json
+
+    try:
+        chosen = None
+        if world is not None:
+            spec = _load_world(world)
+            try:
+                chosen = spec.tool(tool or spec.tools[0].name) if spec.tools else None
+            except KeyError as err:
+                raise InvalidInput(Problem("--tool", str(err).strip("'\""))) from None
+    except InvalidInput as err:
+        fail(str(err))
+    emit(presets_json(chosen))
+
+
+worlds_app = typer.Typer(help="Generated worlds: procedural synthetic worlds with a simulator each.",
+                         no_args_is_help=True)
+app.add_typer(worlds_app, name="worlds")
+
+
+@worlds_app.command("synth")
+def worlds_synth(
+    out: Path = typer.Option(..., "--out", help="Folder for the world files."),
+    count: int = typer.Option(10, "--count", min=1, help="How many worlds."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Generator seed: same seed, same files."),
+) -> None:
+    """Write COUNT procedurally generated worlds; each names its generic simulator (synthetic:<seed>:<index>)."""
+    from wmstudio.world.synth.generate import write_worlds
+
+    _check_out_folder(out)
+    try:
+        stats = write_worlds(out, count=count, seed=seed)
     except InvalidInput as err:
         fail(str(err))
     emit(stats)
@@ -878,6 +929,8 @@ def generate_cmd(
     ),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda or mps (default: the best there is)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of the live view."),
+    preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP + " Its anchors join --anchor (which "
+                                         "wins on the same field), its directives the world's."),
 ) -> None:
     """Generate the response to a call with the world model: a live view of the denoising, or --json."""
     from wmstudio.model.backends import load_backend
@@ -894,6 +947,12 @@ def generate_cmd(
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
         anchors = parse_anchors(anchor)
+        if preset is not None:
+            from wmstudio.world.presets import apply_preset
+
+            spec, anchors = apply_preset(preset, spec, the_call, anchors)
+            typer.echo(f"preset {preset}: anchors {', '.join(map(str, anchors)) or 'none'}; directives "
+                       f"{'; '.join(spec.directives)}", err=True)
         steps_before = _read_history(history)
         backend = load_backend(model or DEFAULT_MODEL, trust_remote_code=trust_remote_code, device=device,
                                approximate_cache=approximate_cache)
@@ -905,7 +964,7 @@ def generate_cmd(
         fail(f"cannot load the model: {err}")
     assert isinstance(result, Generation)
     if as_json:
-        emit(result.to_json())
+        emit({**result.to_json(), "directives": list(spec.directives)})
         return
     for k, sample in enumerate(result.samples):
         verdict = "ok" if sample.checks.ok else "; ".join(_check_problems(sample.checks)) or "failed"

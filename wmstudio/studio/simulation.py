@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wmstudio.model.backends import ArBaseline
@@ -21,6 +21,7 @@ from wmstudio.store import MadeBy, Step, Store, append_step, create_rollout, get
 from wmstudio.studio.context import StudioContext
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import argument_problems
+from wmstudio.world.directives import parse_directives
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
@@ -50,13 +51,14 @@ class Simulation:
 
 def run_simulation(ctx: StudioContext, world_id: int | None, call: Call, anchors: Sequence[Anchor] = (),
                    settings: SamplerSettings = SamplerSettings(),
-                   history: Sequence[HistoryStep] = ()) -> Iterator[Simulation]:
+                   history: Sequence[HistoryStep] = (), directives: Sequence[str] = ()) -> Iterator[Simulation]:
     """Denoise the response to `call` in saved world `world_id`, yielding the same Simulation after each step:
-    first with no frames (the canvas as laid out), then once per frame, last with `generation` set.
+    first with no frames (the canvas as laid out), then once per frame, last with `generation` set. `directives`
+    steer this run only (after the world's own: a stress preset's, say).
 
     InvalidInput (before anything is yielded) for an unknown world or tool, a broken call, an anchor naming a
     missing field or holding the wrong type, bad settings, or a canvas longer than the model's context."""
-    world = world_spec(ctx.store, world_id)
+    world = with_directives(world_spec(ctx.store, world_id), directives)
     the_call, pinned = call, list(anchors)
     tool = tool_of(world, the_call)
     backend = ctx.backend()
@@ -80,10 +82,11 @@ def run_simulation(ctx: StudioContext, world_id: int | None, call: Call, anchors
 
 
 def run_baseline(ctx: StudioContext, world_id: int | None, call: Call, anchors: Sequence[Anchor] = (),
-                 settings: SamplerSettings = SamplerSettings(), history: Sequence[HistoryStep] = ()) -> Generation:
+                 settings: SamplerSettings = SamplerSettings(), history: Sequence[HistoryStep] = (),
+                 directives: Sequence[str] = ()) -> Generation:
     """The autoregressive baseline's responses to the same request (anchors become steering directives, since
     it cannot see a field before writing it), checked like the MDLM's. InvalidInput when none is configured."""
-    world = world_spec(ctx.store, world_id)
+    world = with_directives(world_spec(ctx.store, world_id), directives)
     tool_of(world, call)
     return generate(ctx.ar_baseline(), world, call, anchors, history, settings)
 
@@ -111,6 +114,14 @@ def save_simulation(ctx: StudioContext, simulation: Simulation | None, sample: i
     made_by = MadeBy.by_model(generation.model, sampler, simulation.settings.seed, simulation.anchors, outcome)
     return append_step(ctx.store, rollout_id, simulation.call, chosen.response, made_by, chosen.checks,
                        generation.trace(sample))
+
+
+def with_directives(world: WorldSpec, directives: Sequence[str]) -> WorldSpec:
+    """`world` with a run's own directives after its own (each once); InvalidInput names a vocabulary directive with
+    a bad value (`page_size: lots`)."""
+    extra = [d.strip() for d in directives if d.strip() and d.strip() not in world.directives]
+    parse_directives(extra)
+    return replace(world, directives=[*world.directives, *dict.fromkeys(extra)]) if extra else world
 
 
 def default_title(simulation: Simulation) -> str:

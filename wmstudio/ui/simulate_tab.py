@@ -52,6 +52,7 @@ from wmstudio.ui.forms import (
     show_value,
 )
 from wmstudio.ui.messages import failure_markdown, markdown_as_html
+from wmstudio.world.presets import PRESETS, preset_request
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
 
@@ -204,7 +205,7 @@ def read_request(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_js
 
 
 def simulate(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, free_anchors: str,
-             *values: Any) -> Iterator[tuple]:
+             *values: Any, directives: str = "") -> Iterator[tuple]:
     """Run: stream the canvas frame by frame, then the scrubber, heatmap, report and sample picker. `values` are
     the sampler inputs (SETTING_NAMES order) and then the anchor inputs.
 
@@ -214,7 +215,7 @@ def simulate(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: 
     simulation = None
     try:
         call, anchors, sampler = read_request(ctx, world_id, tool_name, arguments_json, free_anchors, values)
-        for simulation in run_simulation(ctx, world_id, call, anchors, sampler):
+        for simulation in run_simulation(ctx, world_id, call, anchors, sampler, directives=_lines(directives)):
             if simulation.done:
                 break
             index = len(simulation.frames) - 1 if simulation.frames else None
@@ -250,9 +251,11 @@ def finished_view(simulation: Simulation) -> tuple:
                "values were written to agree with it." if decided else "")
     if generation.outcome is not None:
         outcome = f" {outcome_sentence(generation)}"
+    steered = "; ".join(d.rstrip(".") for d in simulation.world.directives)
+    steered = f" Steered by: {steered}." if steered else ""
     status = (f"Done: {frames} step(s), {len(simulation.canvas)}-token canvas ({generation.mode}), "
               f"{len(generation.samples)} sample(s), {passed} pass every check, {generation.elapsed_ms:.0f} ms."
-              f"{outcome}{copies}{warnings}")
+              f"{outcome}{copies}{steered}{warnings}")
     samples = [(f"Sample {k + 1}", k) for k in range(len(generation.samples))]
     return (
         status,
@@ -297,12 +300,12 @@ def heatmap_for(simulation: Simulation | None, sample: Any) -> Any:
 
 
 def compare_baseline(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, free_anchors: str,
-                     *values: Any) -> str:
+                     *values: Any, directives: str = "") -> str:
     """The autoregressive baseline's answer(s) to the form's request, with checks, as HTML."""
     try:
         call, anchors, sampler = read_request(ctx, world_id, tool_name, arguments_json, free_anchors, values)
         world = world_spec(ctx.store, world_id)
-        generation = run_baseline(ctx, world_id, call, anchors, sampler)
+        generation = run_baseline(ctx, world_id, call, anchors, sampler, directives=_lines(directives))
     except Exception as err:  # noqa: BLE001 - the edge: never show a traceback
         return markdown_as_html(failure_markdown(err, "run the baseline"))
     note = " (anchors given as steering directives)" if anchors else ""
@@ -321,6 +324,41 @@ def save_step(ctx: StudioContext, simulation: Simulation | None, sample: Any, ro
     verdict = "passes every check" if step.check_ok else "fails some checks"
     return (f"Saved as step {step.index + 1} of rollout #{step.rollout_id} (it {verdict}).",
             gr.update(choices=choices, value=step.rollout_id))
+
+
+# ---- stress presets: one click fills the anchors and the run's directives ---------------------------------------
+
+def fill_preset(ctx: StudioContext, name: str, world_id: Any, tool_name: Any) -> tuple:
+    """The form as stress preset `name` sets it for the chosen tool: its anchors in their slots (the others
+    masked; those without a slot as PATH=VALUE lines) and its directives. Returns ANCHOR_SLOTS anchor updates,
+    the free anchors, the directives and a note."""
+    try:
+        tool, _, responses = tool_forms(ctx, world_id, tool_name)
+        anchors, directives = preset_request(name, tool)
+    except InvalidInput as err:
+        return (*[gr.update()] * (ANCHOR_SLOTS + 2), failure_markdown(err, "apply the preset"))
+    pins = {a.path: show_value(a.value) for a in anchors}
+    slots = [f.path for f in responses[:ANCHOR_SLOTS]]
+    updates = [gr.update(value=pins.get(path, MASKED)) for path in slots]
+    updates += [gr.update()] * (ANCHOR_SLOTS - len(updates))
+    free = "\n".join(str(a) for a in anchors if a.path not in slots)
+    preset = PRESETS[name]
+    note = f"**{preset.title}** preset: {preset.summary} Edit the anchors and directives, then Run."
+    return (*updates, free, "\n".join(directives), note)
+
+
+def simulate_steered(ctx: StudioContext, *inputs: Any) -> Iterator[tuple]:
+    """`simulate` with the run's directives (the Directives box) as the last input."""
+    yield from simulate(ctx, *inputs[:-1], directives=inputs[-1])
+
+
+def baseline_steered(ctx: StudioContext, *inputs: Any) -> str:
+    """`compare_baseline` with the run's directives (the Directives box) as the last input."""
+    return compare_baseline(ctx, *inputs[:-1], directives=inputs[-1])
+
+
+def _lines(text: Any) -> list[str]:
+    return [line.strip() for line in str(text or "").splitlines() if line.strip()]
 
 
 def _pad(fields: list[FormField], slots: int) -> list[FormField | None]:
@@ -356,6 +394,12 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             free_anchors = gr.Textbox(label="More anchors, one PATH=VALUE per line (JSON values)", lines=2,
                                       placeholder='items[0].price=12.5\nmessage="Card declined"',
                                       elem_id="simulate-free-anchors")
+            gr.Markdown("Stress presets: one click sets their anchors and directives.")
+            with gr.Row():
+                preset_buttons = {name: gr.Button(p.title, size="sm", min_width=120, elem_id=f"simulate-preset-{name}")
+                                  for name, p in PRESETS.items()}
+            run_directives = gr.Textbox("", label="Directives for this run, one per line (after the world's own)",
+                                        lines=2, elem_id="simulate-directives")
     # Numbers without bounds of their own: an out-of-range value reaches SamplerSettings, which names the setting
     # and its range in the status line (a component would clamp it silently or mark every output as an error)
     with gr.Accordion("Sampler", open=False):
@@ -430,13 +474,19 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     arguments.input(partial(json_to_form, ctx), [world, tool, arguments], [*arg_inputs, arguments_note],
                     show_progress="hidden", trigger_mode="always_last", api_name="simulate_arguments_to_form")
     outputs = [status, canvas, scrubber, heatmap, report, simulation, sample]
-    running = run.click(partial(simulate, ctx), request, outputs, api_name="simulate", show_progress="minimal")
+    steered = [*request, run_directives]  # the directives box last: callers that leave it out get ""
+    for name, button in preset_buttons.items():
+        button.click(partial(fill_preset, ctx, name), [world, tool],
+                     [*anchor_inputs, free_anchors, run_directives, tool_note],
+                     api_name=f"simulate_preset_{name.replace('-', '_')}")
+    running = run.click(partial(simulate_steered, ctx), steered, outputs, api_name="simulate",
+                        show_progress="minimal")
     run.click(lambda: BASELINE_HINT, None, baseline, api_visibility="private")  # its answer was for other inputs
     stop.click(lambda: "Stopped: the run was cancelled; press Run to start again.", None, status, cancels=[running],
                api_visibility="private")
     scrubber.input(replay, [simulation, scrubber], canvas, show_progress="hidden", trigger_mode="always_last",
                    api_name="simulate_replay")
     sample.input(heatmap_for, [simulation, sample], heatmap, api_name="simulate_heatmap")
-    baseline_button.click(partial(compare_baseline, ctx), request, baseline, api_name="simulate_baseline")
+    baseline_button.click(partial(baseline_steered, ctx), steered, baseline, api_name="simulate_baseline")
     save.click(partial(save_step, ctx), [simulation, sample, rollout, title], [save_status, rollout],
                api_name="simulate_save")

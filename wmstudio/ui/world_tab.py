@@ -299,7 +299,8 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         name = gr.Textbox(label="Name", scale=2)
         description = gr.Textbox(label="Description", scale=3)
         simulator = gr.Dropdown([NO_SIMULATOR, *SIMULATORS], value=NO_SIMULATOR, scale=1,
-                                label="Simulator (ground truth)")
+                                label="Simulator (ground truth)",
+                                allow_custom_value=True)  # a synthetic world's is synthetic:<seed>:<index>
     task = gr.Textbox(label="Task context", lines=3, elem_id="world-task")
     with gr.Row():
         state = gr.Code(label="Initial environment state (JSON or text)", language="json", lines=12, max_lines=24)

@@ -15,11 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.corpus_plan import SYNTHETIC_SHARE, corpus_plan, split_plan, world_splits
 from wmstudio.world.directives import Directive
 from wmstudio.world.grounding import NONE, ORACLE
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.presets import stress_preset
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.sims import SIMULATORS, Simulator
+from wmstudio.world.stress import stress_episode
+from wmstudio.world.synth.registry import is_synthetic
 
 SPLITS = ("train", "eval", "test")
 SPLIT_SHARES = (0.8, 0.1, 0.1)
@@ -51,12 +55,17 @@ class GeneratedRow:
     data: dict[str, Any]
 
 
-def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = None) -> dict[str, Any]:
+def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = None, synthetic: int = 0,
+                 synthetic_seed: int = 0, synthetic_share: float = SYNTHETIC_SHARE,
+                 preset: str | None = None) -> dict[str, Any]:
     """Write `train.jsonl`, `eval.jsonl` and `test.jsonl` (80/10/10) under `out`, and `stats.json` (what a model
     card trained on it cites); return the stats.
 
-    Same rows and seed give byte-identical files; `progress(done, total)` is called as rows are written.
-    Stats: rows per split and per world, invalid calls, rows with directives and with grounding oracle, seconds."""
+    Same arguments give byte-identical files; `progress(done, total)` is called as rows are written. `synthetic`
+    worlds (of generator seed `synthetic_seed`) give `synthetic_share` of the rows, held out whole (corpus_plan.py;
+    `synthetic_worlds.json` lists each split's worlds); `preset` makes every row a stress preset's (presets.py).
+    Stats: rows per split and per world (synthetic worlds counted together), invalid calls, rows with directives
+    and with grounding oracle, seconds."""
     started = time.perf_counter()
     out = _check_request(out, rows, seed)
     out.mkdir(parents=True, exist_ok=True)
@@ -67,12 +76,13 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
         "invalid_calls": 0, "error_responses": 0, "with_directives": 0, "oracle_grounding": 0,
     }
     try:
-        for row in iter_corpus(rows, seed):
+        for row in iter_corpus(rows, seed, synthetic, synthetic_seed, synthetic_share, preset):
             handles[row.split].write(json.dumps(row.data, ensure_ascii=False) + "\n")
             meta = row.data["meta"]
             stats["rows"] += 1
             stats["splits"][row.split] += 1
-            stats["worlds"][meta["world"]] = stats["worlds"].get(meta["world"], 0) + 1
+            world = "synthetic" if is_synthetic(meta["world"]) else meta["world"]
+            stats["worlds"][world] = stats["worlds"].get(world, 0) + 1
             stats["invalid_calls"] += meta["invalid_call"]
             stats["error_responses"] += '"status":"error"}' in row.data["messages"][-1]["content"]
             stats["with_directives"] += bool(meta["directives"])
@@ -88,6 +98,12 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
         handle.close()
     for split, path in temporary.items():
         path.replace(out / f"{split}.jsonl")
+    if synthetic:
+        held = {"seed": synthetic_seed, **world_splits(synthetic, synthetic_seed)}
+        (out / "synthetic_worlds.json").write_text(json.dumps(held, indent=1) + "\n", encoding="utf-8")
+        stats["synthetic_worlds"] = {split: len(held[split]) for split in SPLITS}
+    if preset:
+        stats["preset"] = preset
     stats["worlds"] = dict(sorted(stats["worlds"].items()))
     stats["seconds"] = round(time.perf_counter() - started, 2)
     kept = {key: value for key, value in stats.items() if key not in ("out", "seconds")}  # what a model card cites
@@ -95,33 +111,39 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
     return stats
 
 
-def iter_corpus(rows: int, seed: int) -> Iterator[GeneratedRow]:
-    """The corpus rows in order, each with its split; row i depends only on (seed, i), so any prefix is stable.
+def iter_corpus(rows: int, seed: int, synthetic: int = 0, synthetic_seed: int = 0,
+                synthetic_share: float = SYNTHETIC_SHARE, preset: str | None = None) -> Iterator[GeneratedRow]:
+    """The corpus rows in order, each with its split; row i depends only on the arguments and i.
 
-    Worlds take turns; splits come from a seeded shuffle so each holds every world; a row whose text
-    repeats an earlier row is drawn again, so no row is in two splits."""
+    Worlds take turns; splits come from a seeded shuffle so each holds every demo world, and synthetic worlds are
+    held out whole (corpus_plan.py); a row whose text repeats an earlier row is drawn again, so no row is in two
+    splits."""
     _check_request(Path("."), rows, seed)
-    names = sorted(SIMULATORS)
-    split_of = _split_plan(rows, seed)
+    plan = corpus_plan(rows, seed, synthetic, synthetic_seed, synthetic_share)
+    if preset is not None:
+        stress_preset(preset)  # an unknown name is refused before any row is made
     seen: set[bytes] = set()
     for index in range(rows):
         rng = random.Random(f"wmstudio-corpus/{seed}/{index}")
-        simulator = SIMULATORS[names[index % len(names)]]
+        simulator = SIMULATORS[plan[index].world]
         for _ in range(50):
-            data = corpus_row(simulator, rng)
+            data = corpus_row(simulator, rng, preset)
             key = hashlib.blake2b(json.dumps(data["messages"]).encode(), digest_size=16).digest()
             if key not in seen:
                 break
         seen.add(key)
-        yield GeneratedRow(index=index, split=split_of[index], data=data)
+        yield GeneratedRow(index=index, split=plan[index].split, data=data)
 
 
-def corpus_row(simulator: Simulator, rng: random.Random) -> dict[str, Any]:
+def corpus_row(simulator: Simulator, rng: random.Random, preset: str | None = None) -> dict[str, Any]:
     """One row: a random initial state, 0-6 earlier steps played by the scripted agent, then the target call.
 
     The response is the simulator's ground truth under the row's directives; `meta` holds what
     `check_step` needs to re-check the row (world, initial_state, call, history, directives) and its grounding
-    (world/grounding.py: `none` or `oracle`, what the prompt was rendered with)."""
+    (world/grounding.py: `none` or `oracle`, what the prompt was rendered with). A `preset` draws the episode
+    that stress preset describes instead (stress.py) and writes its directives into the world."""
+    if preset is not None:
+        return _stress_row(simulator, rng, preset)
     initial = simulator.initial_state(rng)
     state, history = initial, []
     for _ in range(rng.randint(0, MAX_HISTORY)):
@@ -131,7 +153,8 @@ def corpus_row(simulator: Simulator, rng: random.Random) -> dict[str, Any]:
     invalid = rng.random() < INVALID_SHARE
     call = simulator.agent_call(state, rng, invalid=invalid)
     grounding = ORACLE if rng.random() < ORACLE_SHARE else NONE
-    directives = sample_directives(simulator.name, rng) if rng.random() < DIRECTIVE_SHARE else []
+    directives = sample_directives(simulator.name, rng, getattr(simulator, "injected_errors", None)) \
+        if rng.random() < DIRECTIVE_SHARE else []
     _, response = simulator.step(state, call, directives)
     world = simulator.world(initial, directives)
     chat = render_chat(world, call, history, response=response, grounding=grounding)
@@ -144,8 +167,25 @@ def corpus_row(simulator: Simulator, rng: random.Random) -> dict[str, Any]:
     }
 
 
-def sample_directives(world: str, rng: random.Random) -> list[str]:
-    """One vocabulary directive (sometimes two, of different kinds) as the canonical text a world carries."""
+def _stress_row(simulator: Simulator, rng: random.Random, preset: str) -> dict[str, Any]:
+    """A row of the episode stress preset `preset` describes (stress.py), with its directives in the world."""
+    episode = stress_episode(simulator, rng, preset)
+    grounding = ORACLE if rng.random() < ORACLE_SHARE else NONE
+    _, response = simulator.step(episode.state, episode.call, episode.directives)
+    world = simulator.world(episode.initial, episode.directives)
+    chat = render_chat(world, episode.call, episode.history, response=response, grounding=grounding)
+    return {
+        "dataset": f"wmstudio-sim/{simulator.name}",
+        "messages": chat["messages"],
+        "meta": {"world": simulator.name, "initial_state": episode.initial, "call": episode.call.to_json(),
+                 "history": [step.to_json() for step in episode.history], "directives": episode.directives,
+                 "grounding": grounding, "invalid_call": episode.invalid, "preset": preset},
+    }
+
+
+def sample_directives(world: str, rng: random.Random, errors: tuple[str, ...] | None = None) -> list[str]:
+    """One vocabulary directive (sometimes two, of different kinds) as the canonical text a world carries;
+    `errors`: the codes inject_error may name (default: the demo world's own)."""
     kinds = list(DIRECTIVE_WEIGHTS)
     chosen = rng.choices(kinds, weights=list(DIRECTIVE_WEIGHTS.values()))
     if rng.random() < 0.15:
@@ -155,21 +195,14 @@ def sample_directives(world: str, rng: random.Random) -> list[str]:
     for kind in chosen:
         value: str | int | None = None
         if kind == "inject_error":
-            value = rng.choice(INJECTED_ERRORS.get(world, ("INTERNAL_ERROR", "SERVICE_UNAVAILABLE")))
+            value = rng.choice(errors or INJECTED_ERRORS.get(world, ("INTERNAL_ERROR", "SERVICE_UNAVAILABLE")))
         elif kind == "page_size":
             value = rng.randint(1, 4)
         texts.append(Directive(kind, value).text())
     return texts
 
 
-def _split_plan(rows: int, seed: int) -> list[str]:
-    """Split of each row index: exact 80/10/10 counts (each split non-empty from 3 rows), seeded order."""
-    eval_count = max(1, round(rows * SPLIT_SHARES[1]))
-    test_count = max(1, round(rows * SPLIT_SHARES[2]))
-    labels = ["eval"] * eval_count + ["test"] * test_count
-    labels = ["train"] * (rows - len(labels)) + labels
-    random.Random(f"wmstudio-corpus-splits/{seed}").shuffle(labels)
-    return labels
+_split_plan = split_plan  # (moved to corpus_plan.py)
 
 
 def _check_request(out: Path, rows: Any, seed: Any) -> Path:

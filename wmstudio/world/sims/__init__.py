@@ -1,6 +1,9 @@
 """Built-in simulated worlds: deterministic ground truth for corpora, checks and the demo world files.
 
-`SIMULATORS` maps each world's name to its simulator; `get_simulator(name)` names the known worlds on a typo."""
+`SIMULATORS` maps each demo world's name to its simulator (iterating it lists the five demo worlds); looking a
+synthetic world's simulator name up in it (`synthetic:<seed>:<index>`, world/synth) builds that world's generic
+simulator, so every reader of a world's `simulator` field handles synthetic worlds too. `get_simulator(name)` names
+the known worlds on a typo."""
 
 from __future__ import annotations
 
@@ -11,10 +14,26 @@ from wmstudio.world.sims.payments import PaymentsSimulator
 from wmstudio.world.sims.records import RecordsSimulator
 from wmstudio.world.sims.retail import RetailSimulator
 
-SIMULATORS: dict[str, Simulator] = {
-    sim.name: sim
+
+class SimulatorRegistry(dict):
+    """The demo simulators by name; `[name]` and `.get(name)` also resolve synthetic worlds' simulator names."""
+
+    def __missing__(self, name: str) -> Simulator:
+        from wmstudio.world.synth.registry import synthetic_simulator  # it builds on sims.base
+
+        return synthetic_simulator(name)
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except (KeyError, TypeError):
+            return default
+
+
+SIMULATORS: dict[str, Simulator] = SimulatorRegistry(
+    (sim.name, sim)
     for sim in (RetailSimulator(), AirlineSimulator(), FilesystemSimulator(), RecordsSimulator(), PaymentsSimulator())
-}
+)
 
 
 def get_simulator(name: str) -> Simulator:
@@ -22,7 +41,8 @@ def get_simulator(name: str) -> Simulator:
     try:
         return SIMULATORS[name]
     except KeyError:
-        raise KeyError(f"no simulator named {name!r}; known: {', '.join(SIMULATORS)}") from None
+        raise KeyError(f"no simulator named {name!r}; known: {', '.join(SIMULATORS)} and synthetic:<seed>:<index>"
+                       ) from None
 
 
 __all__ = ["SIMULATORS", "Simulator", "get_simulator"]
