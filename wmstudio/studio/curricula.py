@@ -51,7 +51,7 @@ from wmstudio.studio.datasets import (
     import_dataset,
     push_to_hub,
 )
-from wmstudio.studio.scenario_file import read_scenarios_file, write_scenarios_file
+from wmstudio.studio.scenario_file import SCENARIOS_FILE, read_scenarios_file, write_scenarios_file
 from wmstudio.train.curriculum_scenarios import scenario_from_row, scenario_rows
 from wmstudio.world.spec import Call
 
@@ -117,7 +117,8 @@ def export_curriculum(store: Store, curriculum_id: int, folder: Path | None = No
     folder = Path(folder) if folder is not None else user_home() / "exports" / f"{slug}-v{curriculum.version}"
     name = f"{curriculum.name} v{curriculum.version}"
     scenarios = export_scenarios(store, curriculum_id)
-    export_dataset(export_rollouts(store, curriculum_id), folder, name, scenarios=len(scenarios))
+    export_dataset(export_rollouts(store, curriculum_id), folder, name, scenarios=len(scenarios),
+                   also_writes=[SCENARIOS_FILE])
     write_scenarios_file(folder, scenarios)
     return folder, name
 
