@@ -53,6 +53,7 @@ from wmstudio.studio.datasets import (
 )
 from wmstudio.studio.scenario_file import SCENARIOS_FILE, read_scenarios_file, write_scenarios_file
 from wmstudio.train.curriculum_scenarios import scenario_from_row, scenario_rows
+from wmstudio.world.input_limits import InputRefused, yaml_limited
 from wmstudio.world.spec import Call
 
 MAX_IMPORT_BYTES = 1_000_000_000
@@ -189,9 +190,9 @@ def exported_curriculum_name(folder: Path) -> str:
     `retail`), else the folder's name without it (`retail-v3` -> `retail`)."""
     try:
         card = (folder / CARD_FILE).read_text(encoding="utf-8")
-        front = yaml.safe_load(card.split("---", 2)[1]) if card.startswith("---") else None
+        front = yaml_limited(card.split("---", 2)[1]) if card.startswith("---") else None
         name = front.get("pretty_name") if isinstance(front, dict) else None
-    except (OSError, UnicodeDecodeError, IndexError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, IndexError, yaml.YAMLError, InputRefused):
         name = None
     name = name if isinstance(name, str) and name.strip() else folder.name
     return re.sub(r"[\s-]+v\d+$", "", name.strip())[:MAX_NAME_CHARS].strip() or "imported"

@@ -40,6 +40,7 @@ from wmstudio.studio.written_files import (
     written_before,
 )
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.input_limits import InputRefused, loads_limited
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.spec import Call, WorldSpec, parse_world
 
@@ -374,9 +375,11 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads_limited(line)
         except json.JSONDecodeError as err:
             raise InvalidInput(f"{path}:{number}:{err.colno}: invalid JSON ({err.msg}): fix or re-export") from None
+        except InputRefused as err:
+            raise InvalidInput(f"{path}:{number}: {err}") from None
         if not isinstance(row, dict):
             raise InvalidInput(f"{path}:{number}: a row must be a JSON object")
         missing = [column for column in REQUIRED_COLUMNS if column not in row]
@@ -427,7 +430,12 @@ def _rebuild_one(rollout_id: str, members: list[tuple[int, dict[str, Any]]],
                                 f"expected 0..{len(members) - 1} with no gaps or repeats"))
         return None
     try:
-        world = parse_world(_json_column(first, "world", first_index), source=f"rows[{first_index}].world")
+        world_json = _json_column(first, "world", first_index)
+    except InvalidInput as err:
+        problems.extend(err.problems)
+        return None
+    try:
+        world = parse_world(world_json, source=f"rows[{first_index}].world")
     except InvalidInput as err:
         problems.extend(Problem(join_path(f"rows[{first_index}].world", p.path) if p.path else
                                 f"rows[{first_index}].world", p.message) for p in err.problems)
@@ -455,7 +463,9 @@ def _rebuild_one(rollout_id: str, members: list[tuple[int, dict[str, Any]]],
 
 def _json_column(row: dict[str, Any], column: str, index: int) -> Any:
     try:
-        return json.loads(row[column])
+        return loads_limited(row[column])
     except json.JSONDecodeError as err:
         raise InvalidInput(Problem(f"rows[{index}].{column}", f"invalid JSON at column {err.colno} ({err.msg}): "
                                                               "fix or re-export")) from None
+    except InputRefused as err:
+        raise InvalidInput(Problem(f"rows[{index}].{column}", str(err))) from None
