@@ -629,7 +629,7 @@ def _train_grpo(settings) -> None:
         scenarios = curriculum_scenarios(store, settings.curriculum)
         config = {"curriculum": settings.curriculum, "curriculum_version": row.version, "env": settings.env,
                   "max_steps": settings.max_steps, "seed": settings.seed}
-        config.update({key: str(value) if isinstance(value, Path) else value for key in RECORDED_SETTINGS
+        config.update({key: _as_recorded(value) for key in RECORDED_SETTINGS
                        if (value := getattr(settings, key)) is not None})  # `wmstudio runs resume` passes them on
         reporter = begin_job(store, settings.run_id, settings.resume, row.id, config)
     except InvalidInput as err:
@@ -663,6 +663,13 @@ def _train_grpo(settings) -> None:
 
 
 config_command(app, "train-grpo", GrpoSettings, _train_grpo)
+
+
+def _as_recorded(value: Any) -> Any:
+    """A setting as a run records it: a local path made absolute (a resume may start from another folder)."""
+    if isinstance(value, Path) or (isinstance(value, str) and value and Path(value).exists()):
+        return str(Path(value).resolve())
+    return value
 
 runs_app = typer.Typer(help="GRPO training runs: list them, show one, cancel or resume it (what the Train tab does).",
                        no_args_is_help=True)

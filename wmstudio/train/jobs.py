@@ -212,6 +212,7 @@ def begin_job(store: Store, run_id: int | None, resume: bool, curriculum_id: int
     if run_id is None:
         run_id = create_run(store, curriculum_id, config).id
         move_aside_leftovers(run_id)
+    get_run(store, run_id)  # one that exists, before its folder is made
     reporter = JobReporter(store, run_id)
     reporter.claim()
     status = get_run(store, run_id).status
