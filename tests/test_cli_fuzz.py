@@ -84,6 +84,7 @@ def run(argv: list[str], files: dict[str, str]) -> None:
     """Run the CLI on files written to a fresh folder; assert it ended as the README promises."""
     with tempfile.TemporaryDirectory() as folder:
         for name, text in files.items():
+            (Path(folder) / name).parent.mkdir(parents=True, exist_ok=True)
             (Path(folder) / name).write_text(text, encoding="utf-8", errors="surrogatepass")
         result = runner.invoke(app, [arg.replace("{tmp}", folder) for arg in argv])
     assert result.exit_code in (0, 1, 2), (argv, files, result.output[-3000:])
@@ -135,3 +136,41 @@ def test_anchors(anchors):
 @given(texts(histories), st.sampled_from(["h.json", "h.jsonl"]))
 def test_histories(text, name):
     run(["prompt", WORLD, "--call", CALL, "--history", "{tmp}/" + name], {name: text})
+
+
+IMPORT_DB = str(Path(tempfile.mkdtemp(prefix="wmstudio-fuzz-")) / "studio.db")  # one database for every import
+ACTION = json.dumps([{"role": "assistant", "content": "", "tool_calls": [
+    {"id": "1", "type": "function", "function": {"name": "refund_order", "arguments": '{"order_id": 7}'}}]}])
+
+
+@st.composite
+def chat_rows(draw) -> dict:
+    """A world-model chat row (Patronus format) whose state, action and response are drawn texts."""
+    user = "State: " + draw(texts(messages)) + "\n\nAction: " + draw(texts(st.just(json.loads(ACTION)) | values))
+    turns = [{"role": "user", "content": draw(st.just(user) | st.text(max_size=20))},
+             {"role": "assistant", "content": draw(texts(values))}]
+    return {"messages": draw(st.just(turns) | messages)}
+
+
+dataset_rows = st.fixed_dictionaries({
+    "rollout_id": st.just("r1") | values, "rollout_title": st.just("t") | values, "rollout_status": st.just("accepted"),
+    "rollout_tags": st.just([]) | values, "step_index": st.just(0) | values,
+    "world": texts(worlds) | st.just(Path(WORLD).read_text()), "call": texts(calls), "response": texts(values),
+    "check_report": st.just("null") | texts(values), "made_by": st.just('{"kind": "imported"}') | texts(values)})
+
+
+@FUZZ
+@given(st.lists(texts(chat_rows() | values), min_size=1, max_size=3))
+def test_chat_rows_import(lines):
+    run(["rollouts", "import", "{tmp}/rows.jsonl", "--db", IMPORT_DB], {"rows.jsonl": "\n".join(lines)})
+
+
+@FUZZ
+@given(st.lists(texts(dataset_rows | values), min_size=1, max_size=3),
+       st.lists(texts(st.fixed_dictionaries({"key": st.text(max_size=6) | values, "task": values})), max_size=2),
+       st.sampled_from(["{tmp}/ds", "{tmp}/ds/data/train.jsonl"]))
+def test_dataset_import(lines, scenarios, path):
+    files = {"ds/data/train.jsonl": "\n".join(lines), "ds/README.md": "---\npretty_name: fuzz v1\n---\n"}
+    if scenarios:
+        files["ds/scenarios.jsonl"] = "\n".join(scenarios)
+    run(["curricula", "import", path, "--db", IMPORT_DB], files)

@@ -315,3 +315,46 @@ def test_push_to_hub_bad_input_and_hub_failures(tmp_path, monkeypatch):
     folder = export_dataset(curriculum(), tmp_path / "ds", "c")
     with pytest.raises(PushFailed, match="could not push .* to ana/refunds: 401 Unauthorized.*write access"):
         push_to_hub(folder, "ana/refunds", "hf_bad")
+
+
+def test_export_never_overwrites_what_it_did_not_write_and_replaces_what_it_did(tmp_path):
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    from wmstudio.cli import app
+    from wmstudio.store import MadeBy, append_step, create_rollout, open_store, save_world_version
+    from wmstudio.studio.written_files import MARKER
+
+    out = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(out)], check=True)
+    (out / "README.md").write_text("# my dataset repo\n")
+    with pytest.raises(InvalidInput, match="already holds README.md, which `wmstudio dataset export` did not"):
+        export_dataset(curriculum(), out, "c")
+    assert (out / "README.md").read_text() == "# my dataset repo\n" and not (out / "data").exists()
+
+    store = open_store(tmp_path / "studio.db")
+    world = save_world_version(store, shop_world())
+    rollout = create_rollout(store, world.id, "one")
+    append_step(store, rollout.id, Call("refund_order", {"order_id": 7}), '{"status": "ok"}', MadeBy.by_model("m"))
+    runner = CliRunner()
+    argv = ["rollouts", "export", str(rollout.id), "--out", str(out), "--db", str(store.path)]
+    refused = runner.invoke(app, argv)
+    assert refused.exit_code == 2 and "already holds README.md" in refused.stderr and "Traceback" not in refused.output
+    assert (out / "README.md").read_text() == "# my dataset repo\n"
+
+    (out / "README.md").rename(out / "MY-README.md")
+    (out / "data").mkdir()
+    (out / "data" / "mine.csv").write_text("a,b\n")
+    assert runner.invoke(app, argv).exit_code == 0
+    assert runner.invoke(app, argv).exit_code == 0  # again: it replaces its own files
+    assert set(json.loads((out / MARKER).read_text())["files"]) == {CARD_FILE, PARQUET_FILE, JSONL_FILE}
+    assert (out / "MY-README.md").is_file() and (out / "data" / "mine.csv").read_text() == "a,b\n"
+    assert (out / ".git" / "HEAD").is_file() and len(import_dataset(out)) == 1
+
+    (out / MARKER).unlink()  # an export made before exports kept a record: known by its card
+    export_dataset(curriculum(), out, "again")
+    assert len(import_dataset(out)) == len(curriculum())
+    (out / "link").symlink_to(tmp_path)
+    with pytest.raises(InvalidInput, match="is a symbolic link"):
+        export_dataset(curriculum(), out / "link", "c")

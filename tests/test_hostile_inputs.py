@@ -29,6 +29,23 @@ ALIAS_BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
 runner = CliRunner()
 
 
+def dataset_row(**columns) -> str:
+    """One line of an exported dataset's data/train.jsonl (the refund world, one call), `columns` replaced as text."""
+    row = {"rollout_id": "r1", "rollout_title": "t", "rollout_status": "accepted", "rollout_tags": [],
+           "step_index": 0, "world": WORLD.read_text(), "call": CALL.read_text(), "response": RESPONSE.read_text(),
+           "check_report": "null", "made_by": json.dumps({"kind": "imported", "source": "x"})}
+    return json.dumps({**row, **columns})
+
+
+def chat_row(state: str) -> str:
+    """A world-model chat row (the Patronus format) whose user turn holds `state` as written."""
+    return json.dumps({"messages": [{"role": "user", "content": f"State: {state}\n\nAction: []"},
+                                    {"role": "assistant", "content": "{}"}]})
+
+
+DB = ["--db", "{tmp}/studio.db"]
+
+
 def world_with(**fields) -> str:
     return json.dumps({**json.loads(WORLD.read_text()), **fields})
 
@@ -115,6 +132,40 @@ CASES = {
     "--history naming a folder": ({}, ["prompt", WORLD, "--call", CALL, "--history", "{tmp}"], "is a folder"),
     "serve on every address without sign-in": ({}, ["serve", "--host", "0.0.0.0"],
                                                "--host 0.0.0.0 can be reached from other machines"),
+    # the importers: every JSON Lines record (and every JSON text inside one) is read within the same limits
+    "deep chat row": ({"rows.jsonl": DEEP}, ["rollouts", "import", "{tmp}/rows.jsonl", *DB],
+                      "rows.jsonl:1: nested 10,000 levels deep, over the 100-level limit"),
+    "5,000-digit integer in a chat row": ({"rows.jsonl": '{"messages": [' + BIG_NUMBER + "]}"},
+                                          ["rollouts", "import", "{tmp}/rows.jsonl", *DB], "a number of 5,000 digits"),
+    "deep state in a chat row": ({"rows.jsonl": chat_row(DEEP)}, ["rollouts", "import", "{tmp}/rows.jsonl", *DB],
+                                 "the state nested 10,000 levels deep"),
+    "chat rows that are not UTF-8": ({"rows.jsonl": '{"a": "caf\udce9"}'},
+                                     ["rollouts", "import", "{tmp}/rows.jsonl", *DB], "not UTF-8 text"),
+    "deep record in a bare .jsonl dataset": ({"d.jsonl": DEEP}, ["curricula", "import", "{tmp}/d.jsonl", *DB],
+                                             "d.jsonl:1: nested 10,000 levels deep"),
+    "5,000-digit integer in a bare .jsonl dataset": ({"d.jsonl": '{"a": ' + BIG_NUMBER + "}"},
+                                                     ["curricula", "import", "{tmp}/d.jsonl", *DB],
+                                                     "d.jsonl:1: a number of 5,000 digits"),
+    "deep record in data/train.jsonl": ({"ds/data/train.jsonl": dataset_row() + "\n" + DEEP},
+                                        ["curricula", "import", "{tmp}/ds", *DB],
+                                        "train.jsonl:2: nested 10,000 levels deep"),
+    "5,000-digit integer in data/train.jsonl": ({"ds/data/train.jsonl": '{"step_index": ' + BIG_NUMBER + "}"},
+                                                ["curricula", "import", "{tmp}/ds", *DB], "a number of 5,000 digits"),
+    "deep world text in a dataset row": ({"ds/data/train.jsonl": dataset_row(world=DEEP)},
+                                         ["curricula", "import", "{tmp}/ds", *DB],
+                                         "train.jsonl: rows[0].world: nested 10,000 levels deep"),
+    "5,000-digit integer in a dataset row's call": (
+        {"ds/data/train.jsonl": dataset_row(call='{"name": "refund_order", "arguments": {"n": ' + BIG_NUMBER + "}}")},
+        ["curricula", "import", "{tmp}/ds", *DB], "rows[0].call: a number of 5,000 digits"),
+    "deep line in scenarios.jsonl": ({"ds/data/train.jsonl": dataset_row(), "ds/scenarios.jsonl": DEEP},
+                                     ["curricula", "import", "{tmp}/ds", *DB],
+                                     "scenarios.jsonl: line 1: nested 10,000 levels deep"),
+    "5,000-digit integer in scenarios.jsonl": ({"ds/data/train.jsonl": dataset_row(),
+                                                "ds/scenarios.jsonl": '{"key": ' + BIG_NUMBER + "}"},
+                                               ["curricula", "import", "{tmp}/ds", *DB],
+                                               "scenarios.jsonl: line 1: a number of 5,000 digits"),
+    "run id beyond SQLite's integers": ({}, ["runs", "show", str(10**30), *DB], "run_id: no training run with id"),
+    "space build into a file": ({"f.txt": "x"}, ["space", "build", "{tmp}/f.txt"], "f.txt is a file, not a folder"),
 }
 if Path("/dev/zero").exists():
     CASES.update({
@@ -133,6 +184,7 @@ if Path("/dev/zero").exists():
 def test_hostile_input_exits_2_with_a_message_and_no_traceback(name, tmp_path):
     files, argv, expected = CASES[name]
     for file, text in files.items():
+        (tmp_path / file).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / file).write_text(text, encoding="utf-8", errors="surrogatepass")
     args = [str(a).replace("{tmp}", str(tmp_path)) for a in argv]
     started = time.perf_counter()
@@ -201,3 +253,14 @@ def test_the_studio_upload_functions_refuse_the_same_files_with_the_fields_kept(
     *fields, status = open_world_file(str(deep))
     assert "nested 10,000 levels deep" in status
     print(f"studio refusals in {time.perf_counter() - started:.2f} s")
+
+
+def test_a_dataset_card_nested_past_the_limits_is_not_read_for_the_curriculum_name(tmp_path):
+    from wmstudio.studio.curricula import exported_curriculum_name
+
+    folder = tmp_path / "retail-v3"
+    folder.mkdir()
+    for card in ("---\n" + "- " * 200_000 + "x\n---\n", "---\npretty_name: [" + DEEP + "]\n---\n",
+                 "---\npretty_name: " + BIG_NUMBER + "\n---\n"):
+        (folder / "README.md").write_text(card)
+        assert exported_curriculum_name(folder) == "retail"  # the folder's name, as for a card without one

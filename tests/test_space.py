@@ -111,3 +111,72 @@ def test_the_database_export_commits_a_consistent_snapshot(tmp_path):
     finally:
         scheduler.stop()
     assert hub.commits and hub.commits[0] == [EXPORT_FILE]
+
+
+def git_clone_like(folder: Path) -> Path:
+    """A Space repository as `git clone` leaves it: .git, the hub's README.md and .gitattributes, a note."""
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    (folder / "README.md").write_text("---\ntitle: mine\n---\nmy Space\n")
+    (folder / ".gitattributes").write_text("*.safetensors filter=lfs\n")
+    (folder / "notes.txt").write_text("my notes\n")
+    subprocess.run(["git", "-C", str(folder), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+                   check=True)
+    return folder
+
+
+def test_space_build_never_overwrites_or_deletes_what_it_did_not_write(tmp_path):
+    from typer.testing import CliRunner
+
+    from wmstudio.cli import app
+    from wmstudio.problems import InvalidInput
+    from wmstudio.serve.space import build_space
+    from wmstudio.studio.written_files import MARKER
+
+    runner = CliRunner()
+    clone = git_clone_like(tmp_path / "clone")
+    refused = runner.invoke(app, ["space", "build", str(clone), "--force"])
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+    assert "already holds README.md, which `wmstudio space build` did not write" in refused.stderr
+    assert (clone / "README.md").read_text().endswith("my Space\n") and not (clone / "app.py").exists()
+    assert subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True,
+                          text=True).stdout == ""  # nothing touched
+
+    (clone / "README.md").unlink()  # the user moves the hub's README away
+    built = runner.invoke(app, ["space", "build", str(clone), "--force"])
+    assert built.exit_code == 0, built.output
+    assert (clone / "app.py").is_file() and (clone / ".git" / "HEAD").is_file()
+    assert (clone / "notes.txt").read_text() == "my notes\n" and (clone / ".gitattributes").is_file()
+    written = json.loads((clone / MARKER).read_text())["files"]
+    assert "README.md" in written and "wmstudio/serve/space.py" in written and not any(".git" in f for f in written)
+
+    (clone / "wmstudio" / "mine.py").write_text("# the user's\n")  # beside the build's files: kept
+    (clone / "wmstudio" / "gone.py").write_text("# an earlier build's file no longer built\n")
+    record = json.loads((clone / MARKER).read_text())
+    (clone / MARKER).write_text(json.dumps({**record, "files": [*record["files"], "wmstudio/gone.py",
+                                                                 "../outside.txt"]}))
+    (tmp_path / "outside.txt").write_text("not the build's\n")
+    build_space(clone, force=True)
+    assert (clone / "wmstudio" / "mine.py").read_text() == "# the user's\n"
+    assert not (clone / "wmstudio" / "gone.py").exists()  # its own earlier file, replaced by this build's set
+    assert (tmp_path / "outside.txt").read_text() == "not the build's\n"  # a record never reaches outside
+    assert (clone / ".git" / "HEAD").is_file() and (clone / "notes.txt").is_file()
+
+    (clone / "app.py").unlink()
+    (clone / "app.py").mkdir()  # a folder where the build writes a file
+    with pytest.raises(InvalidInput, match="already holds app.py"):
+        build_space(clone, force=True)
+    assert (clone / "app.py").is_dir()
+
+    target = tmp_path / "target"
+    target.mkdir()
+    (tmp_path / "link").symlink_to(target)
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "file").write_text("x")
+    for out, message in ((tmp_path / "link", "is a symbolic link"), (tmp_path / "dangling", "is a symbolic link"),
+                         (tmp_path / "file", "is a file, not a folder"),
+                         (tmp_path / "file" / "space", "is a file, not a folder")):
+        result = runner.invoke(app, ["space", "build", str(out), "--force"])
+        assert result.exit_code == 2 and message in result.stderr, (out, result.output)
+        assert "Traceback" not in result.output and isinstance(result.exception, (SystemExit, type(None)))
+    assert list(target.iterdir()) == [] and (tmp_path / "file").read_text() == "x"

@@ -605,3 +605,38 @@ def test_a_trace_packs_into_nine_bytes_an_entry_and_back():
         DecodeTrace.from_json([[0, 0, float("inf")]])
     with pytest.raises(InvalidInput, match="unreadable decode trace"):
         unpack_trace(b"\x07abc")
+
+WRITE_ONE_CURRICULUM = """
+import sys
+from wmstudio.store import ensure_curriculum, open_store
+ensure_curriculum(open_store(sys.argv[1]), sys.argv[2], "written by another process")
+print("written", flush=True)
+sys.stdin.readline()  # stay open until told: its WAL is the only copy of what it wrote
+"""
+
+
+def test_opening_an_open_database_again_keeps_this_process_reading_what_others_write(tmp_path):
+    """open_store read the file's first bytes again on each call; closing that descriptor dropped every POSIX lock
+    this process's SQLite connections held, so the next process believed itself alone, deleted the WAL when it
+    ended, and this process went on reading a stale copy (the CLI inside the studio, or a test, opens twice)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "studio.db"
+    store = open_store(path)
+    assert list_curricula(store) == []  # a pooled connection now holds its locks
+    assert open_store(path) is store
+    writers = []
+    try:
+        for name in ("first", "second"):
+            writer = subprocess.Popen([sys.executable, "-c", WRITE_ONE_CURRICULUM, str(path), name],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert writer.stdout.readline() == "written\n"
+            writers.append(writer)
+            if name == "first":
+                writer.communicate("\n", timeout=30)  # it ends: the last one out checkpoints, and believed alone
+        assert sorted(s.curriculum.name for s in list_curricula(store)) == ["first", "second"]
+    finally:
+        for writer in writers:
+            if writer.poll() is None:
+                writer.communicate("\n", timeout=30)

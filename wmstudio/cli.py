@@ -659,12 +659,13 @@ config_command(app, "train-agent", AgentTrainConfig, _train_agent)
 
 
 def _train_grpo(settings) -> None:
-    """Run GRPO as a recorded job: the run row (made here unless the studio made it), its status, metrics and
-    episodes through the job reporter, a progress line per step on stderr."""
-    from wmstudio.store import create_run
+    """Run GRPO as a recorded job: the run row (made here unless the studio made it) claimed for this process
+    (a second trainer on a run is refused), its status, metrics and episodes through the job reporter, a progress
+    line per step on stderr."""
     from wmstudio.train.curriculum_scenarios import curriculum_row, curriculum_scenarios
-    from wmstudio.train.grpo import distributed_rank, train_grpo
-    from wmstudio.train.jobs import JobReporter, run_folder
+    from wmstudio.train.grpo import distributed_rank, latest_checkpoint, train_grpo
+    from wmstudio.train.jobs import RECORDED_SETTINGS, begin_job, run_folder
+    from wmstudio.train.run_files import checkpoint_step
 
     store = _store(settings.db)
     if distributed_rank() > 0:  # torchrun's other processes: train beside rank 0, which records the run
@@ -677,16 +678,17 @@ def _train_grpo(settings) -> None:
     try:
         row = curriculum_row(store, settings.curriculum)
         scenarios = curriculum_scenarios(store, settings.curriculum)
-        run_id = settings.run_id
-        if run_id is None:
-            config = {"curriculum": settings.curriculum, "curriculum_version": row.version, "env": settings.env,
-                      "max_steps": settings.max_steps, "seed": settings.seed, "policy": settings.policy}
-            run_id = create_run(store, row.id, config).id
-        reporter = JobReporter(store, run_id)
+        config = {"curriculum": settings.curriculum, "curriculum_version": row.version, "env": settings.env,
+                  "max_steps": settings.max_steps, "seed": settings.seed}
+        config.update({key: _as_recorded(value) for key in RECORDED_SETTINGS
+                       if (value := getattr(settings, key)) is not None})  # `wmstudio runs resume` passes them on
+        reporter = begin_job(store, settings.run_id, settings.resume, row.id, config)
     except InvalidInput as err:
         fail(str(err))
+    run_id = reporter.run_id
     folder = settings.out or run_folder(run_id)
     folder.mkdir(parents=True, exist_ok=True)
+    newest = latest_checkpoint(folder) if settings.resume else None
 
     def on_metrics(step: int, values: dict[str, float]) -> None:
         reporter.metrics(step, values)
@@ -696,7 +698,7 @@ def _train_grpo(settings) -> None:
             shown = " ".join(f"{k} {v:.3f}" for k, v in values.items() if k in ("reward", "success", "kl"))
             typer.echo(f"[{bar}] step {step}/{settings.max_steps} {shown}", err=True)
 
-    reporter.start()
+    reporter.start(resumed_from=(checkpoint_step(newest) if newest else 0) if settings.resume else None)
     try:
         backend = _world_model(settings.env, settings.model, settings.world_model_url)
         result = train_grpo(settings, folder, backend, on_metrics, reporter.episodes,
@@ -712,6 +714,97 @@ def _train_grpo(settings) -> None:
 
 
 config_command(app, "train-grpo", GrpoSettings, _train_grpo)
+
+
+def _as_recorded(value: Any) -> Any:
+    """A setting as a run records it: a local path made absolute (a resume may start from another folder)."""
+    if isinstance(value, Path) or (isinstance(value, str) and value and Path(value).exists()):
+        return str(Path(value).resolve())
+    return value
+
+runs_app = typer.Typer(help="GRPO training runs: list them, show one, cancel or resume it (what the Train tab does).",
+                       no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+
+def _run_json(store, run, detail: bool = False) -> dict[str, Any]:
+    """A run as `runs list` / `runs show` print it (show adds the last values, checkpoints and the log's tail)."""
+    from wmstudio.store import logged_steps, run_metrics
+    from wmstudio.train.jobs import run_checkpoints, run_files_folder
+    from wmstudio.train.run_files import log_tail
+
+    when = lambda moment: moment.isoformat(timespec="seconds") if moment else None  # noqa: E731
+    data = {"id": run.id, "status": run.status, "curriculum": run.config.get("curriculum"),
+            "env": run.config.get("env"), "max_steps": run.config.get("max_steps"),
+            "steps_logged": logged_steps(store, [run.id])[run.id], "pid": run.pid, "created": when(run.created_at),
+            "started": when(run.started_at), "finished": when(run.finished_at), "error": run.error}
+    if detail:
+        last: dict[str, dict[str, float]] = {}
+        for metric in run_metrics(store, run.id):
+            last[metric.name] = {"step": metric.step, "value": metric.value}
+        data.update({"config": run.config, "folder": str(run_files_folder(run)), "last_values": last,
+                     "checkpoints": [p.name for p in run_checkpoints(run)], "log_tail": log_tail(run.id, 20)})
+    return data
+
+
+@runs_app.command("list")
+def runs_list(db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP)) -> None:
+    """Every run, newest first, with its status as it is now (a run whose process is gone is marked failed)."""
+    from wmstudio.store import list_runs
+    from wmstudio.train.jobs import refresh_jobs
+
+    store = _store(db)
+    refresh_jobs(store)
+    emit([_run_json(store, run) for run in list_runs(store)])
+
+
+@runs_app.command("show")
+def runs_show(
+    run_id: int = typer.Argument(..., help="The run's id (see `wmstudio runs list`)."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """One run: status, settings, last value of each metric, checkpoints and the last lines of its log."""
+    from wmstudio.store import get_run
+    from wmstudio.train.jobs import refresh_jobs
+
+    store = _store(db)
+    try:
+        refresh_jobs(store)
+        emit(_run_json(store, get_run(store, run_id), detail=True))
+    except InvalidInput as err:
+        fail(str(err))
+
+
+@runs_app.command("cancel")
+def runs_cancel(
+    run_id: int = typer.Argument(..., help="The queued or running run to stop."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Stop a run (SIGTERM, then SIGKILL after 10 s); it is recorded as cancelled and can be resumed."""
+    from wmstudio.train.jobs import cancel_job
+
+    store = _store(db)
+    try:
+        emit(_run_json(store, cancel_job(store, run_id)))
+    except InvalidInput as err:
+        fail(str(err))
+
+
+@runs_app.command("resume")
+def runs_resume(
+    run_id: int = typer.Argument(..., help="The failed or cancelled run to continue."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Continue a failed or cancelled run from its newest checkpoint, in the background (same run, same settings);
+    follow it with `wmstudio runs show`."""
+    from wmstudio.train.jobs import resume_job, run_checkpoints
+
+    store = _store(db)
+    try:
+        run = resume_job(store, run_id)
+    except InvalidInput as err:
+        fail(str(err))
+    emit({**_run_json(store, run), "from_checkpoint": run_checkpoints(run)[-1].name, "log": run.log_path})
 
 
 def _world_model(env: str, model: str | None, url: str | None):

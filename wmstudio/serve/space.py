@@ -18,6 +18,14 @@ from typing import Any
 from wmstudio.locations import ASSETS_DIR, REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import backup_database
+from wmstudio.studio.written_files import (
+    check_out_folder,
+    in_the_way,
+    record_written,
+    refuse_in_the_way,
+    remove_written,
+    written_before,
+)
 
 SPACE_SOURCE = REPO_ROOT / "spaces"
 HARDWARE = ("cpu-basic", "cpu-upgrade", "zero-a10g", "t4-small", "a10g-small")
@@ -25,6 +33,7 @@ SHIPPED_ASSETS = ("models", "worlds", "examples")
 EXPORT_EVERY_MINUTES = 10
 EXPORT_FILE = "wmstudio.sqlite"
 ZERO_GPU_REQUIREMENT = "spaces>=0.30"
+SPACE_BUILD = "wmstudio space build"  # the command named in the folder's record of what it wrote
 
 
 @dataclass
@@ -38,34 +47,61 @@ class SpaceBuild:
 
 def build_space(out: Path, hardware: str = "cpu-upgrade", models: list[str] | None = None,
                 force: bool = False) -> SpaceBuild:
-    """Assemble the Space in `out` (refused when it exists and is not empty, unless `force`)."""
+    """Assemble the Space in `out`: a new or empty folder, or with `force` one an earlier build wrote into, whose
+    files from that build are replaced. Nothing the build did not write is overwritten or deleted (a clone's .git
+    stays); InvalidInput names what is in the way before anything is touched."""
     import gradio
 
     if hardware not in HARDWARE:
         raise InvalidInput(Problem("hardware", f"{hardware!r} is not a Space hardware we build for: use "
                                                f"{', '.join(HARDWARE)}"))
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        if not force or not out.is_dir():
-            raise InvalidInput(Problem("out", f"{out} exists and is not an empty folder: choose a new folder "
-                                              "(or --force to replace its contents)"))
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(REPO_ROOT / "wmstudio", out / "wmstudio", ignore=ignore)
-    for name in SHIPPED_ASSETS:
-        shutil.copytree(ASSETS_DIR / name, out / "assets" / name, ignore=ignore)
-    shutil.copy2(SPACE_SOURCE / "app.py", out / "app.py")
+    check_out_folder(out)
     requirements = package_requirements()
     if hardware.startswith("zero"):
         requirements.append(ZERO_GPU_REQUIREMENT)
-    (out / "requirements.txt").write_text("\n".join(requirements) + "\n", encoding="utf-8")
     front = {"title": "World Model Studio", "emoji": "🌍", "colorFrom": "indigo", "colorTo": "blue",
              "sdk": "gradio", "sdk_version": gradio.__version__, "python_version": "3.11", "app_file": "app.py",
              "suggested_hardware": hardware, "hf_oauth": True, "models": list(models or []), "pinned": False}
-    body = (SPACE_SOURCE / "README.md").read_text(encoding="utf-8")
-    (out / "README.md").write_text(front_matter_text(front) + body, encoding="utf-8")
+    texts = {"requirements.txt": "\n".join(requirements) + "\n",
+             "README.md": front_matter_text(front) + (SPACE_SOURCE / "README.md").read_text(encoding="utf-8")}
+    copies = space_sources()
+    planned = [*copies, *texts]
+    ours: set[str] = set()
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise InvalidInput(Problem("out", f"{out} exists and is not an empty folder: choose a new folder, or "
+                                              "--force to replace what an earlier `space build` wrote there "
+                                              "(nothing else in it is touched)"))
+        ours = written_before(out, SPACE_BUILD)
+        refuse_in_the_way(out, in_the_way(out, planned, ours), SPACE_BUILD, "move it away, or build into a new "
+                                                                           "folder and copy the Space from there")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        record_written(out, SPACE_BUILD, ours | set(planned))  # a build cut short leaves its files listed as its own
+        remove_written(out, ours)
+        for name, source in copies.items():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, out / name)
+        for name, text in texts.items():
+            (out / name).write_text(text, encoding="utf-8")
+        record_written(out, SPACE_BUILD, planned)
+    except OSError as err:
+        raise InvalidInput(Problem("out", f"{err.filename or out}: cannot be written ({err.strerror or err}): "
+                                          "choose a writable folder")) from None
     return SpaceBuild(out, front, requirements)
+
+
+def space_sources() -> dict[str, Path]:
+    """What the Space holds from this checkout, by its path in the Space: the package, the shipped assets and the
+    entry app.py (no caches)."""
+    trees = [(REPO_ROOT / "wmstudio", "wmstudio")] + [(ASSETS_DIR / name, f"assets/{name}") for name in SHIPPED_ASSETS]
+    found = {"app.py": SPACE_SOURCE / "app.py"}
+    for root, prefix in trees:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                found[f"{prefix}/{path.relative_to(root).as_posix()}"] = path
+    return found
 
 
 def package_requirements() -> list[str]:

@@ -77,6 +77,7 @@ from wmstudio.store.trace import pack_trace, unpack_trace
 from wmstudio.store.training_runs import (
     add_metrics,
     create_run,
+    drop_metrics_after,
     get_run,
     list_runs,
     logged_steps,
@@ -132,6 +133,7 @@ __all__ = [
     "create_rollout",
     "create_run",
     "curriculum_rollouts",
+    "drop_metrics_after",
     "default_db_path",
     "edit_step_response",
     "ensure_curriculum",

@@ -140,6 +140,11 @@ class Store:
                 session.rollback()
                 raise
 
+    @property
+    def connected(self) -> bool:
+        """Whether this process has an engine (and maybe connections) on the file now."""
+        return self._engine is not None and self._pid == os.getpid()
+
     def close(self) -> None:
         """Close this process's pooled connections (the Store opens new ones if used again)."""
         with self._lock:
@@ -159,6 +164,13 @@ def open_store(path: str | Path | None = None, upgrade: bool = True) -> Store:
     wmstudio. Upgrading never drops data; an existing database is copied beside itself before it is changed.
     Opening the same file again in this process returns the same Store, so the process keeps one engine."""
     db_path = Path(path).expanduser() if path is not None else default_db_path()
+    with _OPEN_STORES_LOCK:
+        known = _OPEN_STORES.get(db_path.resolve())
+    if known is not None and known.connected and known.file_id == _file_id(db_path):
+        # checked and upgraded when first opened; reading the file again would close a descriptor of it, and closing
+        # any descriptor drops every POSIX lock this process's SQLite connections hold on it (another process then
+        # believes it is alone, deletes the WAL on exit, and our connections read a stale copy from then on)
+        return known
     _check_path(db_path)
     if upgrade:
         try:
@@ -167,13 +179,21 @@ def open_store(path: str | Path | None = None, upgrade: bool = True) -> Store:
             raise _database_problem(db_path, err) from None
         except sa.exc.DatabaseError as err:
             raise _database_problem(db_path, err.orig or err) from None
-    file_id = (db_path.stat().st_dev, db_path.stat().st_ino)
+    file_id = _file_id(db_path)
     with _OPEN_STORES_LOCK:
         store = _OPEN_STORES.setdefault(db_path.resolve(), Store(db_path))
         if store.file_id != file_id:  # the file was replaced (deleted, restored): drop connections to the old one
             store.close()
             store.file_id = file_id
         return store
+
+
+def _file_id(db_path: Path) -> tuple[int, int] | None:
+    try:
+        info = db_path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _check_path(db_path: Path) -> None:
@@ -292,7 +312,7 @@ def fetch_row(session: Session, table: type[Any], row_id: int, field: str) -> An
     """The row of `table` with this id; InvalidInput naming `field` when there is none."""
     if isinstance(row_id, bool) or not isinstance(row_id, int):
         raise InvalidInput(Problem(field, f"must be a whole-number id, got {row_id!r}"))
-    row = session.get(table, row_id)
+    row = session.get(table, row_id) if -2**63 <= row_id < 2**63 else None  # beyond SQLite's integers: none
     if row is None:
         raise InvalidInput(Problem(field, f"no {table.__tablename__.replace('_', ' ')} with id {row_id}: "
                                           "pick one that exists (it may have been deleted or be in another database)"))

@@ -79,6 +79,17 @@ def add_metrics(store: Store, run_id: int, step: int, values: Mapping[str, float
         session.add_all(rows)
 
 
+def drop_metrics_after(store: Store, run_id: int, step: int) -> int:
+    """Delete the run's values logged after `step`: a run resumed from the checkpoint of `step` trains the later
+    steps again and logs them anew (one value per name and step). Returns how many went."""
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise InvalidInput(Problem("step", f"must be a training step (a whole number from 0), got {step!r}"))
+    with store.write() as session:
+        fetch_row(session, TrainingRun, run_id, "run_id")
+        gone = session.exec(sa.delete(RunMetric).where(RunMetric.run_id == run_id, RunMetric.step > step))
+        return gone.rowcount or 0
+
+
 def get_run(store: Store, run_id: int) -> TrainingRun:
     """The run with this id; InvalidInput when there is none."""
     with store.read() as session:

@@ -17,6 +17,7 @@ from wmstudio.store import MadeBy, NewRollout, NewStep, Store, import_rollouts
 from wmstudio.studio.curricula import ImportResult
 from wmstudio.world.checks import check_step
 from wmstudio.world.history import HistoryStep, response_text
+from wmstudio.world.input_limits import InputRefused, loads_limited
 from wmstudio.world.spec import WorldSpec
 from wmstudio.world.tools import Tool
 from wmstudio.world.trajectories import STATE_PREFIX, chat_row_step, read_trajectories_file
@@ -32,8 +33,8 @@ def looks_like_chat_rows(path: Path) -> bool:
     with path.open("rb") as handle:
         first = handle.readline(SNIFF_BYTES).decode("utf-8", "replace")
     try:
-        row = json.loads(first)
-    except json.JSONDecodeError:
+        row = loads_limited(first)
+    except (json.JSONDecodeError, InputRefused):
         return False
     messages = row.get("messages") if isinstance(row, dict) else None
     return isinstance(messages, list) and any(
@@ -51,14 +52,21 @@ def import_chat_rows(store: Store, path: Path, world: WorldSpec | None = None) -
         raise InvalidInput(f"{path}: over {MAX_CHAT_FILE_BYTES:,} bytes: split the file")
     rows: list[tuple[str, list[HistoryStep]]] = []
     problems: list[Problem] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InvalidInput(f"{path}: not UTF-8 text (bad byte at offset {err.start}): save it as UTF-8") from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path.name}:{number}"
         try:
-            row = json.loads(line)
+            row = loads_limited(line)
         except json.JSONDecodeError as err:
             problems.append(Problem(where, f"not JSON ({err.msg} at column {err.colno}): one row per line"))
+            continue
+        except InputRefused as err:
+            problems.append(Problem(where, str(err)))
             continue
         messages = row.get("messages") if isinstance(row, dict) else None
         try:

@@ -51,8 +51,9 @@ from wmstudio.studio.datasets import (
     import_dataset,
     push_to_hub,
 )
-from wmstudio.studio.scenario_file import read_scenarios_file, write_scenarios_file
+from wmstudio.studio.scenario_file import SCENARIOS_FILE, read_scenarios_file, write_scenarios_file
 from wmstudio.train.curriculum_scenarios import scenario_from_row, scenario_rows
+from wmstudio.world.input_limits import InputRefused, yaml_limited
 from wmstudio.world.spec import Call
 
 MAX_IMPORT_BYTES = 1_000_000_000
@@ -117,7 +118,8 @@ def export_curriculum(store: Store, curriculum_id: int, folder: Path | None = No
     folder = Path(folder) if folder is not None else user_home() / "exports" / f"{slug}-v{curriculum.version}"
     name = f"{curriculum.name} v{curriculum.version}"
     scenarios = export_scenarios(store, curriculum_id)
-    export_dataset(export_rollouts(store, curriculum_id), folder, name, scenarios=len(scenarios))
+    export_dataset(export_rollouts(store, curriculum_id), folder, name, scenarios=len(scenarios),
+                   also_writes=[SCENARIOS_FILE])
     write_scenarios_file(folder, scenarios)
     return folder, name
 
@@ -188,9 +190,9 @@ def exported_curriculum_name(folder: Path) -> str:
     `retail`), else the folder's name without it (`retail-v3` -> `retail`)."""
     try:
         card = (folder / CARD_FILE).read_text(encoding="utf-8")
-        front = yaml.safe_load(card.split("---", 2)[1]) if card.startswith("---") else None
+        front = yaml_limited(card.split("---", 2)[1]) if card.startswith("---") else None
         name = front.get("pretty_name") if isinstance(front, dict) else None
-    except (OSError, UnicodeDecodeError, IndexError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, IndexError, yaml.YAMLError, InputRefused):
         name = None
     name = name if isinstance(name, str) and name.strip() else folder.name
     return re.sub(r"[\s-]+v\d+$", "", name.strip())[:MAX_NAME_CHARS].strip() or "imported"

@@ -19,6 +19,7 @@ Columns: `dataset`, `messages` (derived, not read back), `world_name` (derived),
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,13 +31,24 @@ import yaml
 
 from wmstudio.problems import InvalidInput, Problem, join_path
 from wmstudio.studio.scenario_file import SCENARIOS_FILE
+from wmstudio.studio.written_files import (
+    MARKER,
+    check_out_folder,
+    in_the_way,
+    record_written,
+    refuse_in_the_way,
+    written_before,
+)
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.input_limits import InputRefused, loads_limited
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.spec import Call, WorldSpec, parse_world
 
 PARQUET_FILE = "data/train-00000-of-00001.parquet"
 JSONL_FILE = "data/train.jsonl"
 CARD_FILE = "README.md"
+CARD_SIGNATURE = "exported from World Model Studio (wmstudio)"
+DATASET_EXPORT = "wmstudio dataset export"  # the name an export's folder records its files under
 MAX_DATASET_BYTES = 2_000_000_000
 
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
@@ -97,18 +109,24 @@ def export_dataset(
     max_chars: int | None = None,
     progress: Progress | None = None,
     scenarios: int = 0,
+    also_writes: Sequence[str] = (),
 ) -> Path:
     """Write `rollouts` as a dataset folder named `name` (README card, parquet and JSONL rows); returns the folder.
 
     `max_chars` bounds each prompt (history middle-truncated); `progress(done, total)` is called per rollout;
-    `scenarios` is how many the caller writes to scenarios.jsonl beside them (the card says so).
-    InvalidInput names every bad rollout field (`rollouts[1].steps[0].response: ...`) before anything is written."""
+    `scenarios` is how many the caller writes to scenarios.jsonl beside them (the card says so); `also_writes`
+    names the files the caller writes or removes there next (recorded as the export's).
+    InvalidInput names every bad rollout field (`rollouts[1].steps[0].response: ...`) before anything is written,
+    and any file in the folder that an export did not write but would overwrite (a README of the user's)."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput(Problem("name", "give the dataset a name (e.g. the curriculum's name)"))
     _check_rollouts(rollouts)
     out = Path(folder)
-    if out.exists() and not out.is_dir():
-        raise InvalidInput(f"{out}: is a file, not a folder: choose a folder for the dataset")
+    check_out_folder(out, "folder")
+    planned = [CARD_FILE, PARQUET_FILE, JSONL_FILE, *also_writes]
+    ours = written_before(out, DATASET_EXPORT) if (out / MARKER).is_file() else _earlier_export(out)
+    refuse_in_the_way(out, in_the_way(out, planned, ours), DATASET_EXPORT, "move it away, or export into a new "
+                                                                          "folder")
     rows: list[dict[str, Any]] = []
     for done, rollout in enumerate(rollouts, start=1):
         rows.extend(_rollout_rows(rollout, name.strip(), max_chars))
@@ -120,7 +138,19 @@ def export_dataset(
     _write_atomically(out / JSONL_FILE, lambda tmp: tmp.write_text(jsonl, encoding="utf-8"))
     card = dataset_card(name.strip(), rollouts=len(rollouts), rows=len(rows), scenarios=scenarios)
     _write_atomically(out / CARD_FILE, lambda tmp: tmp.write_text(card, encoding="utf-8"))
+    record_written(out, DATASET_EXPORT, {name for name in ours if (out / name).is_file()} | set(planned))
     return out
+
+
+def _earlier_export(out: Path) -> set[str]:
+    """The files of an export made before exports kept a record: recognised by the card it wrote."""
+    try:
+        card = (out / CARD_FILE).read_text(encoding="utf-8")[:4000]
+    except (OSError, UnicodeDecodeError):
+        return set()
+    if CARD_SIGNATURE not in card or not card.startswith("---\n"):
+        return set()
+    return {CARD_FILE, PARQUET_FILE, JSONL_FILE, SCENARIOS_FILE}
 
 
 def import_dataset(folder: str | Path) -> list[ExportRollout]:
@@ -180,7 +210,7 @@ def dataset_card(name: str, rollouts: int, rows: int, scenarios: int = 0) -> str
     columns = "\n".join(f"| `{column}` | {meaning} |" for column, meaning in _COLUMN_MEANINGS.items())
     return (
         f"---\n{yaml.safe_dump(front, sort_keys=False)}---\n\n# {name}\n\n"
-        f"A world-model curriculum exported from World Model Studio (wmstudio): {rollouts} rollouts, {rows} rows "
+        f"A world-model curriculum {CARD_SIGNATURE}: {rollouts} rollouts, {rows} rows "
         "(one per step). `messages` is the chat row a world model trains on (system: the world's sections; "
         "user: `State: ...` and `Action: ...`; assistant: the tool's response). The other columns rebuild the "
         "rollouts exactly (`wmstudio.studio.datasets.import_dataset`).\n\n"
@@ -298,7 +328,7 @@ def _is_json(value: Any) -> bool:
 
 
 def _write_atomically(target: Path, write: Callable[[Path], Any]) -> None:
-    tmp = target.with_name(target.name + ".tmp")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     write(tmp)
     tmp.replace(target)
 
@@ -345,9 +375,11 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads_limited(line)
         except json.JSONDecodeError as err:
             raise InvalidInput(f"{path}:{number}:{err.colno}: invalid JSON ({err.msg}): fix or re-export") from None
+        except InputRefused as err:
+            raise InvalidInput(f"{path}:{number}: {err}") from None
         if not isinstance(row, dict):
             raise InvalidInput(f"{path}:{number}: a row must be a JSON object")
         missing = [column for column in REQUIRED_COLUMNS if column not in row]
@@ -398,7 +430,12 @@ def _rebuild_one(rollout_id: str, members: list[tuple[int, dict[str, Any]]],
                                 f"expected 0..{len(members) - 1} with no gaps or repeats"))
         return None
     try:
-        world = parse_world(_json_column(first, "world", first_index), source=f"rows[{first_index}].world")
+        world_json = _json_column(first, "world", first_index)
+    except InvalidInput as err:
+        problems.extend(err.problems)
+        return None
+    try:
+        world = parse_world(world_json, source=f"rows[{first_index}].world")
     except InvalidInput as err:
         problems.extend(Problem(join_path(f"rows[{first_index}].world", p.path) if p.path else
                                 f"rows[{first_index}].world", p.message) for p in err.problems)
@@ -426,7 +463,9 @@ def _rebuild_one(rollout_id: str, members: list[tuple[int, dict[str, Any]]],
 
 def _json_column(row: dict[str, Any], column: str, index: int) -> Any:
     try:
-        return json.loads(row[column])
+        return loads_limited(row[column])
     except json.JSONDecodeError as err:
         raise InvalidInput(Problem(f"rows[{index}].{column}", f"invalid JSON at column {err.colno} ({err.msg}): "
                                                               "fix or re-export")) from None
+    except InputRefused as err:
+        raise InvalidInput(Problem(f"rows[{index}].{column}", str(err))) from None

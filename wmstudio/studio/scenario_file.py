@@ -13,6 +13,7 @@ from pathlib import Path
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import NewScenario
 from wmstudio.store.scenarios import scenario_problems
+from wmstudio.world.input_limits import InputRefused, loads_limited
 
 SCENARIOS_FILE = "scenarios.jsonl"
 MAX_SCENARIOS_BYTES = 500_000_000
@@ -49,7 +50,10 @@ def read_scenarios_file(folder: Path) -> list[NewScenario]:
         if not line.strip():
             continue
         try:
-            scenario = NewScenario.from_json(json.loads(line), source="")
+            scenario = NewScenario.from_json(loads_limited(line), source="")
+        except InputRefused as err:
+            problems.append(Problem(f"line {number}", str(err)))
+            continue
         except json.JSONDecodeError as err:
             problems.append(Problem(f"line {number}", f"invalid JSON at column {err.colno} ({err.msg}): fix the line "
                                                       "or re-export"))

@@ -31,6 +31,7 @@ from wmstudio.train.agent_policy import MALFORMED, AgentPolicy, load_policy
 from wmstudio.train.chat_policy import ChatPolicy
 from wmstudio.train.environments import SIMULATOR, EpisodeWorld
 from wmstudio.train.off_policy import evaluate_policy
+from wmstudio.train.run_files import complete_checkpoints
 from wmstudio.train.scenarios import HELDOUT, TRAIN, Scenario, Step, Trajectory, demo_scenarios, split_of, succeeded
 from wmstudio.world.spec import Call
 
@@ -297,9 +298,8 @@ def world_model_batcher(backend: Backend | RemoteWorldModel | None, env: str) ->
 def latest_checkpoint(folder: Path) -> Path | None:
     """The newest complete `checkpoint-N` under the run folder's checkpoints (one a kill cut short has no
     trainer_state.json yet), or None."""
-    found = [p for p in (folder / "checkpoints").glob("checkpoint-*")
-             if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").is_file()]  # written last: complete
-    return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
+    found = complete_checkpoints(folder)
+    return found[-1] if found else None
 
 
 def _heldout_success(policy: TrainablePolicy, heldout: list[Scenario]) -> float:

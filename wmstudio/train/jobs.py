@@ -1,7 +1,9 @@
 """GRPO training runs as background jobs: start, cancel, resume and watch `wmstudio train-grpo` processes.
 
-The studio launches the process and reads the store; the process reports through `JobReporter`. The store row
-says what state a run is in; its files (log, episodes, checkpoints, policy) are `run_files`'."""
+The one owner of a run's life, whoever starts it (the Train tab, `wmstudio runs`, `wmstudio train-grpo`): the
+studio launches the process and reads the store; the process claims its run (`run_owner`: a lock on the run folder
+and a record of its pid and start time) and reports through `JobReporter`. The store row says what state a run is
+in; its files (log, episodes, checkpoints, policy) are `run_files`'."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from wmstudio.store import (
     TrainingRun,
     add_metrics,
     create_run,
+    drop_metrics_after,
     get_run,
     list_runs,
     update_run,
@@ -36,9 +39,20 @@ from wmstudio.train.run_files import (
     CHECKPOINTS_DIR,
     LOG_FILE,
     append_episodes,
-    checkpoints,
+    drop_episodes_after,
     move_aside_leftovers,
+    run_checkpoints,
+    run_files_folder,
     run_folder,
+)
+from wmstudio.train.run_owner import (
+    RECORD_FILE,
+    Claim,
+    busy_message,
+    claim_run,
+    trainer_alive,
+    trainer_pid,
+    write_record,
 )
 
 MAX_STEPS = 10_000
@@ -50,9 +64,10 @@ START_GRACE_S = 60.0  # a queued run without a process this long after it was ma
 CANCEL_GRACE_S = 10.0  # how long a cancelled process may take to stop before it is killed
 CANCELLED_EXIT_CODE = 128 + signal.SIGTERM  # what a shell reports for a process ended by SIGTERM
 MAX_ERROR_CHARS = 4000
+RECORDED_SETTINGS = ("policy", "save_every", "generations", "scenarios_per_step", "minutes", "learning_rate", "beta",
+                     "temperature", "threads", "lora_rank", "model", "world_model_url", "out")  # passed on when set
 MAX_LIVE_JOBS = 2  # runs training at once (each takes a core or more); a shared studio cannot be flooded with them
 
-_children: dict[int, subprocess.Popen] = {}  # processes this process started, polled so they never linger as zombies
 _cancelling: set[tuple[str, int]] = set()  # (database, run id) being cancelled here: refresh_jobs leaves them alone
 _registry_lock = threading.Lock()
 
@@ -71,13 +86,15 @@ class JobReporter:
     episode transcripts, and how it ended; SIGTERM records `cancelled` and exits at once (code 143).
 
     Use `with JobReporter(store, run_id) as reporter:` (start, then finish, or fail on an exception) or call
-    `start()` / `finish()` / `fail(message)` yourself. Each metrics call is committed when it returns."""
+    `start()` / `finish()` / `fail(message)` yourself. `start` first claims the run for this process, so a
+    second trainer on it is refused. Each metrics call is committed when it returns."""
 
     def __init__(self, store: Store, run_id: int):
         self.store = store
         self.run_id = run_id
         self._writing = 0  # inside one of our store writes: a SIGTERM then waits until it is committed
         self._cancel_pending = False
+        self._claim: Claim | None = None
 
     def __enter__(self) -> JobReporter:
         self.start()
@@ -89,13 +106,31 @@ class JobReporter:
         else:
             self.fail(f"{kind.__name__}: {err}" if str(err) else kind.__name__)
 
-    def start(self) -> None:
-        """Mark the run running with this process's id and make SIGTERM mean "cancelled" (main thread only)."""
+    def claim(self) -> None:
+        """Take the run for this process (held until it ends); InvalidInput naming the process that trains it
+        when another one does."""
+        if self._claim is None:
+            self._claim = claim_run(self.run_id, self.store.path)
+
+    def release(self) -> None:
+        """Let go of the run (another process may train it from now on)."""
+        if self._claim is not None:
+            self._claim.release()
+            self._claim = None
+
+    def start(self, resumed_from: int | None = None) -> None:
+        """Claim the run, mark it running with this process's id and no error, and make SIGTERM mean
+        "cancelled" (main thread only). `resumed_from`: the step of the checkpoint training continues from
+        (0: none); what was logged after it goes, since those steps are trained and logged again."""
+        self.claim()
         try:
             signal.signal(signal.SIGTERM, self._on_sigterm)
         except ValueError:  # not the main thread: SIGTERM keeps its default (cancel_job still records it)
             pass
-        self._write(lambda: update_run(self.store, self.run_id, status="running", pid=os.getpid()))
+        if resumed_from is not None:
+            self._write(lambda: drop_metrics_after(self.store, self.run_id, resumed_from))
+            drop_episodes_after(self.run_id, resumed_from)
+        self._write(lambda: update_run(self.store, self.run_id, status="running", pid=os.getpid(), error=""))
 
     def metrics(self, step: int, values: Mapping[str, Any]) -> None:
         """Log this step's values; names with a non-finite or non-numeric value are left out, not raised."""
@@ -117,17 +152,20 @@ class JobReporter:
 
     def finish(self) -> None:
         """Mark the run finished (a run already recorded as cancelled stays cancelled)."""
-        self._end("finished", None)
+        self._end("finished", "")
 
     def fail(self, message: str) -> None:
         """Mark the run failed with this message (a run already recorded as cancelled stays cancelled)."""
         self._end("failed", str(message)[-MAX_ERROR_CHARS:] or "failed")
 
-    def _end(self, status: str, error: str | None) -> None:
+    def _end(self, status: str, error: str) -> None:
         def record() -> None:
             if get_run(self.store, self.run_id).status != "cancelled":
                 update_run(self.store, self.run_id, status=status, error=error)
-        self._write(record)
+        try:
+            self._write(record)
+        finally:
+            self.release()
 
     def _write(self, action) -> None:
         self._writing += 1
@@ -166,6 +204,27 @@ class JobReporter:
         os._exit(CANCELLED_EXIT_CODE)
 
 
+def begin_job(store: Store, run_id: int | None, resume: bool, curriculum_id: int,
+              config: Mapping[str, Any]) -> JobReporter:
+    """Inside `train-grpo`: the reporter of the run it trains, claimed for this process. The run is made now
+    unless the studio made it (`run_id`); a given run must be queued, or with `resume` anything but finished.
+    InvalidInput (nothing recorded) when another process trains the run or it is not one to train now."""
+    if run_id is None:
+        run_id = create_run(store, curriculum_id, config).id
+        move_aside_leftovers(run_id)
+    get_run(store, run_id)  # one that exists, before its folder is made
+    reporter = JobReporter(store, run_id)
+    reporter.claim()
+    status = get_run(store, run_id).status
+    if status == "queued" or (resume and status != "finished"):
+        return reporter
+    reporter.release()
+    if status == "finished":
+        raise InvalidInput(Problem("run_id", f"run {run_id} already finished: start a new run to train further"))
+    raise InvalidInput(Problem("run_id", f"run {run_id} is {status}: continue it from its newest checkpoint with "
+                                         f"--resume (or `wmstudio runs resume {run_id}`), or start a new run"))
+
+
 # --- in the studio: start, cancel, resume, watch ----------------------------------------------------------------
 
 
@@ -174,9 +233,9 @@ def training_command(run_id: int, config: Mapping[str, Any], db_path: str | Path
     command = [sys.executable, "-m", "wmstudio.cli", "train-grpo", "--curriculum", str(config["curriculum"]),
                "--env", str(config["env"]), "--max-steps", str(config["max_steps"]), "--db", str(db_path),
                "--run-id", str(run_id), "--seed", str(config.get("seed", 0))]
-    for key, flag in (("policy", "--policy"), ("save_every", "--save-every")):
+    for key in RECORDED_SETTINGS:
         if config.get(key) is not None:
-            command += [flag, str(config[key])]
+            command += ["--" + key.replace("_", "-"), str(config[key])]
     return command + (["--resume"] if resume else [])
 
 
@@ -229,9 +288,11 @@ def resume_job(store: Store, run_id: int) -> TrainingRun:
         raise InvalidInput(Problem("run_id", f"run {run_id} is still {run.status}: cancel it first, or let it end"))
     if run.status == "finished":
         raise InvalidInput(Problem("run_id", f"run {run_id} already finished: start a new run to train further"))
-    if not checkpoints(run_id):
+    if trainer_alive(run_id, store.path):  # marked ended, yet a process still trains it: never a second one
+        raise InvalidInput(Problem("run_id", busy_message(run_id)))
+    if not run_checkpoints(run):
         raise InvalidInput(Problem("run_id", f"run {run_id} has no checkpoint to resume from (none in "
-                                             f"{run_folder(run_id) / CHECKPOINTS_DIR}): start a new run instead"))
+                                             f"{run_files_folder(run) / CHECKPOINTS_DIR}): start a new run instead"))
     job_settings(**{k: run.config.get(k) for k in ("curriculum", "env", "max_steps", "seed", "policy", "save_every")})
     _refuse_when_busy(store)
     run = update_run(store, run_id, status="queued", error="")
@@ -249,8 +310,12 @@ def cancel_job(store: Store, run_id: int, grace_s: float = CANCEL_GRACE_S) -> Tr
     with _registry_lock:
         _cancelling.add(key)
     try:
-        if run.pid is not None and job_alive(run.pid, run_id):
-            _stop(run.pid, run_id, grace_s)
+        if job_alive(run_id, store.path):
+            pid = trainer_pid(run_id)
+            if pid is None:
+                raise InvalidInput(Problem("run_id", f"run {run_id} is training but its process is not recorded "
+                                                     f"in {run_folder(run_id)}: stop that process yourself"))
+            _stop(pid, run_id, store.path, grace_s)
         now = get_run(store, run_id)
         if now.status in LIVE_STATUSES or (now.status == "failed" and now.error == ENDED_UNREPORTED):
             update_run(store, run_id, status="cancelled", error="")
@@ -262,7 +327,8 @@ def cancel_job(store: Store, run_id: int, grace_s: float = CANCEL_GRACE_S) -> Tr
 
 def refresh_jobs(store: Store) -> list[TrainingRun]:
     """Mark queued or running runs whose process is gone (killed, crashed, machine restarted) as failed, so
-    the store says what is true after a restart of the studio; returns the runs it changed."""
+    the store says what is true after a restart of the studio; returns the runs it changed. A run's process is
+    the one that claimed it, whoever started it (the studio, `wmstudio runs`, `train-grpo` in a terminal)."""
     changed = []
     for run in list_runs(store):
         if run.status not in LIVE_STATUSES:
@@ -270,40 +336,21 @@ def refresh_jobs(store: Store) -> list[TrainingRun]:
         with _registry_lock:
             if (str(store.path), run.id) in _cancelling:
                 continue
-        if run.pid is None:
+        if job_alive(run.id, store.path):
+            continue
+        if run.pid is None and not (run_folder(run.id) / RECORD_FILE).is_file():
             if _age(run.created_at) > START_GRACE_S:
                 changed.append(update_run(store, run.id, status="failed", error=NEVER_STARTED))
-        elif not job_alive(run.pid, run.id) and get_run(store, run.id).status in LIVE_STATUSES:
+        elif get_run(store, run.id).status in LIVE_STATUSES:
             changed.append(update_run(store, run.id, status="failed", error=ENDED_UNREPORTED))
     return changed
 
 
-def job_alive(pid: int, run_id: int) -> bool:
-    """Whether process `pid` is running (not a zombie) and is the training process of run `run_id`: its command
-    line names `--run-id <run_id>` (where the system shows command lines), so a reused pid does not count."""
-    with _registry_lock:
-        child = _children.get(pid)
-    if child is not None and child.poll() is not None:  # ours and ended: reaped now
-        with _registry_lock:
-            _children.pop(pid, None)
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # someone else's process: it exists, and its command line below says whose
-    proc = Path("/proc") / str(pid)
-    try:
-        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        arguments = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
-    except (OSError, IndexError):
-        return True  # no /proc here (macOS): existing is all we can tell
-    if state in ("Z", "X"):
-        return False
-    wanted = str(run_id)
-    return any(a == "--run-id" and b == wanted for a, b in zip(arguments, arguments[1:], strict=False)) or \
-        f"--run-id={wanted}" in arguments
+def job_alive(run_id: int, database: str | Path | None = None) -> bool:
+    """Whether run `run_id` (of `database`, when given) has a live training process: the process that claimed
+    it holds its lock, or the one the studio launched for it is still starting (the same pid and start time, so
+    a pid the system gave to another process since does not count)."""
+    return trainer_alive(run_id, database)
 
 
 def _launch(store: Store, run: TrainingRun, db_path: str | Path, resume: bool) -> TrainingRun:
@@ -322,8 +369,8 @@ def _launch(store: Store, run: TrainingRun, db_path: str | Path, resume: bool) -
             update_run(store, run.id, status="failed", error=f"could not start the training process: {err}")
             raise InvalidInput(Problem("run", f"could not start {command[0]} ({err.strerror}): check the "
                                               "Python installation the studio runs on")) from None
-    with _registry_lock:
-        _children[child.pid] = child
+    write_record(run.id, child.pid, db_path)  # who to look for until the process claims the run itself
+    threading.Thread(target=child.wait, name=f"reap-run-{run.id}", daemon=True).start()  # never a zombie
     return update_run(store, run.id, pid=child.pid, log_path=str(log_path))
 
 
@@ -337,10 +384,11 @@ def _refuse_when_busy(store: Store) -> None:
                                           "wait for one to end, or cancel one"))
 
 
-def _stop(pid: int, run_id: int, grace_s: float) -> None:
-    """SIGTERM, wait, SIGKILL; then kill whatever the process left in its own process group."""
+def _stop(pid: int, run_id: int, database: str | Path, grace_s: float) -> None:
+    """SIGTERM, wait, SIGKILL; then kill whatever the process left in its own process group when the studio
+    started it in a session of its own (a run started in a terminal shares its group with the shell's pipeline)."""
     try:
-        group = pid if os.getpgid(pid) == pid else None
+        group = pid if os.getpgid(pid) == pid and os.getsid(pid) == pid else None
     except ProcessLookupError:
         return
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
@@ -349,9 +397,9 @@ def _stop(pid: int, run_id: int, grace_s: float) -> None:
         except ProcessLookupError:
             break
         deadline = time.monotonic() + wait_s
-        while job_alive(pid, run_id) and time.monotonic() < deadline:
+        while job_alive(run_id, database) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if not job_alive(pid, run_id):
+        if not job_alive(run_id, database):
             break
     if group is not None:
         try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.locations import user_home
+from wmstudio.store import TrainingRun
 
 LOG_FILE, EPISODES_FILE, CHECKPOINTS_DIR, POLICY_DIR = "log.txt", "episodes.jsonl", "checkpoints", "policy"
 CHECKPOINT_PREFIX = "checkpoint-"
@@ -38,12 +39,55 @@ def append_episodes(run_id: int, step: int, episodes: Sequence[Mapping[str, Any]
 def checkpoints(run_id: int) -> list[Path]:
     """The run's complete trainer checkpoints (`checkpoints/checkpoint-<step>` holding trainer_state.json), oldest
     step first: one a kill cut short while it was being written is left out, since resuming from it would fail."""
-    folder = run_folder(run_id) / CHECKPOINTS_DIR
+    return complete_checkpoints(run_folder(run_id))
+
+
+def run_files_folder(run: TrainingRun) -> Path:
+    """Where the run's checkpoints and policy are: train-grpo's `--out` when it was given one, else its folder."""
+    out = run.config.get("out")
+    return Path(out) if isinstance(out, str) and out else run_folder(run.id)
+
+
+def run_checkpoints(run: TrainingRun) -> list[Path]:
+    """The run's complete checkpoints, oldest first (where `run_files_folder` says they are)."""
+    return complete_checkpoints(run_files_folder(run))
+
+
+def complete_checkpoints(folder: Path) -> list[Path]:
+    """The complete checkpoints under a run folder's checkpoints/ (the run's own, or train-grpo's `--out`)."""
+    folder = Path(folder) / CHECKPOINTS_DIR
     if not folder.is_dir():
         return []
     found = [p for p in folder.iterdir() if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX)
              and p.name[len(CHECKPOINT_PREFIX):].isdigit() and (p / CHECKPOINT_DONE).is_file()]
-    return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX):]))
+    return sorted(found, key=checkpoint_step)
+
+
+def checkpoint_step(checkpoint: Path) -> int:
+    """The training step a `checkpoint-<step>` folder was saved after."""
+    return int(checkpoint.name[len(CHECKPOINT_PREFIX):])
+
+
+def drop_episodes_after(run_id: int, step: int) -> int:
+    """Remove the episodes logged after `step` (a resumed run plays those steps again) and any torn line; returns
+    how many lines went. The file is rewritten beside itself and swapped in, so a kill leaves one or the other."""
+    path = run_folder(run_id) / EPISODES_FILE
+    if not path.is_file():
+        return 0
+    dropped = 0
+    partial = path.with_name(f".{EPISODES_FILE}.tmp")
+    with path.open("rb") as source, partial.open("wb") as kept:
+        for line in source:
+            try:
+                episode_step = json.loads(line).get("step")
+            except (ValueError, AttributeError, RecursionError):
+                episode_step = None
+            if isinstance(episode_step, int) and episode_step <= step:
+                kept.write(line if line.endswith(b"\n") else line + b"\n")
+            else:
+                dropped += 1
+    partial.replace(path)
+    return dropped
 
 
 def latest_episodes(run_id: int, n: int = 5) -> list[dict[str, Any]]:

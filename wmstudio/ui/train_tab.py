@@ -27,9 +27,10 @@ from wmstudio.train.jobs import (
     cancel_job,
     refresh_jobs,
     resume_job,
+    run_checkpoints,
     start_job,
 )
-from wmstudio.train.run_files import checkpoints, latest_episodes, log_tail
+from wmstudio.train.run_files import latest_episodes, log_tail
 from wmstudio.ui.messages import failure_markdown
 from wmstudio.ui.scenarios_panel import build_scenarios_panel, trainable_curricula
 
@@ -127,7 +128,7 @@ def run_view(store: Store, run_id: int | None) -> RunView:
     figure, points = curves_figure(store, run_id)
     episodes = latest_episodes(run_id, EPISODES_SHOWN)
     log = log_tail(run_id)
-    saved = checkpoints(run_id)
+    saved = run_checkpoints(run)
     parts = [f"**Run #{run.id}** · {STATUS_ICONS.get(run.status, '')} {run.status}",
              f"env `{run.config.get('env', '?')}`", f"curriculum `{run.config.get('curriculum', '?')}`",
              f"max steps {run.config.get('max_steps', '?')}", f"pid {run.pid or '—'}",
@@ -196,7 +197,7 @@ def cancel_run(store: Store, run_id: Any) -> str:
 def resume_run(store: Store, run_id: Any) -> str:
     """Resume the selected run from its newest checkpoint; a message saying so."""
     run = resume_job(store, read_run_id(run_id))
-    newest = checkpoints(run.id)[-1].name
+    newest = run_checkpoints(run)[-1].name
     return f"▶️ Resuming run #{run.id} from `{newest}` (pid {run.pid})."
 
 
