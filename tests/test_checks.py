@@ -82,7 +82,8 @@ def test_report_json_has_exactly_the_documented_keys_in_order():
     report = check_step(parse_world(shop_world()), CALL, '{"refund_processed": true, "status": "error"}')
     assert isinstance(report, CheckReport)
     data = report.to_json()
-    assert list(data) == ["ok", "json_valid", "schema_errors", "rule_violations", "anchor_violations"]
+    assert list(data) == ["ok", "json_valid", "schema_errors", "rule_violations", "anchor_violations",
+                          "message_strays"]
     json.dumps(data)
 
 

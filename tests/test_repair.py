@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -152,3 +153,52 @@ def test_repair_gives_a_payments_key_the_shape_its_rule_states():
     solved_text, solved_report, fields = solve_by_rules(world, call, text, report, [], history)
     assert set(fields) == {"api_key"} and json.loads(solved_text)["api_key"].startswith("pl_live_")
     assert solved_report.ok
+
+
+def _pinned_refund_error(code: str, message: str, order: str = "ORD-22930") -> tuple:
+    sim = get_simulator("retail")
+    state = {"today": "2025-07-21", "customer": {"id": "CUS-1", "name": "Dana", "email": "d@example.com"},
+             "orders": [{"id": "ORD-22930", "status": "delivered", "placed_on": "2025-07-12",
+                         "delivered_on": "2025-07-17", "total_cents": 37896, "refunded_cents": 0, "items": []},
+                        {"id": "ORD-30001", "status": "shipped", "placed_on": "2025-07-19", "delivered_on": "",
+                         "total_cents": 2500, "refunded_cents": 0, "items": []}],
+             "refunds": []}
+    call = Call("refund_order", {"order_id": order, "amount_cents": 5000})
+    text = json.dumps({"order_id": order, "refund_id": "", "refund_processed": False, "amount_refunded_cents": 0,
+                       "total_refunded_cents": 0, "order_total_cents": 0, "error": code, "message": message,
+                       "status": "error"})
+    return sim.world(state), call, text
+
+
+def test_a_pinned_error_whose_cause_the_state_contradicts_gets_an_outage_when_no_code_fits():
+    world, call, text = _pinned_refund_error(
+        "REFUND_WINDOW_EXPIRED", "ORD-12002 was delivered 19 days ago; refunds close close after30 days days")
+    report = check_step(world, call, text, anchors=[Anchor("status", "error")])
+    assert report.rule_violations and report.message_strays
+    solved_text, solved_report, fields = solve_by_rules(world, call, text, report, [Anchor("status", "error")], [])
+    assert fields == {"error": "SERVICE_UNAVAILABLE", "message": "The request failed with SERVICE_UNAVAILABLE."}
+    assert solved_report.ok and json.loads(solved_text)["status"] == "error"
+
+
+def test_a_pinned_error_gets_the_code_the_state_allows():
+    world, call, text = _pinned_refund_error("REFUND_WINDOW_EXPIRED", "Refunds close after 30 days.", "ORD-30001")
+    report = check_step(world, call, text)
+    solved_text, solved_report, fields = solve_by_rules(world, call, text, report, [], [])
+    assert fields["error"] == "ORDER_NOT_DELIVERED" and solved_report.ok
+    # an injected outage is the world's own code with no cause; a pinned code is never changed
+    steered = replace(world, directives=["inject_error: PAYMENT_GATEWAY_ERROR"])
+    world_ok, call_ok, text_ok = _pinned_refund_error("REFUND_WINDOW_EXPIRED", "")
+    assert solve_by_rules(steered, call_ok, text_ok, check_step(steered, call_ok, text_ok), [], [])[2]["error"] == \
+        "PAYMENT_GATEWAY_ERROR"
+    pinned = [Anchor("error", "REFUND_WINDOW_EXPIRED")]
+    assert solve_by_rules(world_ok, call_ok, text_ok, check_step(world_ok, call_ok, text_ok, pinned), pinned, []) is None
+
+
+def test_a_message_naming_what_nothing_holds_loses_that_sentence():
+    world, call, text = _pinned_refund_error(
+        "PAYMENT_GATEWAY_ERROR", "The card processor did not answer for ORD-22930. Order ORD-99999 was refunded.")
+    report = check_step(world, call, text)
+    assert report.message_strays and not report.rule_violations
+    assert fields_to_remask(world, report, json.loads(text)) == ["message"]
+    solved_text, solved_report, fields = solve_by_rules(world, call, text, report, [], [])
+    assert fields == {"message": "The card processor did not answer for ORD-22930."} and solved_report.ok

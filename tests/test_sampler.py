@@ -15,6 +15,7 @@ from wmstudio.model.backends import ArBaseline, PrefixCausalBackend
 from wmstudio.model.canvas import build_canvas
 from wmstudio.model.generation import anchors_as_directives, generate, generate_stream, prepare_prompt
 from wmstudio.model.sampler import Frame, SamplerSettings, choose, denoise, penalise_repeats, sample_tokens, score
+from wmstudio.model.text_penalty import TEXT_REPETITION_PENALTY, penalise_span_repeats, text_spans
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
 from wmstudio.world.anchors import parse_anchor, parse_anchors
@@ -243,6 +244,24 @@ def test_repetition_penalty_divides_positive_and_multiplies_negative_logits():
     out = penalise_repeats(logits, tokens, filled, 2.0)
     assert out.tolist() == [[[1.0, -4.0, 1.0, 4.0]]]
     assert penalise_repeats(logits, tokens, torch.tensor([[False, False]]), 2.0).equal(logits)
+
+
+def test_a_text_span_penalises_the_tokens_it_already_holds_and_nothing_else():
+    logits = torch.tensor([[[2.0, 2.0, -2.0, 2.0, 2.0]] * 4])  # (1 sample, 4 slots, 5 tokens)
+    tokens = torch.tensor([[3, 1, 0, 3]])  # the span is slots 0-2: it holds token 3 and a pad (1); slot 3 is outside
+    filled = torch.tensor([[True, True, False, True]])
+    out = penalise_span_repeats(logits, tokens, filled, [(0, 3)], 2.0, pad_id=1)
+    assert out[0, 2].tolist() == [2.0, 2.0, -2.0, 1.0, 2.0]  # the span's own token 3, not the pad
+    assert out[0, 3].equal(logits[0, 3]) and logits[0, 2, 3] == 2.0  # outside the span, and the input, untouched
+    assert penalise_span_repeats(logits, tokens, filled, [], 2.0, pad_id=1) is logits
+    assert TEXT_REPETITION_PENALTY == 1.3  # on by default, the paper's serving value
+
+
+def test_text_spans_are_the_prose_strings_of_a_canvas(backend):
+    tool = get_simulator("retail").world().tool("refund_order")
+    canvas = build_canvas(backend.tokenizer, tool.response, vocab_size=backend.vocab_size)
+    spans = {span.path: (span.start, span.end) for span in canvas.spans}
+    assert text_spans(canvas) == [spans["message"]]  # not the ids, the error code or the numbers
 
 
 def test_scores_and_choice():

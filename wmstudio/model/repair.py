@@ -6,8 +6,10 @@ written (pinned like a user anchor) and K candidates are denoised in one batch; 
 is kept, else the one with the fewest problems goes into the next round (R rounds). Before each round, fields a
 failed rule states as an equality (`response.count == size(response.entries)`) are set to the value it implies
 (world/rule_equations.py), and text a failed rule's `matches` rejects is brought to the nearest text of that
-shape (world/rule_patterns.py), each kept only where it leaves fewer problems: arithmetic and exact token shapes
-the small model does not do. Remasking what a verifier flags follows ReMDM (arXiv 2503.00307) and RemeDi (arXiv
+shape (world/rule_patterns.py); an error code whose stated cause the state contradicts becomes a code the state
+allows, or an outage when none does (world/error_codes.py); a message naming what nothing holds loses those
+sentences (world/message_mentions.py): each kept only where it leaves fewer problems, as arithmetic, exact token
+shapes and a state's causes are what the small model does not do. Remasking what a verifier flags follows ReMDM (arXiv 2503.00307) and RemeDi (arXiv
 2509.23653); picking among candidates by the checks is PRISM-like (arXiv 2505.18456). Reported apart from the
 model's raw output (`eval-wm`'s `steered` row)."""
 
@@ -21,16 +23,20 @@ from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.layout import dump
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport, check_step, check_variables, parse_response
+from wmstudio.world.error_codes import allowed_codes, failure_message, outage_code
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.message_mentions import MESSAGE_KEY, stray_mentions
 from wmstudio.world.rule_equations import implied_values
 from wmstudio.world.rule_patterns import implied_texts
 from wmstudio.world.rule_references import references
+from wmstudio.world.rules import rule_codes
 from wmstudio.world.spec import Call, WorldSpec
 
 REPAIR_CANDIDATES = 4  # K: candidates denoised together per round
 REPAIR_ROUNDS = 2  # R
 REPAIR_TEMPERATURE = 0.7  # candidates must differ from the greedy answer that failed
 SOLVE_PASSES = 4  # fields set one at a time, each leaving fewer problems
+ERROR_KEY = "error"  # the error code of the simulated worlds' responses (and the tau-bench-like APIs they mimic)
 
 
 @dataclass
@@ -59,6 +65,8 @@ def fields_to_remask(world: WorldSpec, report: CheckReport, response: Any) -> li
         path = error.split(":", 1)[0]
         if path and path != "(root)":
             names.append(re.split(r"[.\[]", path, maxsplit=1)[0])
+    if report.message_strays:
+        names.append(MESSAGE_KEY)
     present = response if isinstance(response, dict) else {}
     fields = [name for name in dict.fromkeys(names) if name in present]
     others = [name for name in fields if name != OUTCOME_KEY]
@@ -77,7 +85,8 @@ def problem_count(report: CheckReport) -> int:
     """How far a response is from passing: its failed checks (not JSON counts as many)."""
     if not report.json_valid:
         return 1000
-    return len(report.schema_errors) + len(report.rule_violations) + len(report.anchor_violations)
+    return (len(report.schema_errors) + len(report.rule_violations) + len(report.anchor_violations)
+            + len(report.message_strays))
 
 
 def solve_by_rules(world: WorldSpec, call: Call, response_text: str, report: CheckReport, pinned: list[Anchor],
@@ -97,34 +106,75 @@ def solve_by_rules(world: WorldSpec, call: Call, response_text: str, report: Che
         step = _one_solving_step(world, call, value, best, checks, pinned, history)
         if step is None:
             break
-        value, text, best, name = step
-        solved[name] = value[name]
+        value, text, best, names = step
+        solved.update((name, value[name]) for name in names)
     return (text, best, solved) if solved else None
 
 
 def _one_solving_step(world: WorldSpec, call: Call, value: dict[str, Any], report: CheckReport,
                       checks: dict[str, str], pinned: list[Anchor], history: list[HistoryStep]):
-    """The implied value of an unpinned field that leaves the fewest problems, fewer than now (the first of equals):
-    (response, text, report, field). The fewest, not the first: a key emptied as an error's would be passes its
-    schema too, but a key given its rule's shape passes the rule as well, with the outcome kept."""
+    """The change to unpinned fields that leaves the fewest problems, fewer than now (the first of equals): a value a
+    failed rule's equality or pattern implies, an error code the state allows (error_trials), or a message without
+    its stray mentions (message_trials). (response, text, report, fields changed). The fewest, not the first: a key
+    emptied as an error's would be passes its schema too, but a key given its rule's shape passes the rule as well,
+    with the outcome kept."""
     pinned_roots = {re.split(r"[.\[]", a.path, maxsplit=1)[0] for a in pinned}
     variables = check_variables(world, call, value, history)
-    best = None
+    trials: list[dict[str, Any]] = []
     for violation in report.rule_violations:
         check = checks.get(violation["rule"], "")
         for name, implied in [*implied_values(check, variables), *implied_texts(check, value)]:
             fitted = _fitted(value.get(name), implied)
             if name in pinned_roots or name not in value or fitted is None or fitted == value[name]:
                 continue
-            trial = {**value, name: fitted}
-            text = dump(trial)
-            trial_report = check_step(world, call, text, anchors=pinned, history=history)
-            left = problem_count(trial_report)
-            if left < problem_count(report) and (best is None or left < best[0]):
-                best = (left, (trial, text, trial_report, name))
-            if left == 0:
-                return best[1]
+            trials.append({name: fitted})
+    trials += error_trials(world, call, value, report, pinned_roots, history)
+    trials += message_trials(world, call, value, report, pinned_roots, history)
+    best = None
+    for change in trials:
+        trial = {**value, **change}
+        text = dump(trial)
+        trial_report = check_step(world, call, text, anchors=pinned, history=history)
+        left = problem_count(trial_report)
+        if left < problem_count(report) and (best is None or left < best[0]):
+            best = (left, (trial, text, trial_report, list(change)))
+        if left == 0:
+            return best[1]
     return best[1] if best else None
+
+
+def error_trials(world: WorldSpec, call: Call, value: dict[str, Any], report: CheckReport, pinned_roots: set[str],
+                 history: list[HistoryStep]) -> list[dict[str, Any]]:
+    """When a failed rule states an error code's cause and the error is not pinned: each code the state allows for
+    the call (world/error_codes.py), then a code with no cause in the state (an outage), each with the plain message
+    of that failure unless the message is pinned (the old one explained the old code)."""
+    rules = {rule.text: rule for rule in world.rules}
+    if ERROR_KEY in pinned_roots or not isinstance(value.get(ERROR_KEY), str) or not any(
+            rule_codes(rules[v["rule"]]) for v in report.rule_violations if v["rule"] in rules):
+        return []
+    codes = [*allowed_codes(world, call, value, history), outage_code(world)]
+    trials = []
+    for code in dict.fromkeys(code for code in codes if code and code != value[ERROR_KEY]):
+        change: dict[str, Any] = {ERROR_KEY: code}
+        if MESSAGE_KEY in value and MESSAGE_KEY not in pinned_roots:
+            change[MESSAGE_KEY] = failure_message(code)
+        trials.append(change)
+    return trials
+
+
+def message_trials(world: WorldSpec, call: Call, value: dict[str, Any], report: CheckReport, pinned_roots: set[str],
+                   history: list[HistoryStep]) -> list[dict[str, Any]]:
+    """When the message names what nothing holds and is not pinned: the message without its sentences that do, then
+    the plain message of the response's failure ("" for a success)."""
+    message = value.get(MESSAGE_KEY)
+    if not report.message_strays or MESSAGE_KEY in pinned_roots or not isinstance(message, str):
+        return []
+    strays = stray_mentions(world, call, value, history)
+    kept = " ".join(sentence for sentence in re.split(r"(?<=[.;!?])\s+", message)
+                    if not any(stray in sentence for stray in strays)).strip()
+    code = value.get(ERROR_KEY)
+    plain = failure_message(code) if isinstance(code, str) and code else ""
+    return [{MESSAGE_KEY: text} for text in dict.fromkeys([kept, plain]) if text != message]
 
 
 def _fitted(current: Any, implied: Any) -> Any:

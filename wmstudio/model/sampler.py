@@ -2,9 +2,9 @@
 
 Modelled on LLaDA's generate(): predict every masked slot, sample with Gumbel noise in float64,
 rank slots by confidence, commit some (a fixed quota, or all above a threshold), blocks left to
-right. Added: type constraints as -inf masks, a CTRL repetition penalty, K samples in one batch,
-and the prompt encoded once (exact for our prefix-causal models). Variable length: pads only trail a
-value, and the slots a commit settles (the rest of a span after a pad, an array cut by an end token)
+right. Added: type constraints as -inf masks, a CTRL repetition penalty (and one inside each text span, always
+on), K samples in one batch, and the prompt encoded once (exact for our prefix-causal models). Variable length: pads
+only trail a value, and the slots a commit settles (the rest of a span after a pad, an array cut by an end token)
 are committed with it (constraints.py). A model that writes each value in order commits, beside a
 value's next slot, the sure slots after it in the same step (Fast-dLLM's threshold rule, kept in order).
 Tried and dropped: making a pad wait until the slot to its left is written; with the shipped model it
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import torch
 
+from wmstudio.model import text_penalty
 from wmstudio.model.canvas import MAX_CANVAS_TOKENS, OUTCOME_KEY, Canvas
 from wmstudio.model.constraints import END, CanvasConstraints
 from wmstudio.model.copy_head import CopyFiller, CopyPlan
@@ -206,6 +207,7 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
     outcome = _outcome_slots(canvas, device) if getattr(backend, "decide_first", None) == OUTCOME_KEY else None
     keeps = items_a_copy_keeps(canvas) if filler is not None else {}
     span_slots = masked.clone()  # positions whose tokens count for the repetition penalty
+    texts = text_penalty.text_spans(canvas)
     length = x.shape[1]
     block = block or length
     starts = [b for b in range(0, length, block) if bool(masked[0, b : b + block].any())] or [0]
@@ -238,6 +240,8 @@ def denoise(backend: Backend, prompt_ids: Sequence[int], canvas: Canvas,
         else:
             logits, hidden = backend.full_logits(torch.tensor([list(prompt_ids)]), x), None
         logits = penalise_repeats(logits, x, span_slots & ~masked, repetition_penalty)
+        logits = text_penalty.penalise_span_repeats(logits, x, span_slots & ~masked, texts,
+                                                    text_penalty.TEXT_REPETITION_PENALTY, canvas.pad_id)
         # only masked slots are constrained, sampled and scored: late in a canvas they are a few of its rows
         rows = logits[masked].float().masked_fill(~constraints.allowed[masked], -math.inf)
         guess = x.clone()

@@ -60,6 +60,7 @@ def check_badges(world: WorldSpec, tool: Tool, report: CheckReport, anchors: Seq
     for anchor in anchors:
         violation = next((v for v in report.anchor_violations if v.startswith(f"{anchor.path}:")), None)
         badges.append(("bad", f"Anchor {violation}") if violation else ("ok", f"Anchor: {anchor}"))
+    badges += [("bad", f"Message: {stray}") for stray in report.message_strays]
     return badges
 
 

@@ -103,7 +103,7 @@ def _step_markdown(step: Step) -> str:
     else:
         problems = (report.get("schema_errors", []) + [f"rule: {v['rule']} — {v['message']}"
                                                        for v in report.get("rule_violations", [])]
-                    + report.get("anchor_violations", []))
+                    + report.get("anchor_violations", []) + report.get("message_strays", []))
         if not report.get("json_valid", True):
             problems.insert(0, "the response is not JSON")
         verdict = "❌ checks fail" + "".join(f"\n  - {p}" for p in problems[:8])

@@ -1,4 +1,5 @@
-"""Deterministic verdicts on one tool response: JSON, the response schema, the world's rules, the pinned anchors.
+"""Deterministic verdicts on one tool response: JSON, the response schema, the world's rules, the pinned anchors, and
+the ids and numbers its message names.
 
 The same CheckReport feeds the UI badges, RL reward terms and coherence metrics, so it never needs a model."""
 
@@ -18,6 +19,7 @@ from wmstudio.world.anchors import Anchor
 from wmstudio.world.directives import parse_directive
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path, get_path
+from wmstudio.world.message_mentions import message_strays
 from wmstudio.world.rules import cel_activation, evaluate_check
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
@@ -27,13 +29,15 @@ MAX_MESSAGE_CHARS = 500
 
 @dataclass
 class CheckReport:
-    """What held and what did not for one response; `ok` only when it is JSON and nothing was violated."""
+    """What held and what did not for one response; `ok` only when it is JSON and nothing was violated.
+    `message_strays`: ids and numbers the response's message names that nothing holds (world/message_mentions.py)."""
 
     ok: bool
     json_valid: bool
     schema_errors: list[str] = field(default_factory=list)
     rule_violations: list[dict[str, str]] = field(default_factory=list)  # {"rule": text, "message": why}
     anchor_violations: list[str] = field(default_factory=list)
+    message_strays: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,6 +46,7 @@ class CheckReport:
             "schema_errors": list(self.schema_errors),
             "rule_violations": [dict(v) for v in self.rule_violations],
             "anchor_violations": list(self.anchor_violations),
+            "message_strays": list(self.message_strays),
         }
 
 
@@ -74,8 +79,9 @@ def check_step(
                 why = f"the response is not JSON, so the check cannot hold ({why})"
             rule_violations.append({"rule": rule.text, "message": why})
     anchor_violations = [v for a in pinned if (v := anchor_violation(response, a, json_valid)) is not None]
-    ok = json_valid and not schema_errors and not rule_violations and not anchor_violations
-    return CheckReport(ok, json_valid, schema_errors, rule_violations, anchor_violations)
+    strays = message_strays(world, the_call, response, steps) if json_valid else []
+    ok = json_valid and not schema_errors and not rule_violations and not anchor_violations and not strays
+    return CheckReport(ok, json_valid, schema_errors, rule_violations, anchor_violations, strays)
 
 
 def check_variables(world: WorldSpec, call: Call, response: Any, history: Sequence[HistoryStep]) -> dict[str, Any]:
