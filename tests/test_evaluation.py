@@ -25,7 +25,7 @@ from wmstudio.world.sims import get_simulator
 from wmstudio.world.spec import Call
 
 RATE_KEYS = {"json_valid", "schema_valid", "rule_consistent", "same_status", "rule_and_status", "nonempty_recall",
-             "field_accuracy", "cases"}
+             "field_accuracy", "cases", "code_contradicted", "message_strays", "text_repeats"}
 KINDS = {"copy_call", "copy_state", "number_in_prompt", "derived_number", "status", "error_code", "bool", "enum",
          "neutral", "text"}
 

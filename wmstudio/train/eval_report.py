@@ -13,7 +13,11 @@ from wmstudio.train.baselines import BASELINES
 from wmstudio.train.field_kinds import FieldScores
 from wmstudio.world.grounding import NONE, parse_grounding
 
-RATE_NAMES = ("json_valid", "schema_valid", "rule_consistent", "same_status", "rule_and_status")
+RATE_NAMES = ("json_valid", "schema_valid", "rule_consistent", "same_status", "rule_and_status",
+              "code_contradicted", "message_strays", "text_repeats")  # the last three: lower is better
+LOWER_IS_BETTER = {"code_contradicted": "code_contradicted: an error code the state contradicts (lower is better)",
+                   "message_strays": "message_strays: a message naming an id or number shown nowhere (lower is better)",
+                   "text_repeats": "text_repeats: a repeated word in a text field (lower is better)"}
 COLUMN_NAMES = {"raw": "MDLM raw", "no_outcome_head": "no outcome head", "no_copy_head": "no copy head",
                 "steered": "MDLM steered", "ar": "AR", "neutral_error": "always error", "neutral_ok": "always ok",
                 "echo": "echo", "rule_status": "rule_status", "nearest_train": "nearest_train"}
@@ -65,7 +69,7 @@ class EvalReport:
             row(measure, {name: _pct(read(c)) for name, c in columns.items()})
 
         for name in (*RATE_NAMES, "nonempty_recall"):
-            rates(name, lambda c, name=name: c.get(name))
+            rates(LOWER_IS_BETTER.get(name, name), lambda c, name=name: c.get(name))
         for kind in FieldScores().right:
             rates(f"field: {kind}", lambda c, kind=kind: c["field_accuracy"][kind])
         flip = f["flip"]

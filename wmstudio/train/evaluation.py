@@ -28,10 +28,12 @@ from wmstudio.train.examples import FREE_LENGTHS, read_corpus_split, request_fro
 from wmstudio.train.field_kinds import FieldScores, enum_options, field_leaves, parse, prompt_values
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport
+from wmstudio.world.error_codes import contradicted
 from wmstudio.world.grounding import NONE, ORACLE, parse_grounding
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import current_state
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.text_quality import response_repeats
 
 ERROR_STATUS = "error"
 
@@ -69,7 +71,10 @@ class Rates:
         same = isinstance(value, dict) and isinstance(truth, dict) and value.get("status") == truth.get("status")
         for name, hit in (("json_valid", report.json_valid), ("schema_valid", report.json_valid and not
                                                                  report.schema_errors),
-                          ("rule_consistent", rule_ok), ("same_status", same), ("rule_and_status", rule_ok and same)):
+                          ("rule_consistent", rule_ok), ("same_status", same), ("rule_and_status", rule_ok and same),
+                          ("code_contradicted", contradicted(case.world, case.call, value, case.history) is not None),
+                          ("message_strays", bool(report.message_strays)),
+                          ("text_repeats", response_repeats(value) > 0)):
             self.counts[name] += int(bool(hit))
         shown = prompt_values(case.world.initial_state, [s.to_json() for s in case.history])  # the five parts
         self.fields.add(truth, value, prompt_values(case.call.arguments), shown, enum_options(case.schema))
