@@ -337,7 +337,7 @@ def test_the_baseline_answers_the_same_call_with_anchors_as_directives(ctx, worl
 
 def request(world_id, tool, arguments="{}", pins=None, free="", steps=4, samples=1, temperature=0.0,
             free_mode=False, free_length=64, outcome_head=True):
-    """The /simulate inputs in order: the form, the sampler, then the anchor slots (field -> value)."""
+    """The /simulate_run inputs in order: the form, the sampler, then the anchor slots (field -> value)."""
     fields = [f.path for f in response_fields(retail_tool(tool).response)] if tool in {
         t.name for t in load_world(DEMO_WORLDS_DIR / "retail.json").tools} else []
     slots = [MASKED] * ANCHOR_SLOTS
@@ -349,7 +349,7 @@ def request(world_id, tool, arguments="{}", pins=None, free="", steps=4, samples
 
 def test_run_streams_frames_then_the_report_and_save_stores_the_step(client, ctx, worlds):
     job = client.submit(*request(worlds["retail"], "refund_order", '{"order_id": "ORD-22930", "amount_cents": 500}',
-                                 pins={"status": "error"}, steps=6), api_name="/simulate")
+                                 pins={"status": "error"}, steps=6), api_name="/simulate_run")
     status, _, scrubber, heatmap, report, _ = job.result()
     canvases = [CANVAS_STATE.search(out[1]).groups() for out in job.outputs() if isinstance(out[1], str)]
     steps = [int(step) for step, _, _ in canvases]
@@ -376,7 +376,7 @@ def test_run_streams_frames_then_the_report_and_save_stores_the_step(client, ctx
 
 def test_several_samples_are_shown_side_by_side_with_diversity_figures(client, worlds):
     *_, report, samples = client.predict(*request(worlds["retail"], "get_order", '{"order_id": "ORD-23411"}',
-                                                  samples=3, temperature=1.0), api_name="/simulate")
+                                                  samples=3, temperature=1.0), api_name="/simulate_run")
     assert report.count('class="wm-card"') == 3 and "Self-BLEU" in report and "Distinct-2" in report
     assert [label for label, _ in samples["choices"]] == ["Sample 1", "Sample 2", "Sample 3"]
 
@@ -392,13 +392,13 @@ def test_several_samples_are_shown_side_by_side_with_diversity_figures(client, w
     ids=["bad arguments JSON", "unknown tool", "anchor on a missing field", "anchor of the wrong type"],
 )
 def test_bad_inputs_over_http_give_a_message_and_no_traceback(client, worlds, tool, arguments, pins, free, expected):
-    outputs = client.predict(*request(worlds["retail"], tool, arguments, pins, free), api_name="/simulate")
+    outputs = client.predict(*request(worlds["retail"], tool, arguments, pins, free), api_name="/simulate_run")
     assert expected in outputs[0] and "Cannot run" in outputs[0] and "Traceback" not in outputs[0]
 
 
 def test_a_canvas_longer_than_the_context_is_refused_over_http(client, worlds):
     outputs = client.predict(*request(worlds["retail"], "get_order", free_mode=True, free_length=4080),
-                             api_name="/simulate")
+                             api_name="/simulate_run")
     assert "over the model's context" in outputs[0]
 
 

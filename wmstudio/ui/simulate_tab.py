@@ -427,7 +427,8 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     arguments.input(partial(json_to_form, ctx), [world, tool, arguments], [*arg_inputs, arguments_note],
                     show_progress="hidden", trigger_mode="always_last", api_name="simulate_arguments_to_form")
     outputs = [status, canvas, scrubber, heatmap, report, simulation, sample]
-    running = run.click(partial(simulate, ctx), request, outputs, api_name="simulate", show_progress="minimal")
+    running = run.click(partial(simulate, ctx), request, outputs, api_name="simulate_run",
+                        show_progress="minimal")  # scripts: the API's /simulate (ui/api.py) answers JSON
     run.click(lambda: BASELINE_HINT, None, baseline, api_visibility="private")  # its answer was for other inputs
     stop.click(lambda: "Stopped: the run was cancelled; press Run to start again.", None, status, cancels=[running],
                api_visibility="private")
