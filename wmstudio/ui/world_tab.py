@@ -185,9 +185,11 @@ def world_file_for_download(*fields) -> str | None:
         return None
     text = world.dumps()
     folder = Path(tempfile.gettempdir()) / f"wmstudio-world-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-    folder.mkdir(exist_ok=True)
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", world.name).strip("-.") or "world"
-    return str(save_world(world, folder / f"{stem}.json"))
+    path = folder / f"{stem}.json"
+    if path.is_file():  # named by its content: written before (one field change fires this once per field)
+        return str(path)
+    return str(save_world(world, path))
 
 
 def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[str, str]:
