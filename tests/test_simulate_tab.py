@@ -42,6 +42,7 @@ from wmstudio.ui.forms import (
     arguments_from_form,
     form_from_arguments,
     parse_json_field,
+    read_arguments,
     read_value,
     response_fields,
     show_value,
@@ -182,6 +183,19 @@ def test_form_and_arguments_json_stay_in_step_and_the_json_keeps_what_the_form_l
     assert err.value.problems[0].path == "arguments"
     with pytest.raises(InvalidInput, match="JSON object"):
         form_from_arguments(fields, "[1, 2]")
+
+
+@pytest.mark.parametrize("typed", ["1e400", "-1e400", "Infinity", "NaN", "inf"])
+def test_a_number_json_cannot_hold_is_refused_at_the_form_naming_the_field(typed):
+    fields = argument_fields(retail_tool("refund_order").parameters)
+    with pytest.raises(InvalidInput) as err:
+        arguments_from_form(fields, ["ORD-23411", typed, ""], '{"order_id": "ORD-23411", "amount_cents": 500}')
+    [problem] = err.value.problems
+    assert problem.path == "amount_cents" and typed in problem.message and "whole number" in problem.message
+    with pytest.raises(InvalidInput) as err:  # typed into the JSON that Run sends instead
+        read_arguments('{"order_id": "ORD-23411", "amount_cents": %s}' % typed)
+    assert err.value.problems[0].path == "arguments"
+    assert read_value(fields[1], "1e3") == 1000.0  # a finite number in exponent form is still read
 
 
 def test_anchor_form_skips_masked_fields_adds_free_lines_and_rejects_a_double_pin():
@@ -413,6 +427,9 @@ def test_choosing_a_tool_lays_out_its_forms_and_the_form_writes_the_json(client,
     arguments, note = client.predict(worlds["retail"], "refund_order", '{"reason": "late"}', "ORD-1", "250", "late",
                                      *[""] * 7, api_name="/simulate_form_to_json")
     assert json.loads(arguments) == {"reason": "late", "order_id": "ORD-1", "amount_cents": 250} and note == ""
+    kept, note = client.predict(worlds["retail"], "refund_order", arguments, "ORD-1", "1e400", "late", *[""] * 7,
+                                api_name="/simulate_form_to_json")
+    assert "`amount_cents`: 1e400" in note and "Infinity" not in str(kept)  # refused at the form, the JSON kept
     texts = client.predict(worlds["retail"], "refund_order", '{"amount_cents": 9}',
                            api_name="/simulate_arguments_to_form")
     assert list(texts[:3]) == ["", "9", ""]

@@ -107,6 +107,10 @@ def test_import_of_a_malformed_file_keeps_the_editor_and_explains(studio, tmp_pa
     tools_text, status = client.predict(handle_file(str(bad)), "auto", '[{"name": "keep"}]', api_name="/import_tools")
     assert tools_text == '[{"name": "keep"}]'
     assert "invalid JSON" in status
+    # named as uploaded: not the server's copy in Gradio's temporary folder (/tmp/gradio/<hash>/bad.json)
+    assert "- bad.json:1:" in status and "gradio" not in status and "/" not in status.split("bad.json")[0]
+    *_, opened = client.predict(handle_file(str(bad)), api_name="/open_world_file")
+    assert "Cannot open the file" in opened and "bad.json" in opened and "gradio" not in opened
 
 
 def test_asking_the_model_for_a_schema_gives_a_trained_tools_own_and_otherwise_says_why_not(studio):

@@ -238,7 +238,7 @@ def finished_view(simulation: Simulation) -> tuple:
     generation = simulation.generation
     frames = len(simulation.frames)
     last = frames - 1 if frames else None
-    warnings = "".join(f"\n- ⚠️ {w}" for w in simulation.warnings)
+    warnings = "".join(f"\n- {w}" for w in simulation.warnings)
     if warnings:
         warnings = "\n\nThe call breaks its parameter schema (simulated as written):" + warnings
     passed = sum(s.checks.ok for s in generation.samples)
