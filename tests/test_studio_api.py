@@ -118,6 +118,8 @@ def test_simulate_takes_the_sampler_settings_by_name_and_reports_the_grounding(s
     ("/simulate", {"world": "retail", "tool": "get_order", "samples": 99}, "samples: must be a whole number"),
     ("/simulate", {"world": "retail", "tool": "get_order", "anchors": {"colour": 1}}, "anchor colour"),
     ("/simulate", {"world": "retail", "tool": "get_order", "grounding": "peek"}, "grounding: 'peek'"),
+    ("/simulate", {"world": "retail", "tool": "get_order", "arguments": '{"order_id": 1e400}'},
+     "arguments: the number 1e400 is too large to hold"),
     ("/save_step", {"simulation": "nope"}, "simulation: no simulation 'nope'"),
     ("/rate", {"step_id": 1, "realism": 7, "outcome_correctness": 3, "training_utility": 3, "annotator": "ada"},
      "realism: must be a whole number from 1 to 5"),
@@ -126,7 +128,7 @@ def test_simulate_takes_the_sampler_settings_by_name_and_reports_the_grounding(s
     ("/start_run", {"max_steps": 0}, "Max steps: 0 is not a whole number"),
     ("/start_run", {"env": "moon"}, "Environment: choose one of"),
 ], ids=["unknown world", "unknown tool", "bad sampler setting", "anchor on a missing field", "unknown grounding",
-        "unknown simulation", "score out of range", "nobody to rate as", "zero steps", "unknown environment"])
+        "arguments as JSON text over a limit", "unknown simulation", "score out of range", "nobody to rate as", "zero steps", "unknown environment"])
 def test_bad_input_is_an_app_error_naming_the_field(studio, endpoint, inputs, words):
     client, _ = studio
     with pytest.raises(AppError) as err:

@@ -36,6 +36,7 @@ from wmstudio.store import (
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.memory import release_memory
 from wmstudio.studio.simulation import Simulation, run_simulation, save_simulation, world_spec
+from wmstudio.ui.forms import parse_json_field
 from wmstudio.ui.identity import request_username, resolve_identity
 from wmstudio.ui.train_tab import start_run
 from wmstudio.world.anchors import parse_anchors
@@ -91,7 +92,7 @@ def simulation_json(simulation: Simulation, token: str) -> dict[str, Any]:
 def read_call(tool: Any, arguments: Any) -> Call:
     """The call from the endpoint's `tool` and `arguments` (an object, or its JSON text)."""
     if isinstance(arguments, str):
-        arguments = json.loads(arguments) if arguments.strip() else {}
+        arguments = parse_json_field(arguments, "arguments") if arguments.strip() else {}
     return Call.from_json({"name": tool, "arguments": {} if arguments is None else arguments}, "call")
 
 
@@ -161,9 +162,6 @@ def _endpoint(action, name: str) -> None:
             return json.dumps(action(*args, **kwargs), ensure_ascii=False)
         except InvalidInput as err:
             raise gr.Error(str(err), print_exception=False) from None
-        except json.JSONDecodeError as err:
-            raise gr.Error(f"arguments: invalid JSON at line {err.lineno}, column {err.colno} ({err.msg})",
-                           print_exception=False) from None
 
     signature = inspect.signature(action, eval_str=True)  # types, not the strings of `from __future__ annotations`
     endpoint.__signature__ = signature.replace(return_annotation=str)
