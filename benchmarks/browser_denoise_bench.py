@@ -124,6 +124,7 @@ def main() -> None:
             if world_input.input_value() != label:
                 world_input.click()
                 page.get_by_role("option", name=label, exact=True).click()
+            expect(page.locator("#simulate-tool input")).not_to_have_value("", timeout=30_000)  # the world's tools
             page.locator("#simulate-tool input").click()
             page.get_by_role("option", name=tool, exact=True).click()
             expect(page.locator("#simulate-tool input")).to_have_value(tool)
@@ -151,7 +152,8 @@ def main() -> None:
             browser.close()
     finally:
         app.close()
-    print(f"\nmedian over {args.runs} runs ({masked}-token skeleton denoise, {tool}):")
+    print(f"\nmedian over {args.runs} runs ({masked}-token skeleton denoise, {tool}; {length}-token canvas; load "
+          f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the end):")
     print(f"  Run click -> first frame drawn: {statistics.median(firsts):.3f} s (target 0.5 s)")
     print(f"  Run click -> last frame drawn:  {statistics.median(lasts):.3f} s (target 2 s)")
     print(f"  Run click -> report drawn:      {statistics.median(dones):.3f} s")

@@ -58,7 +58,7 @@ def simulate(url: str, world_id: int, tool: str, arguments: str, seed: int) -> t
     started = time.perf_counter()
     client = Client(url, verbose=False)
     status, *_ = client.submit(*simulate_inputs(world_id, tool, arguments, seed),
-                               api_name="/simulate").result(timeout=600)
+                               api_name="/simulate_run").result(timeout=600)
     return "Done:" in status, time.perf_counter() - started
 
 

@@ -29,12 +29,13 @@ SIMULATE_CALLS = [  # (world, tool, arguments): one call of each demo world that
 
 
 def simulate_inputs(world_id: int, tool: str, arguments: str, seed: int) -> list:
-    """The `/simulate` endpoint's inputs for a run with the default sampler and no anchor pinned."""
+    """The Simulate tab's Run event's inputs (`/simulate_run`, what the page sends) for a run with the default
+    sampler and no anchor pinned; scripts call the API's `/simulate` by name instead (ui/api.py)."""
     from wmstudio.ui.forms import MASKED
     from wmstudio.ui.simulate_tab import ANCHOR_SLOTS
 
     return [world_id, tool, arguments, "", 8, "low_confidence", 0.9, 0, 0.7, 1.0, 1, seed, False, 64, False, True,
-            *[MASKED] * ANCHOR_SLOTS]
+            True, "none", *[MASKED] * ANCHOR_SLOTS]
 
 
 def wait_for_http(url: str, seconds: float = 120, process=None) -> None:

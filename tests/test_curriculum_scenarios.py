@@ -21,6 +21,7 @@ from wmstudio.store import (
     ensure_curriculum,
     get_scenario,
     list_curricula,
+    list_runs,
     list_scenarios,
     open_store,
     save_scenarios,
@@ -29,12 +30,14 @@ from wmstudio.store import (
     update_scenario,
 )
 from wmstudio.store.database import current_revision, head_revision, upgrade_database
+from wmstudio.store.scenarios import SUCCESS_EXAMPLE
 from wmstudio.studio.curricula import add_to_curriculum, export_curriculum, import_dataset_file, zip_folder
 from wmstudio.studio.scenario_file import SCENARIOS_FILE
 from wmstudio.train.curriculum_scenarios import curriculum_scenarios, scenario_rows, seed_demo_scenarios
 from wmstudio.train.jobs import demo_curriculum
 from wmstudio.train.scenarios import Step, Trajectory, demo_scenarios, succeeded
 from wmstudio.ui.scenarios_panel import (
+    missing_scenarios,
     read_steering,
     save_scenario,
     scenario_form,
@@ -42,6 +45,7 @@ from wmstudio.ui.scenarios_panel import (
     steering_text,
     trainable_curricula,
 )
+from wmstudio.ui.train_tab import start_run
 from wmstudio.world.anchors import Anchor
 
 PREVIOUS_HEAD = "0005"
@@ -304,6 +308,23 @@ def test_the_scenarios_panel_lists_edits_and_names_the_bad_field(store, tmp_path
            'refund_order: status="error"\nrefund_order: error="ORDER_NOT_FOUND"'
     assert read_steering(steering_text({"a": ["x=1", "y=2"], "b": ["z=3"]})) == {"a": ["x=1", "y=2"], "b": ["z=3"]}
 
-    assert trainable_curricula(store) == ["demo"]
+    assert [name for _, name in trainable_curricula(store)] == ["demo"]
     retail_curriculum(store)
-    assert trainable_curricula(store) == ["demo", "retail"]
+    assert trainable_curricula(store)[1:] == [("retail v1 · 3 scenarios", "retail")]
+
+
+def test_a_curriculum_saved_from_rollouts_is_offered_and_says_what_it_needs_to_train(store):
+    rollout = accepted_rollout(store, retail(demo_scenarios()))
+    add_to_curriculum(store, "refunds", "", [rollout])  # what "Save curriculum version" in Rollouts does
+    assert ("refunds v1 · 1 rollouts, no scenarios yet", "refunds") in trainable_curricula(store)
+    note = missing_scenarios(store, "refunds")
+    assert note.startswith("**refunds v1** holds 1 rollout(s) and no scenarios") and SUCCESS_EXAMPLE in note
+    assert "scenarios.jsonl" in note and "`demo`" in note
+    assert missing_scenarios(store, "demo") == "" and missing_scenarios(store, None) == ""
+    with pytest.raises(InvalidInput) as err:  # Start says the same, before any run is made
+        start_run(store, "refunds", "simulator", "5")
+    assert [p.path for p in err.value.problems] == ["Curriculum"] and list_runs(store) == []
+    retail_curriculum(store)
+    assert missing_scenarios(store, "retail") == ""
+    _, table, _ = scenario_table(store, "refunds")
+    assert table == []

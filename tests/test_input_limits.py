@@ -15,6 +15,7 @@ from wmstudio.world.input_limits import (
     MAX_JSON_DEPTH,
     MAX_NUMBER_CHARS,
     MAX_YAML_BYTES,
+    YAML_DEPTH_COUNTED,
     InputRefused,
     check_seconds,
     json_depth,
@@ -175,3 +176,11 @@ def test_the_store_names_a_lone_surrogate_instead_of_failing_to_write_it(tmp_pat
     for expected, attempt in attempts.items():
         with pytest.raises(InvalidInput, match=expected.replace("[", "\\[").replace("]", "\\]")):
             attempt()
+
+
+def test_yaml_nesting_past_the_counted_depth_reads_the_same_whatever_pyyaml_bundles():
+    # PyYAML 6.0.4's libyaml refuses 1,000 levels with its own words; 6.0.3's reads them: the message is ours in both
+    for levels in (YAML_DEPTH_COUNTED + 1, 999, 1_000, 200_000):
+        with pytest.raises(InputRefused, match=f"^nested more than {YAML_DEPTH_COUNTED} levels deep, over the "
+                                               f"{MAX_JSON_DEPTH}-level limit: flatten it$"):
+            yaml_limited("- " * levels + "x\n")

@@ -35,7 +35,7 @@ def test_the_world_tab_puts_the_schema_on_the_named_tool_and_names_a_wrong_one()
     text, status = infer_from_example(tools, "get_order", json.dumps(EXAMPLES[0]))
     assert json.loads(text)[0]["function"]["response"] == infer_schema([EXAMPLES[0]]) and "Inferred" in status
     unchanged, message = infer_from_example(tools, "get_orders", "{}")
-    assert "get_order" in message and message.startswith("⚠️")
+    assert "get_order" in message and message.startswith("**Cannot")
     _, broken = infer_from_example(tools, "get_order", "{not json")
     assert "example response" in broken
 

@@ -42,6 +42,7 @@ from wmstudio.ui.forms import (
     arguments_from_form,
     form_from_arguments,
     parse_json_field,
+    read_arguments,
     read_value,
     response_fields,
     show_value,
@@ -182,6 +183,19 @@ def test_form_and_arguments_json_stay_in_step_and_the_json_keeps_what_the_form_l
     assert err.value.problems[0].path == "arguments"
     with pytest.raises(InvalidInput, match="JSON object"):
         form_from_arguments(fields, "[1, 2]")
+
+
+@pytest.mark.parametrize("typed", ["1e400", "-1e400", "Infinity", "NaN", "inf"])
+def test_a_number_json_cannot_hold_is_refused_at_the_form_naming_the_field(typed):
+    fields = argument_fields(retail_tool("refund_order").parameters)
+    with pytest.raises(InvalidInput) as err:
+        arguments_from_form(fields, ["ORD-23411", typed, ""], '{"order_id": "ORD-23411", "amount_cents": 500}')
+    [problem] = err.value.problems
+    assert problem.path == "amount_cents" and typed in problem.message and "whole number" in problem.message
+    with pytest.raises(InvalidInput) as err:  # typed into the JSON that Run sends instead
+        read_arguments('{"order_id": "ORD-23411", "amount_cents": %s}' % typed)
+    assert err.value.problems[0].path == "arguments"
+    assert read_value(fields[1], "1e3") == 1000.0  # a finite number in exponent form is still read
 
 
 def test_anchor_form_skips_masked_fields_adds_free_lines_and_rejects_a_double_pin():
@@ -337,7 +351,7 @@ def test_the_baseline_answers_the_same_call_with_anchors_as_directives(ctx, worl
 
 def request(world_id, tool, arguments="{}", pins=None, free="", steps=4, samples=1, temperature=0.0,
             free_mode=False, free_length=64, outcome_head=True):
-    """The /simulate inputs in order: the form, the sampler, then the anchor slots (field -> value)."""
+    """The /simulate_run inputs in order: the form, the sampler, then the anchor slots (field -> value)."""
     fields = [f.path for f in response_fields(retail_tool(tool).response)] if tool in {
         t.name for t in load_world(DEMO_WORLDS_DIR / "retail.json").tools} else []
     slots = [MASKED] * ANCHOR_SLOTS
@@ -349,7 +363,7 @@ def request(world_id, tool, arguments="{}", pins=None, free="", steps=4, samples
 
 def test_run_streams_frames_then_the_report_and_save_stores_the_step(client, ctx, worlds):
     job = client.submit(*request(worlds["retail"], "refund_order", '{"order_id": "ORD-22930", "amount_cents": 500}',
-                                 pins={"status": "error"}, steps=6), api_name="/simulate")
+                                 pins={"status": "error"}, steps=6), api_name="/simulate_run")
     status, _, scrubber, heatmap, report, _ = job.result()
     canvases = [CANVAS_STATE.search(out[1]).groups() for out in job.outputs() if isinstance(out[1], str)]
     steps = [int(step) for step, _, _ in canvases]
@@ -376,7 +390,7 @@ def test_run_streams_frames_then_the_report_and_save_stores_the_step(client, ctx
 
 def test_several_samples_are_shown_side_by_side_with_diversity_figures(client, worlds):
     *_, report, samples = client.predict(*request(worlds["retail"], "get_order", '{"order_id": "ORD-23411"}',
-                                                  samples=3, temperature=1.0), api_name="/simulate")
+                                                  samples=3, temperature=1.0), api_name="/simulate_run")
     assert report.count('class="wm-card"') == 3 and "Self-BLEU" in report and "Distinct-2" in report
     assert [label for label, _ in samples["choices"]] == ["Sample 1", "Sample 2", "Sample 3"]
 
@@ -392,13 +406,13 @@ def test_several_samples_are_shown_side_by_side_with_diversity_figures(client, w
     ids=["bad arguments JSON", "unknown tool", "anchor on a missing field", "anchor of the wrong type"],
 )
 def test_bad_inputs_over_http_give_a_message_and_no_traceback(client, worlds, tool, arguments, pins, free, expected):
-    outputs = client.predict(*request(worlds["retail"], tool, arguments, pins, free), api_name="/simulate")
+    outputs = client.predict(*request(worlds["retail"], tool, arguments, pins, free), api_name="/simulate_run")
     assert expected in outputs[0] and "Cannot run" in outputs[0] and "Traceback" not in outputs[0]
 
 
 def test_a_canvas_longer_than_the_context_is_refused_over_http(client, worlds):
     outputs = client.predict(*request(worlds["retail"], "get_order", free_mode=True, free_length=4080),
-                             api_name="/simulate")
+                             api_name="/simulate_run")
     assert "over the model's context" in outputs[0]
 
 
@@ -413,6 +427,9 @@ def test_choosing_a_tool_lays_out_its_forms_and_the_form_writes_the_json(client,
     arguments, note = client.predict(worlds["retail"], "refund_order", '{"reason": "late"}', "ORD-1", "250", "late",
                                      *[""] * 7, api_name="/simulate_form_to_json")
     assert json.loads(arguments) == {"reason": "late", "order_id": "ORD-1", "amount_cents": 250} and note == ""
+    kept, note = client.predict(worlds["retail"], "refund_order", arguments, "ORD-1", "1e400", "late", *[""] * 7,
+                                api_name="/simulate_form_to_json")
+    assert "`amount_cents`: 1e400" in note and "Infinity" not in str(kept)  # refused at the form, the JSON kept
     texts = client.predict(worlds["retail"], "refund_order", '{"amount_cents": 9}',
                            api_name="/simulate_arguments_to_form")
     assert list(texts[:3]) == ["", "9", ""]

@@ -34,7 +34,7 @@ def studio_url(tmp_path_factory):
 
 def _simulate(url: str, world_id: int, tool: str, arguments: str, seed: int):
     client = Client(url, verbose=False)
-    job = client.submit(*simulate_inputs(world_id, tool, arguments, seed), api_name="/simulate")
+    job = client.submit(*simulate_inputs(world_id, tool, arguments, seed), api_name="/simulate_run")
     status, canvas, _, _, report, _ = job.result(timeout=300)
     return status, canvas, report, len(job.outputs())
 

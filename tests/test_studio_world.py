@@ -3,7 +3,10 @@ import tools — as a client would. Launches the real Gradio app on a loopback p
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import open_store, save_world_version, world_versions
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.studio import build_studio
+from wmstudio.ui.world_tab import FIELDS, world_file_for_download, world_to_fields
 from wmstudio.world.sims import get_simulator
 from wmstudio.world.spec import load_world
 
@@ -68,6 +72,23 @@ def test_open_a_world_file_and_download_it_back(studio, tmp_path):
     assert load_world(downloaded) == load_world(DEMO_WORLDS_DIR / "airline.json")
 
 
+def test_download_files_written_by_many_events_at_once_are_all_whole():
+    # a page load fires the download event once per field, and several pages load at once: each event writes
+    # the same file, and none may lose it (a shared temporary name did: FileNotFoundError in the server log)
+    events, airline = len(FIELDS), load_world(DEMO_WORLDS_DIR / "airline.json")
+    for round_ in range(10):
+        world = dataclasses.replace(airline, task=f"{airline.task} (round {round_})")  # a new file each round
+        fields, start = world_to_fields(world), threading.Barrier(events)
+
+        def fire(_: int) -> str:
+            start.wait()
+            return world_file_for_download(*fields)
+
+        with ThreadPoolExecutor(events) as pool:
+            [path] = set(pool.map(fire, range(events)))
+        assert load_world(path) == world
+
+
 def test_import_tools_from_a_bfcl_file_appends_normalised_tools(studio):
     client, _, _ = studio
     tools_text, status = client.predict(
@@ -86,6 +107,10 @@ def test_import_of_a_malformed_file_keeps_the_editor_and_explains(studio, tmp_pa
     tools_text, status = client.predict(handle_file(str(bad)), "auto", '[{"name": "keep"}]', api_name="/import_tools")
     assert tools_text == '[{"name": "keep"}]'
     assert "invalid JSON" in status
+    # named as uploaded: not the server's copy in Gradio's temporary folder (/tmp/gradio/<hash>/bad.json)
+    assert "- bad.json:1:" in status and "gradio" not in status and "/" not in status.split("bad.json")[0]
+    *_, opened = client.predict(handle_file(str(bad)), api_name="/open_world_file")
+    assert "Cannot open the file" in opened and "bad.json" in opened and "gradio" not in opened
 
 
 def test_asking_the_model_for_a_schema_gives_a_trained_tools_own_and_otherwise_says_why_not(studio):

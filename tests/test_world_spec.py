@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from typer.testing import CliRunner
@@ -67,6 +69,23 @@ def test_a_canonical_world_round_trips_exactly_through_files(tmp_path):
     second = save_world(again, tmp_path / "copy.json")
     assert second.read_text(encoding="utf-8") == text
     assert not list(tmp_path.glob("**/*.tmp")), "atomic save leaves no temporary file"
+
+
+def test_writers_of_one_world_file_at_once_each_replace_it_whole(tmp_path):
+    # the World tab writes its download file once per changed field, from parallel events: one shared temporary
+    # name had a writer find its file already moved (FileNotFoundError in the server log)
+    world, writers = parse_world(canonical_world()), 8
+    for round_ in range(20):
+        path, start = tmp_path / f"round-{round_}" / "bank.json", threading.Barrier(writers)
+
+        def write(_: int) -> str:
+            start.wait()
+            return str(save_world(world, path))
+
+        with ThreadPoolExecutor(writers) as pool:
+            assert set(pool.map(write, range(writers))) == {str(path)}
+        assert load_world(path) == world
+    assert not list(tmp_path.glob("**/*.tmp")) and not list(tmp_path.glob("**/.*"))
 
 
 def test_minimal_world_gets_defaults_and_text_state_is_kept():

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
-from wmstudio.model.remote_world_model import WorldModelUnavailable
-from wmstudio.model.sampler import DEFAULT_THRESHOLD, SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.agent_config import AgentTrainConfig, GrpoSettings
 from wmstudio.train.chat_scoring import DEFAULT_CHAT_LENGTH
@@ -148,13 +147,17 @@ def check(
 ) -> None:
     """Check a response against JSON, the tool's response schema, the world's rules and the anchors."""
     from wmstudio.world.anchors import anchor_problems, parse_anchor
+
+    try:
+        anchors = [parse_anchor(text) for text in anchor]
+    except InvalidInput as err:
+        fail(str(err))  # named before the world's CEL rules load (a second)
     from wmstudio.world.checks import check_step
     from wmstudio.world.spec import Call
 
     try:
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
-        anchors = [parse_anchor(text) for text in anchor]
         try:
             problems = anchor_problems(anchors, spec.tool(the_call.name).response)
         except KeyError:
@@ -609,9 +612,11 @@ def curricula_import(
 # --- world-model training and evaluation (trainer) -----------------------------------------------------
 
 
-def config_command(parent: typer.Typer, name: str, config_type: type, run: Callable[[Any], None]) -> None:
+def config_command(parent: typer.Typer, name: str, config_type: type, run: Callable[[Any], None],
+                   summary: str | None = None) -> None:
     """Add command `name` whose options are the fields of the dataclass `config_type` (help text from each
-    field's metadata), so a setting is declared once; `run` gets the built config."""
+    field's metadata), so a setting is declared once; `run` gets the built config. `summary` says what the command
+    does (default: the first paragraph of the class's docstring)."""
     hints = typing.get_type_hints(config_type)
     parameters = []
     for item in dataclasses.fields(config_type):
@@ -628,7 +633,7 @@ def config_command(parent: typer.Typer, name: str, config_type: type, run: Calla
         run(config)
 
     command.__signature__ = inspect.Signature(parameters)
-    command.__doc__ = config_type.__doc__.split("\n\n")[0]
+    command.__doc__ = summary or config_type.__doc__.split("\n\n")[0]
     parent.command(name)(command)
 
 
@@ -642,7 +647,10 @@ def _train_wm(config) -> None:
     emit(result.to_json())
 
 
-config_command(app, "train-wm", TrainConfig, _train_wm)
+config_command(app, "train-wm", TrainConfig, _train_wm,
+               summary="Train a world model on a corpus of chat rows (`wmstudio corpus`): the masked diffusion model "
+                       "with its copy and outcome heads, or the AR baseline; weights, tokenizer and "
+                       "`training.json` go to --out.")
 
 
 def _train_agent(config) -> None:
@@ -697,6 +705,8 @@ def _train_grpo(settings) -> None:
             bar = "#" * int(done * 30) + "." * (30 - int(done * 30))
             shown = " ".join(f"{k} {v:.3f}" for k, v in values.items() if k in ("reward", "success", "kl"))
             typer.echo(f"[{bar}] step {step}/{settings.max_steps} {shown}", err=True)
+
+    from wmstudio.model.remote_world_model import WorldModelUnavailable
 
     reporter.start(resumed_from=(checkpoint_step(newest) if newest else 0) if settings.resume else None)
     try:
@@ -954,6 +964,7 @@ def evaluate_cmd(
 ) -> None:
     """Estimate a policy's success rate from world-model rollouts alone (with a 95% interval), beside the ground
     truth from the simulators on the same scenarios (off-policy evaluation)."""
+    from wmstudio.model.remote_world_model import WorldModelUnavailable
     from wmstudio.train.curriculum_scenarios import curriculum_scenarios
     from wmstudio.train.environments import MODES
     from wmstudio.train.off_policy import evaluate_policy, report
@@ -990,32 +1001,47 @@ def evaluate_cmd(
 bench_app = typer.Typer(help="Measure how fast the engine runs on this machine.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
+SAMPLER_HELP = "(the sampler's own help)"  # replaced by SamplerSettings.help(name) when the help is shown
 
-@app.command("generate")
+
+class SamplerOptionsCommand(TyperCommand):
+    """A command whose sampler options show SamplerSettings' own help and defaults, read only when its --help is
+    asked for: the sampler imports torch, which `wmstudio --help` and refused input never need."""
+
+    def format_help(self, ctx, formatter) -> None:
+        from wmstudio.model.sampler import SamplerSettings
+
+        defaults = SamplerSettings()
+        for param in self.params:
+            if getattr(param, "help", None) == SAMPLER_HELP:
+                param.help = SamplerSettings.help(param.name)
+                param.default = getattr(defaults, param.name)  # shown only: --help ends the command here
+        super().format_help(ctx, formatter)
+
+
+@app.command("generate", cls=SamplerOptionsCommand)
 def generate_cmd(
     world: Path = typer.Argument(..., help="World file."),
     call: Path = typer.Option(..., "--call", help='Call JSON file: {"name": ..., "arguments": {...}}.'),
     anchor: list[str] = typer.Option([], "--anchor", help='Pinned field, PATH=VALUE (JSON value): status="error".'),
     model: Optional[str] = typer.Option(None, "--model", help="Model folder or hub id (default: the shipped MDLM)."),
     history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
-    steps: Optional[int] = typer.Option(None, "--steps", help=SamplerSettings.help("steps")),
-    strategy: str = typer.Option("low_confidence", "--strategy", help=SamplerSettings.help("strategy")),
-    threshold: float = typer.Option(DEFAULT_THRESHOLD, "--threshold", help=SamplerSettings.help("threshold")),
+    steps: Optional[int] = typer.Option(None, "--steps", help=SAMPLER_HELP),
+    strategy: str = typer.Option("low_confidence", "--strategy", help=SAMPLER_HELP),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help=SAMPLER_HELP),
     no_threshold: bool = typer.Option(False, "--no-threshold", help="Linear schedule only (LLaDA's)."),
-    block: Optional[int] = typer.Option(None, "--block", help=SamplerSettings.help("block")),
-    temperature: float = typer.Option(0.0, "--temperature", help=SamplerSettings.help("temperature")),
-    repetition_penalty: float = typer.Option(1.0, "--repetition-penalty",
-                                             help=SamplerSettings.help("repetition_penalty")),
-    samples: int = typer.Option(1, "--samples", help=SamplerSettings.help("samples")),
-    seed: int = typer.Option(0, "--seed", help=SamplerSettings.help("seed")),
-    free: bool = typer.Option(False, "--free", help=SamplerSettings.help("free")),
-    free_length: int = typer.Option(64, "--free-length", help=SamplerSettings.help("free_length")),
-    repair: bool = typer.Option(False, "--repair", help=SamplerSettings.help("repair")),
-    outcome_head: bool = typer.Option(True, "--outcome-head/--no-outcome-head",
-                                      help=SamplerSettings.help("outcome_head")),
-    copy_head: bool = typer.Option(True, "--copy-head/--no-copy-head", help=SamplerSettings.help("copy_head")),
-    grounding: str = typer.Option("none", "--grounding", help=SamplerSettings.help("grounding")),
-    retrieval: bool = typer.Option(True, "--retrieval/--no-retrieval", help=SamplerSettings.help("retrieval")),
+    block: Optional[int] = typer.Option(None, "--block", help=SAMPLER_HELP),
+    temperature: float = typer.Option(0.0, "--temperature", help=SAMPLER_HELP),
+    repetition_penalty: float = typer.Option(1.0, "--repetition-penalty", help=SAMPLER_HELP),
+    samples: int = typer.Option(1, "--samples", help=SAMPLER_HELP),
+    seed: int = typer.Option(0, "--seed", help=SAMPLER_HELP),
+    free: bool = typer.Option(False, "--free", help=SAMPLER_HELP),
+    free_length: int = typer.Option(64, "--free-length", help=SAMPLER_HELP),
+    repair: bool = typer.Option(False, "--repair", help=SAMPLER_HELP),
+    outcome_head: bool = typer.Option(True, "--outcome-head/--no-outcome-head", help=SAMPLER_HELP),
+    copy_head: bool = typer.Option(True, "--copy-head/--no-copy-head", help=SAMPLER_HELP),
+    grounding: str = typer.Option("none", "--grounding", help=SAMPLER_HELP),
+    retrieval: bool = typer.Option(True, "--retrieval/--no-retrieval", help=SAMPLER_HELP),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow LLaDA/Dream model code."),
     approximate_cache: bool = typer.Option(
         False, "--approximate-cache", help="Cache the prompt of a fully bidirectional model (inexact, faster)."
@@ -1026,20 +1052,17 @@ def generate_cmd(
                                          "wins on the same field), its directives the world's."),
 ) -> None:
     """Generate the response to a call with the world model: a live view of the denoising, or --json."""
-    from wmstudio.model.backends import load_backend
-    from wmstudio.model.generation import Generation, generate_stream
     from wmstudio.world.anchors import parse_anchors
+
+    try:  # the input first: a mistake in it is named before CEL (a second), torch and the model (seconds) load
+        anchors = parse_anchors(anchor)
+    except InvalidInput as err:
+        fail(str(err))
     from wmstudio.world.spec import Call
 
-    settings = _sampler_settings(steps=steps, strategy=strategy, threshold=None if no_threshold else threshold,
-                                 block=block, temperature=temperature, repetition_penalty=repetition_penalty,
-                                 samples=samples, seed=seed, free=free, free_length=free_length, repair=repair,
-                                 outcome_head=outcome_head, copy_head=copy_head, grounding=grounding,
-                                 retrieval=retrieval)
     try:
         spec = _load_world(world)
         the_call = Call.from_json(_read_json(call, "call"), source="call")
-        anchors = parse_anchors(anchor)
         if preset is not None:
             from wmstudio.world.presets import apply_preset
 
@@ -1047,6 +1070,17 @@ def generate_cmd(
             typer.echo(f"preset {preset}: anchors {', '.join(map(str, anchors)) or 'none'}; directives "
                        f"{'; '.join(spec.directives)}", err=True)
         steps_before = _read_history(history)
+    except InvalidInput as err:
+        fail(str(err))
+    schedule = {"threshold": None} if no_threshold else {} if threshold is None else {"threshold": threshold}
+    settings = _sampler_settings(steps=steps, strategy=strategy, **schedule, block=block, temperature=temperature,
+                                 repetition_penalty=repetition_penalty, samples=samples, seed=seed, free=free,
+                                 free_length=free_length, repair=repair, outcome_head=outcome_head,
+                                 copy_head=copy_head, grounding=grounding, retrieval=retrieval)
+    from wmstudio.model.backends import load_backend  # torch and transformers: only once the input is read
+    from wmstudio.model.generation import Generation, generate_stream
+
+    try:
         backend = load_backend(model or DEFAULT_MODEL, trust_remote_code=trust_remote_code, device=device,
                                approximate_cache=approximate_cache)
         stream = generate_stream(backend, spec, the_call, anchors, steps_before, settings)
@@ -1079,8 +1113,10 @@ def generate_cmd(
                err=True)
 
 
-def _sampler_settings(**values) -> SamplerSettings:
+def _sampler_settings(**values):
     """SamplerSettings from command-line options; a bad value exits 2 naming its option (`--steps ...`)."""
+    from wmstudio.model.sampler import SamplerSettings
+
     try:
         return SamplerSettings(**values)
     except InvalidInput as err:

@@ -69,7 +69,7 @@ def test_a_saved_curriculum_version_exports_what_it_was_saved_with(studio):
         page.locator("#rollout-id input").fill(str(rid))
         page.get_by_role("button", name="Open", exact=True).click()
         expect(page.locator("#rollout-header")).to_contain_text("frozen in v1", timeout=20_000)
-        page.get_by_role("button", name="✅ Accept").click()
+        page.get_by_role("button", name="Accept", exact=True).click()
         expect(page.locator("#rollout-message")).to_contain_text(f"Rollout {rid} is accepted")
 
         page.get_by_text("Curricula and datasets").click()

@@ -16,10 +16,12 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.train.examples import CorpusRow, read_corpus_split
+
+if TYPE_CHECKING:  # examples imports torch; the CLI reads DEFAULT_CHAT_LENGTH at start-up
+    from wmstudio.train.examples import CorpusRow
 
 THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 TAG = re.compile(r"</?[A-Za-z_][A-Za-z0-9_-]*>")
@@ -116,6 +118,8 @@ def rouge_l(prediction: str, reference: str) -> float:
 
 def load_chat_rows(corpus: Path, split: str = "test", rows: int = 200, seed: int = 0) -> list[CorpusRow]:
     """A seeded sample of `rows` rows of `<corpus>/<split>.jsonl` (any chat rows; `meta` is not needed)."""
+    from wmstudio.train.examples import read_corpus_split
+
     every = read_corpus_split(corpus, split)
     if not every:
         raise InvalidInput(Problem(f"{corpus}/{split}.jsonl", "holds no rows"))

@@ -174,7 +174,7 @@ def _one_line(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-EMPTY_VIEW = ItemView(None, "🎉 **Nothing left to rate.** Every step has your rating or your skip; new steps "
+EMPTY_VIEW = ItemView(None, "**Nothing left to rate.** Every step has your rating or your skip; new steps "
                             "appear here as rollouts are made.", "", "")
 
 
@@ -264,7 +264,7 @@ def submit_rating(ctx: StudioContext, typed_name: Any, step_id: Any, realism: An
         annotator = get_annotator(ctx.store, identity.name, identity.source)
         save_rating(ctx.store, annotator.id, int(step_id), **{k: _score(v) for k, v in scores.items()},
                     failure_tags=list(failure_tags or []), note=note or "")
-        return _after_action(ctx, identity, "✅ Saved your rating of that step.")
+        return _after_action(ctx, identity, "Saved your rating of that step.")
     except Exception as err:  # noqa: BLE001 - shown as a message, the answers stay on the page
         return [gr.skip()] * 9 + [failure_markdown(err, 'save the rating', KEPT), gr.skip()]
 
@@ -277,7 +277,7 @@ def skip_item(ctx: StudioContext, typed_name: Any, step_id: Any, request: Any = 
             raise InvalidInput("no step is shown: press Start (or reload) to get the next step to rate")
         annotator = get_annotator(ctx.store, identity.name, identity.source)
         skip_step(ctx.store, annotator.id, int(step_id))
-        return _after_action(ctx, identity, "⏭️ Skipped that step.")
+        return _after_action(ctx, identity, "Skipped that step.")
     except Exception as err:  # noqa: BLE001
         return [gr.skip()] * 9 + [failure_markdown(err, 'skip', KEPT), gr.skip()]
 

@@ -101,10 +101,10 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
             if repair.solved:
                 set_ = ", ".join(f"{name} = {json.dumps(value, ensure_ascii=False)}" for name, value in
                                  repair.solved.items())
-                lines.append(f'<div class="wm-repair">🔧 {label} {k + 1}, repair round {number}: set '
+                lines.append(f'<div class="wm-repair">{label} {k + 1}, repair round {number}: set '
                              f"{html.escape(set_)} as a failed rule's equality says (no model call)</div>")
                 continue
-            lines.append(f'<div class="wm-repair">🔧 {label} {k + 1}, repair round {number}: remasked '
+            lines.append(f'<div class="wm-repair">{label} {k + 1}, repair round {number}: remasked '
                          f'{html.escape(", ".join(repair.remasked))}; {sum(repair.passed)} of '
                          f"{len(repair.candidates)} candidates pass every check</div>")
     if tool.response is None and generation.schema_from == FROM_HISTORY:
@@ -123,7 +123,7 @@ def generation_html(generation: Generation, world: WorldSpec, tool: Tool, anchor
                      "free canvas</div>")
     said = outcome_sentence(generation)
     if said:
-        lines.append(f'<div class="wm-outcome">🎯 {html.escape(said)} (switch it off to let the canvas decide)</div>')
+        lines.append(f'<div class="wm-outcome">{html.escape(said)} (switch it off to let the canvas decide)</div>')
     if generation.prompt_cut:
         lines.append(f'<div class="wm-cut">The prompt left out, to fit the model\'s budget: '
                      f"{html.escape('; '.join(generation.prompt_cut))}</div>")

@@ -6,18 +6,21 @@ these functions say what each one means (label, type, options) and convert betwe
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.anchors import Anchor, parse_anchors
+from wmstudio.world.input_limits import InputRefused, loads_limited
 from wmstudio.world.jsonpath import format_path
 
 MASKED = "masked"  # what an anchor field shows when the model is free to fill it
 KIND_WORDS = {"string": "text", "integer": "whole number", "number": "number", "boolean": "true/false",
               "enum": "one of", "json": "JSON"}
 MAX_DEPTH = 4  # nested response objects deeper than this are pinned as whole JSON values
+NOT_FINITE = ("inf", "infinity", "nan")  # what Python would read as a float and JSON cannot hold
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,26 @@ def read_value(field: FormField, text: str | None) -> Any:
         return raw
     if field.kind == "enum" and stripped in [o for o in field.options if isinstance(o, str)]:
         return stripped
+    if field.kind in ("integer", "number") and stripped.lower().lstrip("+-") in NOT_FINITE:
+        raise InvalidInput(Problem(field.path, f"{stripped} is not a number JSON can hold: give a "
+                                               f"{KIND_WORDS[field.kind]}, e.g. 500"))
     try:
-        return json.loads(stripped)
+        value = json.loads(stripped)
     except json.JSONDecodeError:
         return stripped
+    if _not_finite(value):  # 1e400 reads as infinity, which no JSON number is
+        kind = KIND_WORDS[field.kind] if field.kind in ("integer", "number") else "number"
+        raise InvalidInput(Problem(field.path, f"{stripped} holds a number too large to hold (it reads as "
+                                               f"infinity): give a {kind} JSON can hold, e.g. 500"))
+    return value
+
+
+def _not_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_not_finite(v) for v in value.values())
+    return isinstance(value, list) and any(_not_finite(v) for v in value)
 
 
 def show_value(value: Any) -> str:
@@ -121,12 +140,15 @@ def read_arguments(arguments_json: str | None) -> dict[str, Any]:
 
 
 def parse_json_field(text: str, path: str) -> Any:
-    """Parse JSON typed into a field; InvalidInput names the field and where the syntax breaks."""
+    """Parse JSON typed into a field; InvalidInput names the field and where the syntax breaks, or the limit it
+    breaks (a number such as 1e400 that reads as infinity, NaN, nesting past the limit)."""
     try:
-        return json.loads(text)
+        return loads_limited(text)
     except json.JSONDecodeError as err:
         raise InvalidInput(Problem(path, f"invalid JSON at line {err.lineno}, column {err.colno} ({err.msg}): "
                                          "fix it there")) from None
+    except InputRefused as err:
+        raise InvalidInput(Problem(path, str(err))) from None
 
 
 def anchors_from_form(fields: Sequence[FormField], texts: Sequence[str | None], free_text: str = "") -> list[Anchor]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import logging
 import re
+from pathlib import Path
 
 from wmstudio.problems import InvalidInput
 from wmstudio.studio.datasets import PushFailed
@@ -16,14 +17,23 @@ log = logging.getLogger("wmstudio.ui")
 
 
 def failure_markdown(err: Exception, doing: str, kept: str = "your inputs are kept") -> str:
-    """`⚠️ **Cannot <doing>** — <kept>:` and the problems as a list (or one line for a failure we did not foresee)."""
+    """`**Cannot <doing>** — <kept>:` and the problems as a list (or one line for a failure we did not foresee)."""
     if isinstance(err, InvalidInput):
         items = "\n".join(f"- `{p.path}`: {p.message}" if p.path else f"- {p.message}" for p in err.problems)
-        return f"⚠️ **Cannot {doing}** — {kept}:\n\n{items}"
+        return f"**Cannot {doing}** — {kept}:\n\n{items}"
     if isinstance(err, PushFailed):
-        return f"⚠️ **Cannot {doing}** — {kept}: {err}"
+        return f"**Cannot {doing}** — {kept}: {err}"
     log.exception("studio action failed: %s", doing)
-    return f"⚠️ **Cannot {doing}**: {type(err).__name__}: {err}. {kept.capitalize()}; the server log has details."
+    return f"**Cannot {doing}**: {type(err).__name__}: {err}. {kept.capitalize()}; the server log has details."
+
+
+def as_uploaded(message: str, upload: str | Path | None) -> str:
+    """`message` naming an uploaded file as the user named it: Gradio keeps uploads as /tmp/gradio/<hash>/<name>,
+    a server path that means nothing to the user (and tells a visitor where the server keeps files)."""
+    if not upload:
+        return message
+    path = Path(upload)
+    return message.replace(str(path), path.name).replace(f"{path.parent}/", "")
 
 
 def markdown_as_html(message: str) -> str:

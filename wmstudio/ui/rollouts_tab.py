@@ -50,7 +50,7 @@ from wmstudio.studio.rollouts import branch_at, edit_response, generate_next_ste
 from wmstudio.ui.check_view import pretty_response
 from wmstudio.ui.forms import parse_json_field
 from wmstudio.ui.identity import on_spaces, request_username
-from wmstudio.ui.messages import failure_markdown
+from wmstudio.ui.messages import as_uploaded, failure_markdown
 from wmstudio.world.anchors import parse_anchors
 from wmstudio.world.spec import Call
 
@@ -59,7 +59,6 @@ TABLE_COLUMNS = ["id", "world", "title", "status", "tags", "steps", "failed", "c
 TABLE_WIDTHS = ["7%", "14%", "29%", "11%", "12%", "8%", "8%", "11%"]
 MAX_STEPS_SHOWN = 50
 MAX_RESPONSE_SHOWN = 4000
-STATUS_ICONS = {"pending": "⏳", "accepted": "✅", "rejected": "🚫"}
 
 
 @dataclass
@@ -84,7 +83,7 @@ def render_rollout(store: Store, rollout_id: int) -> RolloutView:
     origin = (f" · branched from rollout {rollout.parent_rollout_id} at step {rollout.parent_step_index + 1}"
               if rollout.parent_rollout_id is not None else "")
     header = (f"### Rollout {rollout.id}: {rollout.title or '(untitled)'}\n"
-              f"World **{world.name}** v{world.version} · {STATUS_ICONS[rollout.status]} {rollout.status} · "
+              f"World **{world.name}** v{world.version} · {rollout.status} · "
               f"{len(steps)} step(s) · tags: {', '.join(tags) or '—'}{origin}\n\n"
               f"Tools: {', '.join(f'`{tool.name}`' for tool in world.spec().tools) or 'none'}")
     shown = steps[-MAX_STEPS_SHOWN:]
@@ -97,16 +96,16 @@ def render_rollout(store: Store, rollout_id: int) -> RolloutView:
 def _step_markdown(step: Step) -> str:
     report = step.check_report
     if step.check_ok is None:
-        verdict = "◻️ not checked"
+        verdict = "not checked"
     elif step.check_ok:
-        verdict = "✅ checks pass"
+        verdict = "✓ checks pass"
     else:
         problems = (report.get("schema_errors", []) + [f"rule: {v['rule']} — {v['message']}"
                                                        for v in report.get("rule_violations", [])]
                     + report.get("anchor_violations", []) + report.get("message_strays", []))
         if not report.get("json_valid", True):
             problems.insert(0, "the response is not JSON")
-        verdict = "❌ checks fail" + "".join(f"\n  - {p}" for p in problems[:8])
+        verdict = "✗ checks fail" + "".join(f"\n  - {p}" for p in problems[:8])
     call = Call.from_json(step.call)
     response, _ = pretty_response(step.response)
     if len(response) > MAX_RESPONSE_SHOWN:
@@ -121,14 +120,14 @@ def _step_markdown(step: Step) -> str:
 def _made_by_text(made_by: MadeBy) -> str:
     if made_by.kind == "human edit":
         original = _made_by_text(made_by.original) if made_by.original else "unknown"
-        return f"✏️ edited by {made_by.editor or 'someone'} (original by {original} kept)"
+        return f"edited by {made_by.editor or 'someone'} (original by {original} kept)"
     if made_by.kind == "human":
-        return f"✍️ written by {made_by.editor or 'someone'}"
+        return f"written by {made_by.editor or 'someone'}"
     if made_by.kind == "imported":
-        return f"📥 imported from {made_by.source or 'a file'}"
+        return f"imported from {made_by.source or 'a file'}"
     seed = f", seed {made_by.seed}" if made_by.seed is not None else ""
     anchors = f", {len(made_by.anchors)} anchor(s)" if made_by.anchors else ""
-    return f"🤖 {made_by.model}{seed}{anchors}"
+    return f"model {made_by.model}{seed}{anchors}"
 
 
 def _compact(value: Any, limit: int = 300) -> str:
@@ -198,7 +197,7 @@ def generate_step(ctx: StudioContext, rollout_id: Any, call_text: str, anchors_t
     step, simulation = generate_next_step(ctx, rid, call, anchors, settings)
     verdict = "checks pass" if step.check_ok else "checks fail (see the step)"
     elapsed = simulation.generation.elapsed_ms
-    return render_rollout(ctx.store, rid), (f"🤖 Step {step.index + 1} generated in {elapsed:.0f} ms; {verdict}."
+    return render_rollout(ctx.store, rid), (f"Step {step.index + 1} generated in {elapsed:.0f} ms; {verdict}."
                                             f"{_unaccepted(was)}")
 
 
@@ -207,8 +206,8 @@ def propose_call(store: Store, rollout_id: Any, policy_path: str | None, task_te
     when the policy would end the episode here."""
     proposal = propose_next_call(store, _rollout_id(rollout_id), policy_path, task_text)
     if proposal.call is None:
-        return None, (f"🏁 The policy would end the episode here with the answer: **{proposal.final_answer}**")
-    return proposal.call_text, (f"🧭 The policy proposes `{proposal.call.name}` for the task “{proposal.task}”: "
+        return None, (f"The policy would end the episode here with the answer: **{proposal.final_answer}**")
+    return proposal.call_text, (f"The policy proposes `{proposal.call.name}` for the task “{proposal.task}”: "
                                 "edit the call if you like, then press **Generate and append**.")
 
 
@@ -217,7 +216,7 @@ def branch(store: Store, rollout_id: Any, step_number: Any) -> tuple[RolloutView
     rid = _rollout_id(rollout_id)
     index = _step_index(store, rid, step_number)
     made = branch_at(store, rid, index)
-    return render_rollout(store, made.id), f"🌿 Rollout {made.id} branches rollout {rid} at step {index + 1}."
+    return render_rollout(store, made.id), f"Rollout {made.id} branches rollout {rid} at step {index + 1}."
 
 
 def load_response(store: Store, rollout_id: Any, step_number: Any) -> str:
@@ -236,7 +235,7 @@ def save_edit(store: Store, rollout_id: Any, step_number: Any, response_text: st
     if before == response_text:
         return render_rollout(store, rid), "Nothing changed: the response is the same."
     verdict = "checks pass" if report.ok else "checks fail (see the step)"
-    return render_rollout(store, rid), (f"✏️ Step {index + 1} edited; the original is kept; {verdict}."
+    return render_rollout(store, rid), (f"Step {index + 1} edited; the original is kept; {verdict}."
                                         f"{_unaccepted(was)}")
 
 
@@ -244,18 +243,18 @@ def change_status(store: Store, rollout_id: Any, status: str) -> tuple[RolloutVi
     """Accept, reject or reset a rollout to pending."""
     rid = _rollout_id(rollout_id)
     set_status(store, rid, status)
-    return render_rollout(store, rid), f"{STATUS_ICONS.get(status, '')} Rollout {rid} is {status}."
+    return render_rollout(store, rid), f"Rollout {rid} is {status}."
 
 
 def change_tags(store: Store, rollout_id: Any, tags_text: str) -> tuple[RolloutView, str]:
     """Replace a rollout's tags with the comma-separated list."""
     rid = _rollout_id(rollout_id)
     tags = set_tags(store, rid, [t for t in (tags_text or "").split(",")])
-    return render_rollout(store, rid), f"🏷️ Tags of rollout {rid}: {', '.join(tags) or 'none'}."
+    return render_rollout(store, rid), f"Tags of rollout {rid}: {', '.join(tags) or 'none'}."
 
 
-def save_curriculum_version(store: Store, name: str, description: str, ids_text: str) -> str:
-    """Save the next version of a curriculum with the listed rollout ids added."""
+def save_curriculum_version(store: Store, name: str, description: str, ids_text: str) -> tuple[str, int]:
+    """Save the next version of a curriculum with the listed rollout ids added: a message, and the version's id."""
     ids = []
     for i, part in enumerate(p.strip() for p in re.split(r"[,\s]+", ids_text or "") if p.strip()):
         if not part.isdigit():
@@ -263,13 +262,13 @@ def save_curriculum_version(store: Store, name: str, description: str, ids_text:
         ids.append(int(part))
     curriculum, added = add_to_curriculum(store, name, description, ids)
     total = len(curriculum_rollouts(store, curriculum.id))
-    return f"📚 Curriculum **{curriculum.name}** v{curriculum.version}: {total} rollouts ({added} added)."
+    return f"Curriculum **{curriculum.name}** v{curriculum.version}: {total} rollouts ({added} added).", curriculum.id
 
 
 def export_for_download(store: Store, curriculum_id: Any) -> tuple[str, str]:
     """Export a curriculum version as a dataset folder and zip it: (zip path, message)."""
     folder, name = export_curriculum(store, _curriculum_id(curriculum_id, "export"))
-    return str(zip_folder(folder)), (f"📦 Exported **{name}** to `{folder}` (parquet + JSONL + card); the zip is "
+    return str(zip_folder(folder)), (f"Exported **{name}** to `{folder}` (parquet + JSONL + card); the zip is "
                                      "ready to download.")
 
 
@@ -278,7 +277,7 @@ def push(store: Store, curriculum_id: Any, repo_id: str, token: str | None, priv
     """Push a curriculum version with the token typed in, the Space user's, or (single-user studio only) HF_TOKEN."""
     url = push_curriculum(store, _curriculum_id(curriculum_id, "push"), repo_id, token, private, signed_in,
                           single_user)
-    return f"🚀 Pushed to {url}"
+    return f"Pushed to {url}"
 
 
 def import_upload(store: Store, upload: str | None) -> str:
@@ -295,9 +294,9 @@ def import_upload(store: Store, upload: str | None) -> str:
         result = import_dataset_file(store, path)
     ids = ", ".join(map(str, result.rollout_ids[:20])) + (" …" if len(result.rollout_ids) > 20 else "")
     if result.repeated:
-        return (f"📥 This file was imported before: nothing was added. Its {len(result.rollout_ids)} rollout(s) "
+        return (f"This file was imported before: nothing was added. Its {len(result.rollout_ids)} rollout(s) "
                 f"with {result.steps} steps are {ids or 'none'}.")
-    return (f"📥 Imported {len(result.rollout_ids)} rollout(s) with {result.steps} steps as new rollouts: "
+    return (f"Imported {len(result.rollout_ids)} rollout(s) with {result.steps} steps as new rollouts: "
             f"{ids or 'none'}.")
 
 
@@ -396,9 +395,9 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
                 rollout_id = gr.Number(label="Rollout id", precision=0, scale=2, min_width=100, elem_id="rollout-id")
                 open_button = gr.Button("Open", size="sm", scale=1, min_width=70)
             with gr.Row():
-                accept = gr.Button("✅ Accept", size="sm", min_width=90)
-                reject = gr.Button("🚫 Reject", size="sm", min_width=90)
-                reset = gr.Button("⏳ Pending", size="sm", min_width=90)
+                accept = gr.Button("Accept", size="sm", min_width=90)
+                reject = gr.Button("Reject", size="sm", min_width=90)
+                reset = gr.Button("Pending", size="sm", min_width=90)
             with gr.Row():
                 tags = gr.Textbox(label="Tags (comma-separated)", scale=3)
                 save_tags = gr.Button("Save tags", size="sm", scale=1, min_width=90)
@@ -501,9 +500,12 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
             return gr.skip(), failure_markdown(err, "export")
 
     def on_save_curriculum(name, description, ids):
-        result = _message_result(lambda: save_curriculum_version(store, name, description, ids),
-                                 "save the curriculum")
-        return result, gr.update(choices=curriculum_choices(store))
+        try:
+            message, saved = save_curriculum_version(store, name, description, ids)
+        except Exception as err:  # noqa: BLE001
+            return failure_markdown(err, "save the curriculum"), gr.skip()
+        # the version just saved is the one to export or push next
+        return message, gr.update(choices=curriculum_choices(store), value=saved)
 
     search.click(on_search, [*filters, page], [table, info, page], api_name="rollouts_search")
     for box in (f_tag, f_text):
@@ -517,7 +519,7 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
                                                "open the rollout"), rollout_id, view, api_name="rollout_open")
     refresh = {"fn": on_search, "inputs": [*filters, page], "outputs": [table, info, page],
                "api_visibility": "private"}  # every action that changes a rollout shows in the list at once
-    create.click(lambda wid, title: _view_result(lambda: (new_rollout(store, wid, title), "🆕 New rollout."),
+    create.click(lambda wid, title: _view_result(lambda: (new_rollout(store, wid, title), "New rollout."),
                                                  "start a rollout"), [new_world, new_title], view,
                  api_name="rollout_new").then(**refresh)
     run.click(lambda rid, text, pins, t, s: _view_result(lambda: generate_step(ctx, rid, text, pins, t, s),
@@ -548,7 +550,7 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
         return _message_result(lambda: push(store, cid, repo_id, typed, private_repo, signed_in, single_user), "push")
 
     push_button.click(on_push, [cur_pick, repo, token, private], cur_message, api_name="curriculum_push")
-    import_button.click(lambda path: _message_result(lambda: import_upload(store, path), "import"), upload,
-                        cur_message, api_name="dataset_import")
+    import_button.click(lambda path: as_uploaded(_message_result(lambda: import_upload(store, path), "import"), path),
+                        upload, cur_message, api_name="dataset_import")
     studio.load(on_choices, None, [f_world, new_world, cur_pick, policy], api_visibility="private")
     studio.load(on_search, [*filters, page], [table, info, page], api_visibility="private")

@@ -15,6 +15,9 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import (
     CurriculumScenario,
     Store,
+    count_scenarios,
+    curriculum_rollouts,
+    get_curriculum,
     get_scenario,
     list_curricula,
     list_scenarios,
@@ -34,12 +37,37 @@ KEPT = "the saved scenario is unchanged"
 # --- reading and showing ------------------------------------------------------------------------------------------
 
 
-def trainable_curricula(store: Store) -> list[str]:
-    """Curricula a GRPO run can train on: `demo`, then those whose latest version holds scenarios."""
-    latest: dict[str, int] = {}
+def trainable_curricula(store: Store) -> list[tuple[str, str]]:
+    """Every curriculum the Train tab offers, as (label, name): `demo`, then each saved curriculum at its latest
+    version (what a run trains on), saying how many scenarios it holds, or that it holds none yet."""
+    latest = {}
     for summary in list_curricula(store):  # newest version of each name first
-        latest.setdefault(summary.curriculum.name, summary.scenario_count)
-    return [DEMO_CURRICULUM, *sorted(name for name, count in latest.items() if count and name != DEMO_CURRICULUM)]
+        latest.setdefault(summary.curriculum.name, summary)
+    choices = [(f"{DEMO_CURRICULUM} · the five simulated worlds' scenarios", DEMO_CURRICULUM)]
+    for name in sorted(set(latest) - {DEMO_CURRICULUM}):
+        summary = latest[name]
+        holds = (f"{summary.scenario_count} scenarios" if summary.scenario_count else
+                 f"{summary.rollout_count} rollouts, no scenarios yet")
+        choices.append((f"{name} v{summary.curriculum.version} · {holds}", name))
+    return choices
+
+
+def missing_scenarios(store: Store, curriculum_name: Any) -> str:
+    """What a curriculum needs before GRPO can train on it, in words; empty when its latest version has scenarios
+    (or it is `demo`, which is given its own). InvalidInput for a name that is not saved."""
+    name = str(curriculum_name or DEMO_CURRICULUM).strip()
+    if name == DEMO_CURRICULUM:
+        return ""
+    curriculum = get_curriculum(store, name)
+    if count_scenarios(store, curriculum.id):
+        return ""
+    rollouts = len(curriculum_rollouts(store, curriculum.id))
+    return (f"**{name} v{curriculum.version}** holds {rollouts} rollout(s) and no scenarios, and a GRPO run plays "
+            "scenarios: each a task for the agent with a success condition (CEL over `state` and `trajectory`, e.g. "
+            f"`{SUCCESS_EXAMPLE}`). Add them: export the curriculum, write `scenarios.jsonl` into its folder (one "
+            "JSON line per scenario: key, split, world, task, success, target) and import the folder (`wmstudio "
+            "curricula import FOLDER`) or its zip (Rollouts tab), which saves the next version with them; or train "
+            "on `demo`.")
 
 
 def scenarios_of(store: Store, curriculum_name: Any) -> tuple[str, list[CurriculumScenario]]:
@@ -55,7 +83,7 @@ def scenario_table(store: Store, curriculum_name: Any) -> tuple[str, list[list[s
     label, rows = scenarios_of(store, curriculum_name)
     splits = {split: sum(row.split == split for row in rows) for split in ("train", "heldout")}
     summary = (f"**{label}** · {len(rows)} scenarios ({splits['train']} train, {splits['heldout']} held out)"
-               if rows else f"**{label}** has no scenarios: import an export that has scenarios.jsonl")
+               if rows else missing_scenarios(store, curriculum_name))
     table = [[row.key, row.split, _world_name(row), _shown(row.task), _shown(row.success)] for row in rows]
     choices = [(f"{row.key} · {_world_name(row)}", row.id) for row in rows]
     return summary, table, choices
@@ -100,7 +128,7 @@ def save_scenario(store: Store, scenario_id: Any, task: Any, success: Any, steer
     row = update_scenario(store, _scenario_id(scenario_id), task=str(task or ""), success=str(success or ""),
                           steering=read_steering(steering))
     anchors = sum(len(texts) for texts in row.steering.values())
-    return (f"✅ Saved `{row.key}`: training on this curriculum uses its task, success condition and {anchors} "
+    return (f"Saved `{row.key}`: training on this curriculum uses its task, success condition and {anchors} "
             "anchor(s).")
 
 

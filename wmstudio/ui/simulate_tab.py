@@ -239,7 +239,7 @@ def finished_view(simulation: Simulation) -> tuple:
     generation = simulation.generation
     frames = len(simulation.frames)
     last = frames - 1 if frames else None
-    warnings = "".join(f"\n- ⚠️ {w}" for w in simulation.warnings)
+    warnings = "".join(f"\n- {w}" for w in simulation.warnings)
     if warnings:
         warnings = "\n\nThe call breaks its parameter schema (simulated as written):" + warnings
     passed = sum(s.checks.ok for s in generation.samples)
@@ -479,8 +479,8 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         button.click(partial(fill_preset, ctx, name), [world, tool],
                      [*anchor_inputs, free_anchors, run_directives, tool_note],
                      api_name=f"simulate_preset_{name.replace('-', '_')}")
-    running = run.click(partial(simulate_steered, ctx), steered, outputs, api_name="simulate",
-                        show_progress="minimal")
+    running = run.click(partial(simulate_steered, ctx), steered, outputs, api_name="simulate_run",
+                        show_progress="minimal")  # scripts: the API's /simulate (ui/api.py) answers JSON
     run.click(lambda: BASELINE_HINT, None, baseline, api_visibility="private")  # its answer was for other inputs
     stop.click(lambda: "Stopped: the run was cancelled; press Run to start again.", None, status, cancels=[running],
                api_visibility="private")

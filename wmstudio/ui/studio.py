@@ -21,6 +21,7 @@ from wmstudio.studio.context import StudioContext
 from wmstudio.studio.memory import limit_malloc_arenas
 from wmstudio.ui.access import exposure, single_user
 from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
+from wmstudio.ui.api import build_api, hide_tab_events
 from wmstudio.ui.rollouts_tab import build_rollouts_tab
 from wmstudio.ui.simulate_tab import build_simulate_tab
 from wmstudio.ui.train_tab import build_train_tab
@@ -56,6 +57,8 @@ def build_studio(ctx: StudioContext, single_user_studio: bool | None = None) -> 
             build_annotate_tab(ctx, studio)
         with gr.Tab("Train", id="train"):
             build_train_tab(ctx, studio)
+        build_api(ctx)  # the named API for scripts (gradio_client); view_api lists it alone
+    hide_tab_events(studio)
     return studio
 
 

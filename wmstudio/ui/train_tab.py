@@ -14,6 +14,7 @@ from typing import Any
 
 import gradio as gr
 import plotly.graph_objects as go
+from gradio.context import Context
 from plotly.subplots import make_subplots
 
 from wmstudio.problems import InvalidInput, Problem
@@ -32,14 +33,13 @@ from wmstudio.train.jobs import (
 )
 from wmstudio.train.run_files import latest_episodes, log_tail
 from wmstudio.ui.messages import failure_markdown
-from wmstudio.ui.scenarios_panel import build_scenarios_panel, trainable_curricula
+from wmstudio.ui.scenarios_panel import build_scenarios_panel, missing_scenarios, trainable_curricula
 
 CURVES = {"reward": "Reward", "success": "Success rate", "kl": "KL to the reference",
           "completion_length": "Completion length (tokens)", "valid_call_rate": "Valid-call rate", "loss": "Loss"}
 RUN_COLUMNS = ["id", "status", "env", "steps logged", "started", "finished", "error"]
 ENV_HELP = ("Who answers the agent's tool calls: the world model, the worlds' exact simulators, or the world model "
             "checked against the simulators (hybrid).")
-STATUS_ICONS = {"queued": "⏳", "running": "🏃", "finished": "✅", "failed": "❌", "cancelled": "🛑"}
 LIVE_REFRESH_S, IDLE_REFRESH_S = 2.0, 10.0
 RUNS_SHOWN = 50
 EPISODES_SHOWN = 5
@@ -67,7 +67,7 @@ def runs_table(store: Store) -> tuple[list[list[Any]], list[tuple[str, int]], bo
     """The newest runs as table rows, as dropdown choices, and whether any of them is queued or running."""
     runs = list_runs(store)[:RUNS_SHOWN]
     steps = logged_steps(store, [run.id for run in runs])
-    rows = [[run.id, f"{STATUS_ICONS.get(run.status, '')} {run.status}", run.config.get("env", ""), steps[run.id],
+    rows = [[run.id, run.status, run.config.get("env", ""), steps[run.id],
              _when(run.started_at), _when(run.finished_at) if run.status not in LIVE_STATUSES else "",
              _one_line(run.error, 160)] for run in runs]
     choices = [(f"#{run.id} · {run.config.get('env', '?')} · {run.config.get('max_steps', '?')} steps", run.id)
@@ -107,7 +107,7 @@ def episodes_markdown(episodes: list[dict[str, Any]]) -> str:
         return "_No episodes yet: they appear after the first training step._"
     parts = []
     for episode in reversed(episodes):
-        success = "✅ success" if episode.get("success") else "✖ no success"
+        success = "✓ success" if episode.get("success") else "✗ no success"
         reward = episode.get("reward")
         reward_text = f"reward {reward:.2f}" if isinstance(reward, (int, float)) else "reward —"
         head = (f"**Step {episode.get('step', '?')}** · `{_one_line(episode.get('scenario', '?'), 80)}` · "
@@ -129,11 +129,11 @@ def run_view(store: Store, run_id: int | None) -> RunView:
     episodes = latest_episodes(run_id, EPISODES_SHOWN)
     log = log_tail(run_id)
     saved = run_checkpoints(run)
-    parts = [f"**Run #{run.id}** · {STATUS_ICONS.get(run.status, '')} {run.status}",
+    parts = [f"**Run #{run.id}** · {run.status}",
              f"env `{run.config.get('env', '?')}`", f"curriculum `{run.config.get('curriculum', '?')}`",
              f"max steps {run.config.get('max_steps', '?')}", f"pid {run.pid or '—'}",
              f"{len(saved)} checkpoint(s)" + (f", newest `{saved[-1].name}`" if saved else "")]
-    status = " · ".join(parts) + (f"\n\n⚠️ {_one_line(run.error, 1000)}" if run.error else "")
+    status = " · ".join(parts) + (f"\n\nError: {_one_line(run.error, 1000)}" if run.error else "")
     signature = json.dumps([run.id, run.status, run.error, run.pid, points, len(saved),
                             [e.get("step") for e in episodes], len(log), log[-200:]])
     return RunView(status, figure, episodes_markdown(episodes), log, signature)
@@ -168,9 +168,12 @@ def start_run(store: Store, curriculum: Any, env: Any, max_steps: Any, policy: A
     """Start a run from the form; its id and a message saying what happens next."""
     if env not in ENVIRONMENTS:
         raise InvalidInput(Problem("Environment", f"choose one of {', '.join(ENVIRONMENTS)}"))
+    missing = missing_scenarios(store, curriculum)
+    if missing:  # refused here, not by the run a moment later
+        raise InvalidInput(Problem("Curriculum", missing))
     run = start_job(store, curriculum=str(curriculum or DEMO_CURRICULUM), env=env, max_steps=read_max_steps(max_steps),
                     db_path=store.path, policy=read_policy(policy))
-    return run.id, (f"🚀 Started run #{run.id} (pid {run.pid}) in the background: its curves appear here as it "
+    return run.id, (f"Started run #{run.id} (pid {run.pid}) in the background: its curves appear here as it "
                     "logs steps, and it keeps training if you close the page.")
 
 
@@ -191,14 +194,14 @@ def read_policy(value: Any) -> str | None:
 def cancel_run(store: Store, run_id: Any) -> str:
     """Cancel the selected run; a message saying how it ended."""
     run = cancel_job(store, read_run_id(run_id))
-    return f"🛑 Run #{run.id} is {run.status}."
+    return f"Run #{run.id} is {run.status}."
 
 
 def resume_run(store: Store, run_id: Any) -> str:
     """Resume the selected run from its newest checkpoint; a message saying so."""
     run = resume_job(store, read_run_id(run_id))
     newest = run_checkpoints(run)[-1].name
-    return f"▶️ Resuming run #{run.id} from `{newest}` (pid {run.pid})."
+    return f"Resuming run #{run.id} from `{newest}` (pid {run.pid})."
 
 
 def refresh(store: Store, selected: Any, shown: str | None) -> list[Any]:
@@ -250,12 +253,13 @@ def _fenced(text: str) -> str:
 def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     """Lay out the Train tab inside the current Blocks and wire its events and refresh timer."""
     store = ctx.store
+    tab = Context.block
     gr.Markdown("Train the agent with GRPO on a curriculum. The run goes on in the background (`wmstudio "
                 "train-grpo`); its checkpoints, episodes and log live in the studio's `runs/<id>` folder.")
     with gr.Row(equal_height=True):
-        curriculum = gr.Dropdown([DEMO_CURRICULUM], value=DEMO_CURRICULUM, label="Curriculum", min_width=120,
-                                 info="demo: the five simulated worlds' scenarios; or a curriculum with scenarios",
-                                 elem_id="train-curriculum")
+        curriculum = gr.Dropdown(trainable_curricula(store), value=DEMO_CURRICULUM, label="Curriculum",
+                                 min_width=120, info="demo, or any curriculum saved in Rollouts (a run plays its "
+                                                     "scenarios)", elem_id="train-curriculum")
         env = gr.Radio(list(ENVIRONMENTS), value="simulator", label="Environment", info=ENV_HELP, scale=2,
                        elem_id="train-env")
         max_steps = gr.Textbox("20", label=f"Max steps (1 to {MAX_STEPS:,})", min_width=120, max_lines=1,
@@ -263,6 +267,7 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         policy = gr.Textbox("", label="Policy (empty: the shipped agent-small)", min_width=160, max_lines=1,
                             placeholder="a policy folder, or a chat model's hub id", elem_id="train-policy")
         start = gr.Button("Start training", variant="primary", min_width=120, elem_id="train-start")
+    missing = gr.Markdown(elem_id="train-curriculum-note")  # what a curriculum without scenarios needs
     message = gr.Markdown(elem_id="train-message")
     build_scenarios_panel(store, curriculum, studio)
     table = gr.Dataframe(headers=RUN_COLUMNS, interactive=False, wrap=True, max_height=260, elem_id="train-runs")
@@ -321,4 +326,16 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     table.select(on_pick, None, selected, api_visibility="private").then(**now)
     timer.tick(**now, concurrency_limit=2, concurrency_id="train-refresh")
     studio.load(**now)
-    studio.load(lambda: gr.update(choices=trainable_curricula(store)), None, curriculum, api_visibility="private")
+    def on_curricula() -> Any:  # a curriculum saved in Rollouts since the page was opened is offered too
+        return gr.update(choices=trainable_curricula(store))
+
+    def on_curriculum(name: Any) -> str:
+        try:
+            return missing_scenarios(store, name)
+        except Exception as err:  # noqa: BLE001 - e.g. a name no longer saved
+            return failure_markdown(err, "read the curriculum", KEPT)
+
+    studio.load(on_curricula, None, curriculum, api_visibility="private")
+    if isinstance(tab, gr.Tab):  # the studio builds this tab inside a gr.Tab: re-read the curricula when opened
+        tab.select(on_curricula, None, curriculum, api_visibility="private")
+    curriculum.change(on_curriculum, curriculum, missing, api_visibility="private")

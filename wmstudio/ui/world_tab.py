@@ -19,7 +19,7 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import get_world, list_worlds, save_world_version, world_versions
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.rollouts import saved_responses
-from wmstudio.ui.messages import failure_markdown
+from wmstudio.ui.messages import as_uploaded, failure_markdown
 from wmstudio.world.rule_references import reference_findings
 from wmstudio.world.schema_inference import infer_schema
 from wmstudio.world.sims import SIMULATORS
@@ -118,8 +118,8 @@ def validate_fields(*fields) -> str:
     except InvalidInput as err:
         return failure_markdown(err, "use this world yet", KEPT)
     _, warnings = reference_findings(world.tools, world.rules, world.initial_state)
-    notes = "".join(f"\n- ⚠️ {warning}" for warning in warnings)
-    return (f"✅ Valid world **{world.name}**: {len(world.tools)} tools, {len(world.rules)} rules, "
+    notes = "".join(f"\n- Warning: {warning}" for warning in warnings)
+    return (f"✓ Valid world **{world.name}**: {len(world.tools)} tools, {len(world.rules)} rules, "
             f"{len(world.directives)} directives.{notes}")
 
 
@@ -160,7 +160,7 @@ def open_world_file(path: str | None) -> tuple:
     try:
         world = load_world(path)
     except InvalidInput as err:
-        return (gr.update(),) * len(FIELDS) + (failure_markdown(err, "open the file", KEPT),)
+        return (gr.update(),) * len(FIELDS) + (as_uploaded(failure_markdown(err, "open the file", KEPT), path),)
     return world_to_fields(world) + (f"Opened **{world.name}** from `{Path(path).name}`; Save to keep it.",)
 
 
@@ -172,7 +172,7 @@ def save_version(ctx: StudioContext, *fields) -> tuple[str, Any, Any]:
         return failure_markdown(err, "save the world", KEPT), gr.update(), gr.update()
     row = save_world_version(ctx.store, world)
     choices = version_choices(ctx, world.name)
-    return (f"💾 Saved **{row.name}** as v{row.version}.",
+    return (f"Saved **{row.name}** as v{row.version}.",
             gr.update(choices=world_names(ctx), value=world.name), gr.update(choices=choices, value=row.id))
 
 
@@ -185,9 +185,11 @@ def world_file_for_download(*fields) -> str | None:
         return None
     text = world.dumps()
     folder = Path(tempfile.gettempdir()) / f"wmstudio-world-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-    folder.mkdir(exist_ok=True)
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", world.name).strip("-.") or "world"
-    return str(save_world(world, folder / f"{stem}.json"))
+    path = folder / f"{stem}.json"
+    if path.is_file():  # named by its content: written before (one field change fires this once per field)
+        return str(path)
+    return str(save_world(world, path))
 
 
 def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[str, str]:
@@ -200,9 +202,9 @@ def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[st
         if not isinstance(current, list):
             raise InvalidInput(Problem("tools", "the tools editor must hold a JSON list before importing into it"))
     except InvalidInput as err:
-        return tools_text, failure_markdown(err, "import the tools", KEPT)
+        return tools_text, as_uploaded(failure_markdown(err, "import the tools", KEPT), upload)
     merged = current + [tool.to_json() for tool in result.tools]
-    notes = "".join(f"\n- ⚠️ {w}" for w in result.warnings[:20])
+    notes = "".join(f"\n- Warning: {as_uploaded(w, upload)}" for w in result.warnings[:20])
     more = f"\n- … and {len(result.warnings) - 20} more warnings" if len(result.warnings) > 20 else ""
     status = f"Imported {len(result.tools)} tool(s) from `{Path(upload).name}`.{notes}{more}"
     return json.dumps(merged, indent=2, ensure_ascii=False), status
@@ -211,7 +213,7 @@ def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[st
 def infer_response_schema(tools_text: str, tool_name: str, examples: list) -> tuple[str, str]:
     """Put a response schema inferred from `examples` on tool `tool_name` in the tools editor (to edit, then save)."""
     return put_response_schema(tools_text, tool_name, infer_schema(examples),
-                               f"🧩 Inferred a response schema for `{tool_name}` from {len(examples)} example(s): "
+                               f"Inferred a response schema for `{tool_name}` from {len(examples)} example(s): "
                                "check it in the tools editor, edit what the examples could not show (enums, optional "
                                "fields), then save.")
 
@@ -250,7 +252,7 @@ def sketch_with_model(ctx: StudioContext, tool_name: str, *fields) -> tuple[Any,
         kept = trained.schema_for(world, Call(name, {})) if trained is not None else None
         if kept is not None:
             return put_response_schema(fields[FIELDS.index("tools")], name, kept,
-                                       f"🧩 The world model was trained on `{name}` of world `{world.name}`: the "
+                                       f"The world model was trained on `{name}` of world `{world.name}`: the "
                                        "response schema it was trained with is in the tools editor. Edit it if "
                                        "your tool answers otherwise, then save.")
         if not getattr(backend, "writes_shape", False):
@@ -262,7 +264,7 @@ def sketch_with_model(ctx: StudioContext, tool_name: str, *fields) -> tuple[Any,
             raise InvalidInput(Problem("tool", f"the model's sketch of {name!r}, {written.text or '(nothing)'}, is "
                                                "not a schema: paste an example response instead"))
         return put_response_schema(fields[FIELDS.index("tools")], name, written.schema,
-                                   f"🧩 The world model sketched `{name}`'s response as `{written.text}`: its schema "
+                                   f"The world model sketched `{name}`'s response as `{written.text}`: its schema "
                                    "is in the tools editor. A sketch knows keys and choices only: add formats, "
                                    "patterns and descriptions, then save.")
     except InvalidInput as err:

@@ -24,6 +24,7 @@ MAX_NUMBER_CHARS = 100  # characters of one number literal; Python refuses 4,300
 MAX_YAML_BYTES = 2_000_000  # YAML parses ~1 MB/s; larger tool lists come as JSON (20 MB)
 MAX_YAML_VALUES = 500_000  # values in a YAML document once its aliases (*name) are expanded
 YAML_MAX_BRACKETS = 1_000  # [ and { open at once, counted anywhere in a YAML file (text too) before parsing
+YAML_DEPTH_COUNTED = 500  # block nesting is counted this deep, no deeper: PyYAML 6.0.4's libyaml refuses 1,000 levels
 MAX_CHECK_CHARS = 4_096  # characters of one rule's CEL check; a compiled check holds ~600 bytes per character
 CHECK_SECONDS_ENV = "WMSTUDIO_CHECK_SECONDS"
 DEFAULT_CHECK_SECONDS = 2.0  # CPU seconds one check may run on one response (a rule of a few fields needs < 0.01)
@@ -273,15 +274,30 @@ _LimitedLoader.add_constructor("tag:yaml.org,2002:float", _yaml_float)
 
 
 def _yaml_depth(text: str) -> int:
-    """How deeply a YAML document nests, from its parse events (the parser keeps an explicit stack: no recursion)."""
+    """How deeply a YAML document nests, from its parse events (the parser keeps an explicit stack: no recursion).
+
+    Counting stops past YAML_DEPTH_COUNTED levels (InputRefused), before any libyaml's own nesting limit (1,000 in
+    PyYAML 6.0.4, none in 6.0.3) can fire, so every PyYAML version gives the same message."""
     depth = deepest = 0
-    for event in yaml.parse(text, Loader=_yaml_loader()):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=_yaml_loader()):
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                deepest = max(deepest, depth)
+                if depth > YAML_DEPTH_COUNTED:
+                    raise InputRefused(_too_deep_to_count())
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.YAMLError as err:
+        if "nesting" in str(getattr(err, "problem", "")):  # a libyaml whose own limit is lower than ours
+            raise InputRefused(f"nested deeper than the YAML reader can go, over the {MAX_JSON_DEPTH}-level limit: "
+                               "flatten it") from None
+        raise
     return deepest
+
+
+def _too_deep_to_count() -> str:
+    return f"nested more than {YAML_DEPTH_COUNTED} levels deep, over the {MAX_JSON_DEPTH}-level limit: flatten it"
 
 
 def _measure_yaml(root: yaml.Node) -> None:

@@ -6,6 +6,7 @@ load -> save -> load round-trips exactly."""
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -221,10 +222,16 @@ def load_world(path: str | Path) -> WorldSpec:
 
 
 def save_world(world: WorldSpec, path: str | Path) -> Path:
-    """Write the canonical world file (atomically, so a crash never leaves half a file)."""
+    """Write the canonical world file atomically (a crash never leaves half a file): through a temporary file of
+    its own, so writers of the same path at once each replace it whole (one shared `.tmp` lost a writer's file)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(p.suffix + ".tmp")
-    tmp.write_text(world.dumps(), encoding="utf-8")
-    tmp.replace(p)
+    tmp = p.with_name(f".{p.name}.{secrets.token_hex(8)}.tmp")
+    try:
+        with tmp.open("x", encoding="utf-8") as handle:
+            handle.write(world.dumps())
+        tmp.replace(p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return p
