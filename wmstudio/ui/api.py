@@ -196,7 +196,8 @@ def build_api(ctx: StudioContext) -> None:
                  repetition_penalty: float = defaults.repetition_penalty, samples: int = defaults.samples,
                  seed: int = defaults.seed, free: bool = defaults.free, free_length: int = defaults.free_length,
                  repair: bool = defaults.repair, outcome_head: bool = defaults.outcome_head,
-                 copy_head: bool = defaults.copy_head, grounding: str = defaults.grounding) -> dict[str, Any]:
+                 copy_head: bool = defaults.copy_head, grounding: str = defaults.grounding,
+                 retrieval: bool = defaults.retrieval) -> dict[str, Any]:
         """Run the world model on one call: `arguments` and `anchors` (pinned fields, path -> JSON value) are
         objects; steps 0 = automatic, block 0 = one block, threshold 0 = the linear schedule only. Returns the
         response, its check report, every sample, the settings and grounding used, and a `simulation` token for
@@ -204,7 +205,7 @@ def build_api(ctx: StudioContext) -> None:
         settings = SamplerSettings.from_form(
             steps=steps, strategy=strategy, threshold=threshold, block=block, temperature=temperature,
             repetition_penalty=repetition_penalty, samples=samples, seed=seed, free=free, free_length=free_length,
-            repair=repair, outcome_head=outcome_head, copy_head=copy_head, grounding=grounding)
+            repair=repair, outcome_head=outcome_head, copy_head=copy_head, grounding=grounding, retrieval=retrieval)
         world_id = world_id_of(ctx, world)
         simulation = None
         try:
