@@ -292,7 +292,7 @@ def _mount_world_api(studio, ctx, host: str, api_key: Optional[str]) -> None:
     if not is_loopback(host) and not api_key:
         typer.echo(f"note: the world-model API (/v1/...) is not served on {host} without --api-key", err=True)
         return
-    mount_beside_studio(studio.app, ctx.backend(), ctx.store, api_key)
+    mount_beside_studio(studio.app, ctx.backend(), ctx.store, api_key, host)
 
 
 @app.command("serve-wm")

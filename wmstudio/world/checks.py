@@ -62,10 +62,11 @@ def check_step(
     schema_errors = schema_errors_of(response, tool, where) if json_valid else []
     variables = check_variables(world, the_call, response, steps)
     rule_violations = []
+    converted: dict[str, Any] = {}  # each variable turned into CEL values once for all the rules
     for rule in world.rules:
         if rule.check is None:
             continue
-        holds, why = evaluate_check(rule.check, variables)
+        holds, why = evaluate_check(rule.check, variables, converted=converted)
         if not holds:
             why = why or "check is false"
             if not json_valid:

@@ -179,20 +179,29 @@ def evaluate_value(expression: str, variables: dict[str, Any]) -> Any:
     raise ValueError(f"{expression!r} gives {type(result).__name__}, not text, a number or true/false")
 
 
-def evaluate_check(expression: str, variables: dict[str, Any],
-                   names: tuple[str, ...] = CEL_VARIABLES) -> tuple[bool, str | None]:
+def evaluate_check(expression: str, variables: dict[str, Any], names: tuple[str, ...] = CEL_VARIABLES,
+                   converted: dict[str, Any] | None = None) -> tuple[bool, str | None]:
     """Evaluate one check: (True, None) when it holds, else (False, why). Eval errors count as violations.
 
     A missing field or a type mismatch means the response does not have the shape the rule expects,
     which is itself an inconsistency, so it is reported rather than silently passed; so is a check that is too long,
     runs out of its CPU-time budget, or meets values nested too deeply to read. `names` are the variables it sees
-    (a step's four by default; a scenario's success condition sees `state` and `trajectory`)."""
+    (a step's four by default; a scenario's success condition sees `state` and `trajectory`). `converted` keeps the
+    variables already turned into CEL values between the checks of one step (a large state is converted once), and
+    only the variables the expression names are converted."""
     if len(expression) > MAX_CHECK_CHARS:
         return False, f"check not run: {too_long_message(expression)}"
+    converted = {} if converted is None else converted
     activation = {}
     for name in names:
+        if name in converted:
+            activation[name] = converted[name]
+            continue
+        if not re.search(rf"\b{name}\b", expression):
+            activation[name] = celtypes.NullType()  # never read: not worth converting
+            continue
         try:
-            activation[name] = _to_cel(variables.get(name))
+            activation[name] = converted[name] = _to_cel(variables.get(name))
         except RecursionError:
             return False, f"check not run: {PLACES.get(name, name)} is nested too deeply for a check to read it"
         except (ValueError, OverflowError) as err:  # cel-python's integers are 64-bit, as CEL's are
