@@ -214,8 +214,9 @@ def prompt(
             rendered = render(spec, the_call, steps, budget, chat=fmt == "chat")
     except InvalidInput as err:
         fail(str(err))
-    if rendered.cut:
-        typer.echo(f"note: to fit {max_chars} characters the prompt left out: {'; '.join(rendered.cut)}", err=True)
+    if rendered.cut:  # with no limit, only what is not call-local is left out (records the call does not name)
+        reason = f"to fit {max_chars} characters " if max_chars is not None else ""
+        typer.echo(f"note: {reason}the prompt left out: {'; '.join(rendered.cut)}", err=True)
     if fmt == "sections":
         typer.echo(rendered.text)
     else:
