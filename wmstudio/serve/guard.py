@@ -20,12 +20,11 @@ from typing import Any, Callable
 from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from wmstudio.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem, join_key
 from wmstudio.world.input_limits import (
     MAX_JSON_DEPTH,
     MAX_NUMBER_CHARS,
     InputRefused,
-    find_lone_surrogate,
     loads_limited,
     printable,
     surrogate_message,
@@ -36,6 +35,8 @@ PUBLIC_PATHS = ("/health", "/v1/health")  # a load balancer's probe needs no key
 BODY_METHODS = ("POST", "PUT", "PATCH")
 MAX_MESSAGE_CHARS = 1_000  # of one refusal's message: it may quote what was sent
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PATH_PART = re.compile(r'\["(?:[^"\\]|\\.)*"\]|\[\d+\]|[^.\[\]]+')
 _PLAIN = re.compile(r'[^"\[\]{},:]+')
 
 
@@ -185,9 +186,15 @@ def log_to_stderr() -> None:
 
 
 def path_parts(path: str) -> list[str | int]:
-    """`history[0].call.name` -> ["history", 0, "call", "name"], as FastAPI writes a `loc` (printable)."""
-    parts = re.findall(r"\[\d+\]|[^.\[\]]+", printable(path))
-    return [int(piece[1:-1]) if piece.startswith("[") else piece for piece in parts]
+    """`history[0].call.name` -> ["history", 0, "call", "name"], as FastAPI writes a `loc` (printable); a key
+    written `["a.b"]` (problems.join_key) is one part."""
+    parts = []
+    for piece in _PATH_PART.findall(printable(path)):
+        if piece.startswith('["'):
+            parts.append(json.loads(piece[1:-1]))
+        else:
+            parts.append(int(piece[1:-1]) if piece.startswith("[") else piece)
+    return parts
 
 
 def shorten(message: str) -> str:
@@ -206,6 +213,7 @@ def guarded(app: Any, service: Any) -> Callable:
             await _guard_websocket(app, service, scope, receive, send)
         else:
             await app(scope, receive, send)
+    guard.wrapped = app  # type: ignore[attr-defined] - the app inside, for whoever walks the route table
     return guard
 
 
@@ -251,9 +259,14 @@ async def _guard_websocket(app: Any, service: Any, scope: dict[str, Any], receiv
         await send({"type": "websocket.close", "code": 1008, "reason": refused.message[:120]})
         return
 
+    gone = False
+
     async def checked() -> dict[str, Any]:
+        nonlocal gone
         while True:
             message = await receive()
+            if message["type"] == "websocket.disconnect":
+                gone = True
             if message["type"] != "websocket.receive":
                 return message
             data = message.get("text") if message.get("text") is not None else message.get("bytes") or b""
@@ -270,7 +283,12 @@ async def _guard_websocket(app: Any, service: Any, scope: dict[str, Any], receiv
                 continue
             return message
 
-    await app(scope, checked, send)
+    async def sending(message: dict[str, Any]) -> None:
+        if gone and message["type"] == "websocket.close":
+            return  # the client has gone: nothing to close (OpenEnv's server closes anyway, and would log a trace)
+        await send(message)
+
+    await app(scope, checked, sending)
 
 
 def _refused_where(text: str, message: str) -> tuple[str, str]:
@@ -282,10 +300,11 @@ def _refused_where(text: str, message: str) -> tuple[str, str]:
         value = json.loads(text, parse_int=_Marked.integer, parse_float=_Marked.number, parse_constant=_Marked.word)
     except (ValueError, RecursionError):
         return "", message
-    found = find_lone_surrogate(value)
-    if found is not None:
-        return ("" if found[0] == "(root)" else found[0]), surrogate_message(found[1])
-    return _marked_path_in(value) or "", message
+    found = _first_refused(value)
+    if found is None:
+        return "", message
+    path, item = found
+    return path, (surrogate_message(item) if isinstance(item, str) else message)
 
 
 def _marked_path(text: str) -> str | None:
@@ -293,7 +312,8 @@ def _marked_path(text: str) -> str | None:
         value = json.loads(text, parse_int=_Marked.integer, parse_float=_Marked.number, parse_constant=_Marked.word)
     except (ValueError, RecursionError):
         return None
-    return _marked_path_in(value)
+    found = _first_refused(value)
+    return found[0] if found is not None else None
 
 
 class _Marked:
@@ -315,16 +335,23 @@ class _Marked:
         return _Marked()
 
 
-def _marked_path_in(value: Any) -> str | None:
+def _first_refused(value: Any) -> tuple[str, Any] | None:
+    """(path, what) of the first value JSON input may not hold: a marked number or word, or text or a key with a
+    lone surrogate (what: that text)."""
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         item, path = stack.pop()
         if isinstance(item, _Marked):
-            return path
+            return path, item
+        if isinstance(item, str) and _SURROGATE.search(item):
+            return path, item
         if isinstance(item, dict):
-            stack.extend((child, f"{path}.{key}" if path else str(key)) for key, child in item.items())
+            for key, child in reversed(list(item.items())):
+                if _SURROGATE.search(key):
+                    return join_key(path, key), key
+                stack.append((child, join_key(path, key)))
         elif isinstance(item, list):
-            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+            stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(item))))
     return None
 
 
@@ -356,7 +383,7 @@ def _deep_path(text: str, shown: int = 6) -> str:
         pos = match.end() if match else pos + 1
     path = ""
     for part in parts[:-1][:shown]:
-        path = f"{path}[{part}]" if isinstance(part, int) else (f"{path}.{part}" if path else str(part))
+        path = f"{path}[{part}]" if isinstance(part, int) else join_key(path, part)
     return path
 
 

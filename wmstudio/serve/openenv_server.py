@@ -20,10 +20,13 @@ from typing import Any, Optional
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
+from fastapi import HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.serve.guard import problems_response
+from wmstudio.serve.guard import log_refusal, problems_response
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store.curricula import curriculum_snapshots, get_curriculum, list_curricula
 from wmstudio.store.scenarios import count_scenarios
@@ -188,7 +191,20 @@ def openenv_app(service: WorldModelService, max_turns: int = MAX_TURNS):
                              max_concurrent_envs=MAX_SESSIONS)
     app.add_exception_handler(InvalidInput, lambda request, err: problems_response(err, request.method,
                                                                                    request.url.path))
+    app.add_exception_handler(HTTPException, _action_locs)
     return app
+
+
+async def _action_locs(request: Request, err: HTTPException) -> JSONResponse:
+    """OpenEnv's step answers a bad action 422 with `loc` inside the action (["arguments"]); name it from the body
+    (["body", "action", "arguments"]), as every other 422 here does."""
+    detail = err.detail
+    if err.status_code == 422 and isinstance(detail, list):
+        detail = [{**item, "loc": ["body", "action", *item["loc"]]} if isinstance(item, dict) and isinstance(
+            item.get("loc"), (list, tuple)) and (not item["loc"] or item["loc"][0] != "body") else item
+                  for item in detail]
+        log_refusal(request.method, request.url.path, 422, [item for item in detail if isinstance(item, dict)])
+    return JSONResponse({"detail": jsonable_encoder(detail)}, status_code=err.status_code, headers=err.headers)
 
 
 def _json(value: Any) -> Any:

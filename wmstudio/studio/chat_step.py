@@ -89,7 +89,10 @@ def read_messages(raw: Any, where: str = "messages") -> list[dict[str, str]]:
         raise InvalidInput(Problem(where, 'must be a non-empty list of {"role": ..., "content": ...} turns'))
     turns, problems = [], []
     for i, message in enumerate(raw):
-        if not isinstance(message, dict) or message.get("role") not in ROLES:
+        if not isinstance(message, dict):
+            problems.append(Problem(f"{where}[{i}]", 'must be a message {"role": ..., "content": ...}'))
+            continue
+        if message.get("role") not in ROLES:
             problems.append(Problem(f"{where}[{i}].role", f"must be one of {', '.join(ROLES)}"))
             continue
         content = message.get("content")

@@ -14,7 +14,7 @@ from typing import Any
 from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.generation import generate
 from wmstudio.model.sampler import SamplerSettings
-from wmstudio.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem, join_key
 from wmstudio.store import Store
 from wmstudio.store.worlds import latest_world
 from wmstudio.studio.request_budget import limit_history, limit_state, limit_world_data
@@ -27,6 +27,7 @@ from wmstudio.world.spec import Call, WorldSpec, parse_world
 
 STEP_FIELDS = ("world", "state", "history", "call", "anchors", "sampler", "repair")
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id names no saved world
+MIN_TEMPERATURE = 1e-6  # a temperature above 0 and below this samples greedily anyway; a subnormal one overflows
 MISSING = {"world": "missing: give a world object or the name of a world saved in the studio",
            "call": 'missing: give the tool call {"name": TOOL, "arguments": {...}}'}
 
@@ -49,7 +50,7 @@ def read_step_request(body: Any, store: Store | None) -> StepRequest:
     names each bad field (`call.name`, `sampler.temperature`, `anchors.status`) with its fix."""
     if not isinstance(body, dict):
         raise InvalidInput(Problem("", 'the body must be a JSON object {"world": ..., "call": {...}}'))
-    problems = [Problem(name, f"unknown field: use {', '.join(STEP_FIELDS)}") for name in body
+    problems = [Problem(join_key("", name), f"unknown field: use {', '.join(STEP_FIELDS)}") for name in body
                 if name not in STEP_FIELDS]
     parsed: dict[str, Any] = {}
     readers = {"world": lambda raw: resolve_world(raw, store), "call": Call.from_json, "history": parse_history,
@@ -85,8 +86,9 @@ def resolve_world(raw: Any, store: Store | None) -> WorldSpec:
         limit_world_data(raw)
         try:
             return parse_world(raw)
-        except InvalidInput as err:
-            raise InvalidInput([Problem(f"world.{p.path}" if p.path else "world", p.message)
+        except InvalidInput as err:  # a field the world object holds is named as one key, whatever its text
+            raise InvalidInput([Problem(join_key("world", p.path) if p.path in raw else
+                                        f"world.{p.path}" if p.path else "world", p.message)
                                 for p in err.problems]) from None
     if isinstance(raw, bool) or not isinstance(raw, (str, int)) or raw == "":
         raise InvalidInput(Problem("world", "must be a world object or the name of a saved world"))
@@ -133,10 +135,14 @@ def read_sampler(raw: Any, repair: Any = None) -> SamplerSettings:
     if not isinstance(raw, dict):
         raise InvalidInput(Problem("sampler", "must be an object of sampler settings, e.g. {\"temperature\": 0.7}"))
     known = {f.name for f in fields(SamplerSettings)} - {"repair"}
-    problems = [Problem(f"sampler.{name}", f"not a sampler setting: use {', '.join(sorted(known))}")
+    problems = [Problem(join_key("sampler", name), f"not a sampler setting: use {', '.join(sorted(known))}")
                 for name in raw if name not in known]
     if not isinstance(repair, bool):
         problems.append(Problem("repair", f"must be true or false, got {repair!r}"))
+    temperature = raw.get("temperature")
+    if isinstance(temperature, float) and 0 < temperature < MIN_TEMPERATURE:  # 1e-310 overflows the sampler
+        problems.append(Problem("sampler.temperature", f"must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, got "
+                                                       f"{temperature!r}"))
     if problems:
         raise InvalidInput(problems)
     try:
@@ -169,11 +175,11 @@ def _request_field(problem: Problem, request: StepRequest) -> Problem:
     """A generation problem under the request's field: `anchor PATH` is anchors.PATH; a canvas too long for the
     model is the anchors' doing when some are pinned (the longest named), else the world's response schema's."""
     if problem.path.startswith("anchor "):
-        return Problem("anchors." + problem.path.removeprefix("anchor ").split("=")[0], problem.message)
+        return Problem(join_key("anchors", problem.path.removeprefix("anchor ").split("=")[0]), problem.message)
     if problem.path or "canvas" not in problem.message:
         return problem
     if request.anchors:
         longest = max(request.anchors, key=lambda a: len(str(a.value)))
-        return Problem(f"anchors.{longest.path}", f"{problem.message}; the pinned anchors take part of it: shorten "
-                                                  "them")
+        return Problem(join_key("anchors", longest.path), f"{problem.message}; the pinned anchors take part of it: "
+                                                          "shorten them")
     return Problem("world", problem.message)
