@@ -12,6 +12,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from openenv.core.generic_client import GenericEnvClient
 from test_serve_http import serve
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
@@ -296,6 +297,10 @@ def test_with_a_key_every_route_that_runs_the_model_or_reads_data_needs_it(serve
                     pass
                 with connect(f"{where}?api_key={KEY}"):
                     pass
+        client = GenericEnvClient(base_url=f"{url}/openenv")  # as the README says to give OpenEnv's client the key
+        client._ws_url += f"?api_key={KEY}"
+        with client.sync() as env:
+            assert "ORD-35137" in env.reset(curriculum="demo", split="heldout", scenario=4).observation["task"]
     finally:
         server.should_exit = True
     assert {"/v1/models", "/v1/world/step", "/v1/world/proxy", "/v1/chat/completions", "/openenv/reset",

@@ -302,7 +302,8 @@ def serve_wm(
     port: int = typer.Option(8000, "--port"),
     model: Optional[str] = typer.Option(None, "--model", help="World model: local path or hub id (default: embedded)."),
     api_key: Optional[str] = typer.Option(None, "--api-key", envvar="WMSTUDIO_API_KEY",
-                                          help="Require `Authorization: Bearer KEY` on every /v1 call."),
+                                          help="Require `Authorization: Bearer KEY` on every route but the "
+                                               "health probes (/openenv included)."),
     db: Optional[Path] = typer.Option(None, "--db", help="The studio's SQLite file: worlds named in requests and "
                                                          "curricula for the OpenEnv server (default: the studio's)."),
     world: Optional[str] = typer.Option(None, "--world", help="World for chat-format and proxy requests that name "

@@ -284,9 +284,13 @@ async def _guard_websocket(app: Any, service: Any, scope: dict[str, Any], receiv
             return message
 
     async def sending(message: dict[str, Any]) -> None:
-        if gone and message["type"] == "websocket.close":
-            return  # the client has gone: nothing to close (OpenEnv's server closes anyway, and would log a trace)
-        await send(message)
+        if message["type"] != "websocket.close":
+            await send(message)
+        elif not gone:  # a client that has gone has nothing to close (OpenEnv's server closes anyway)
+            try:
+                await send(message)
+            except Exception:  # noqa: BLE001 - it left while we closed (uvicorn's ClientDisconnected, OSError)
+                log.info("WEBSOCKET %s: the client left before it was closed", scope.get("path", ""))
 
     await app(scope, checked, sending)
 
