@@ -17,12 +17,12 @@ import random
 import uuid
 from typing import Any, Optional
 
-from openenv.core.env_server.http_server import create_fastapi_app
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import Action, Observation, State
 from fastapi import HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
+from openenv.core.env_server.http_server import create_fastapi_app
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
 from wmstudio.problems import InvalidInput, Problem

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.input_limits import InputRefused, loads_limited
 from wmstudio.world.prompt import NO_TASK, ORACLE_QUERY_LABEL, ORACLE_STATE_LABEL, SECTION_HEADERS, TARGET_PREFIX
 from wmstudio.world.row_turns import HISTORY_HEAD, history_from_text, without_markers
-from wmstudio.world.history import HistoryStep
 from wmstudio.world.tools import Tool, parse_tools
 
 ENVIRONMENT, TASK, TOOLS, RULES, QUERY, DIRECTIVES = SECTION_HEADERS

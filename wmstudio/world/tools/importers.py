@@ -18,9 +18,9 @@ from wmstudio.world.tools.detect import FORMATS, Entry, check_format, locate_ent
 from wmstudio.world.tools.files import read_tools_file
 from wmstudio.world.tools.findings import Findings
 from wmstudio.world.tools.mcp import parse_mcp_tool
-from wmstudio.world.tools.schema_size import MAX_SCHEMA_NODES, expanded_nodes, too_large_message
 from wmstudio.world.tools.not_tools import non_tool_problem
 from wmstudio.world.tools.openai import parse_function_doc
+from wmstudio.world.tools.schema_size import MAX_SCHEMA_NODES, expanded_nodes, too_large_message
 from wmstudio.world.tools.swe_agent import parse_swe_tool
 from wmstudio.world.tools.tau2 import parse_tau_tool
 from wmstudio.world.tools.tool import Tool
