@@ -21,16 +21,8 @@ from starlette.concurrency import run_in_threadpool
 
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.serve.guard import (
-    PayloadTooLarge,
-    admission,
-    log_to_stderr,
-    parse_body,
-    problems_response,
-    read_body,
-    refusal_response,
-    shorten,
-)
+from wmstudio.serve.guard import admission, log_to_stderr, problems_response, refusal_response, shorten
+from wmstudio.serve.request_body import PayloadTooLarge, parse_body, read_body
 from wmstudio.serve.service import WorldModelService
 from wmstudio.studio.chat_step import ChatAnswer, chat_answer, chat_stream, read_messages, world_turn
 from wmstudio.studio.request_budget import request_budget
