@@ -52,6 +52,7 @@ def test_an_openenv_client_plays_one_scenario_end_to_end(url):
         response = json.loads(answered.observation["response"])
         assert response["status"] == "error"  # the scenario's steering: its rollout pinned status=error here
         assert response["order_id"] == "ORD-23411" and answered.reward == 1.0 and not answered.done
+        assert answered.observation["grounding"] == "none"
         assert answered.observation["checks"]["anchor_violations"] == []
 
         refused = env.step({"tool": "launch_rocket", "arguments": {}})

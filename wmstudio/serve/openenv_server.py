@@ -25,6 +25,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
+from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.serve.guard import log_refusal, problems_response
 from wmstudio.serve.service import WorldModelService
@@ -63,6 +64,7 @@ class WorldObservation(Observation):
     checks: Optional[dict[str, Any]] = None
     error: Optional[str] = None
     turn: int = 0
+    grounding: Optional[str] = None  # of a world-model answer: "none", the world model standing in for the world
 
 
 class WorldState(State):
@@ -136,13 +138,14 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
                                     done=out_of_turns, reward=0.0)
         call = Call(tool.name, dict(action.arguments))
         history = [HistoryStep(call=step.call, response=step.response) for step in self._trajectory.steps]
+        settings = SamplerSettings()  # grounding none: nothing from a simulator in the prompt
         with self.service.session() as backend:
-            sample = model_answer(backend, self._scenario, call, history)
+            sample = model_answer(backend, self._scenario, call, history, settings)
         self._trajectory.steps.append(Step(call, sample.response))
         self._state.calls.append({"call": call.to_json(), "response": sample.response})
         valid = not argument_problems(tool, call)
         return WorldObservation(response=sample.response, checks=sample.checks.to_json(), turn=turn,
-                                done=out_of_turns, reward=1.0 if valid else 0.0)
+                                done=out_of_turns, reward=1.0 if valid else 0.0, grounding=settings.grounding)
 
     @property
     def state(self) -> WorldState:
