@@ -88,3 +88,46 @@ def test_a_tau_bench_results_file_gives_one_rollout_per_trajectory(tmp_path):
     page = filter_rollouts(store, world="imported-results")
     assert page.total == 2
     assert "was imported before" in import_upload(store, str(path))
+
+
+def wmstudio(*args) -> object:
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_our_own_corpus_export_and_prompt_rows_import(tmp_path):
+    """What `wmstudio corpus`, the dataset export and `wmstudio prompt --format chat|patronus` write, `rollouts import`
+    reads: our layout's `State: History: ...` turn included."""
+    db = tmp_path / "studio.db"
+    assert wmstudio("corpus", "--out", tmp_path / "corpus", "--rows", 12, "--seed", 3).exit_code == 0
+    rows = [json.loads(line) for line in (tmp_path / "corpus" / "train.jsonl").read_text().splitlines()]
+    made = wmstudio("rollouts", "import", tmp_path / "corpus" / "train.jsonl", "--db", db)
+    assert made.exit_code == 0, made.output
+    assert json.loads(made.stdout)["steps"] == sum(len(row["meta"]["history"]) + 1 for row in rows)
+    rollout_ids = json.loads(made.stdout)["rollouts"]
+    store = open_store(db)
+    first = rollout_steps(store, rollout_ids[0])
+    assert [step.call for step in first] == [*(s["call"] for s in rows[0]["meta"]["history"]),
+                                             rows[0]["meta"]["call"]]
+    assert first[-1].response == rows[0]["messages"][-1]["content"]
+
+    exported = wmstudio("rollouts", "export", *rollout_ids[:3], "--out", tmp_path / "export", "--db", db)
+    assert exported.exit_code == 0, exported.output
+    again = wmstudio("rollouts", "import", tmp_path / "export" / "data" / "train.jsonl", "--db", db)
+    assert again.exit_code == 0, again.output
+    lengths = [len(rollout_steps(store, rid)) for rid in rollout_ids[:3]]
+    created = json.loads(again.stdout)  # one row per step, each with the steps before it: a rollout per row
+    assert len(created["rollouts"]) == sum(lengths) and created["steps"] == sum(n * (n + 1) // 2 for n in lengths)
+
+    (tmp_path / "call.json").write_text(json.dumps({"name": "get_order", "arguments": {"order_id": "ORD-23411"}}))
+    for fmt in ("chat", "patronus"):
+        printed = wmstudio("prompt", RETAIL, "--call", tmp_path / "call.json", "--format", fmt)
+        assert printed.exit_code == 0 and "None" not in printed.stderr  # no "to fit None characters" note
+        row = tmp_path / f"prompt-{fmt}.json"
+        row.write_text(printed.stdout)  # one pretty-printed row, no response yet
+        refused = wmstudio("rollouts", "import", row, "--db", db)
+        assert refused.exit_code == 2 and "has none to import" in refused.stderr
+        answered = json.loads(printed.stdout)
+        answered["messages"].append({"role": "assistant", "content": '{"order_id": "ORD-23411", "status": "ok"}'})
+        row.write_text(json.dumps(answered, indent=2))
+        taken = wmstudio("rollouts", "import", row, "--world", RETAIL, "--db", db)
+        assert taken.exit_code == 0 and json.loads(taken.stdout)["steps"] == 1, taken.output

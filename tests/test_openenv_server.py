@@ -52,6 +52,7 @@ def test_an_openenv_client_plays_one_scenario_end_to_end(url):
         response = json.loads(answered.observation["response"])
         assert response["status"] == "error"  # the scenario's steering: its rollout pinned status=error here
         assert response["order_id"] == "ORD-23411" and answered.reward == 1.0 and not answered.done
+        assert answered.observation["grounding"] == "none"
         assert answered.observation["checks"]["anchor_violations"] == []
 
         refused = env.step({"tool": "launch_rocket", "arguments": {}})
@@ -94,3 +95,46 @@ def test_a_demo_scenario_edited_in_the_studio_is_what_the_server_plays(served, m
     with GenericEnvClient(base_url=url).sync() as env:
         start = env.reset(curriculum="demo", split="heldout", scenario=0)
         assert start.observation["task"].startswith("Check the flight first, then ")
+
+
+def test_the_readme_openenv_example_prints_the_order_its_scenario_concerns(url):
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = re.search(r"\*\*OpenEnv\.\*\*.*?```python\n(.*?)```", readme, re.DOTALL).group(1)
+    assert "http://127.0.0.1:8000/openenv" in block
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(block.replace("http://127.0.0.1:8000/openenv", url), "README.md", "exec"), {})
+    task, response = printed.getvalue().strip().split("\n")
+    assert "ORD-35137" in task
+    answer = json.loads(response)
+    assert answer["order_id"] == "ORD-35137" and answer["status"] == "ok"  # what the README says it prints
+
+
+def test_a_done_episode_answers_no_more_steps_until_the_next_reset(url):
+    with GenericEnvClient(base_url=url).sync() as env:
+        env.reset(curriculum="demo", split="heldout", scenario=4)
+        assert env.step({"final_answer": "Done."}).done
+        after = env.step({"final_answer": "Done: the refund went through."})
+        assert after.done and after.reward == 0.0 and "reset" in after.observation["error"]
+        assert env.step({"tool": "get_order", "arguments": {"order_id": "ORD-35137"}}).observation["response"] is None
+        env.reset(curriculum="demo", split="heldout", scenario=4)
+        for _ in range(7):  # MAX_TURNS = 8: the eighth step ends the episode
+            assert not env.step({"tool": "launch_rocket", "arguments": {}}).done
+        assert env.step({"tool": "launch_rocket", "arguments": {}}).done
+        assert "reset" in env.step({"tool": "get_order", "arguments": {}}).observation["error"]
+
+
+def test_a_bad_reset_over_http_is_a_422_naming_the_field(url):
+    import httpx
+
+    for body, field in (({"curriculum": "demo", "scenario": -1}, "scenario"), ({"scenario": "x"}, "scenario"),
+                        ({"curriculum": "demo", "scenario": 10**30}, "scenario"), ({"split": "bogus"}, "split"),
+                        ({"curriculum": "no-such-curriculum"}, "curriculum"), ({"curriculum": 5}, "curriculum")):
+        reply = httpx.post(f"{url}/reset", json=body, timeout=30)
+        assert reply.status_code == 422, (body, reply.text)
+        assert reply.json()["detail"][0]["loc"] == ["body", field], reply.text

@@ -94,7 +94,8 @@ def test_the_papers_proxy_payload_round_trips(api):
     reply = api.post("/v1/world/proxy", json=payload)
     assert reply.status_code == 200, reply.text
     data = reply.json()
-    assert set(data) == {"generated_text", "usage"}
+    assert set(data) == {"generated_text", "usage", "wmstudio"}
+    assert data["wmstudio"]["grounding"] == "none" and data["wmstudio"]["sources"]["state"] == "world retail"
     answer = json.loads(data["generated_text"])  # the server's world knows get_order: a skeleton answer
     assert answer["order_id"] == "ORD-23411" and answer["status"] in ("ok", "error")
     as_text = {"input": {**payload["input"], "state": json.dumps(STATE), "action": json.dumps(ACTION)}}

@@ -219,8 +219,9 @@ def prompt(
             rendered = render(spec, the_call, steps, budget, chat=fmt == "chat")
     except InvalidInput as err:
         fail(str(err))
-    if rendered.cut:
-        typer.echo(f"note: to fit {max_chars} characters the prompt left out: {'; '.join(rendered.cut)}", err=True)
+    if rendered.cut:  # with no limit, only what is not call-local is left out (records the call does not name)
+        reason = f"to fit {max_chars} characters " if max_chars is not None else ""
+        typer.echo(f"note: {reason}the prompt left out: {'; '.join(rendered.cut)}", err=True)
     if fmt == "sections":
         typer.echo(rendered.text)
     else:
@@ -346,7 +347,7 @@ def _mount_world_api(studio, ctx, host: str, api_key: Optional[str]) -> None:
     if not is_loopback(host) and not api_key:
         typer.echo(f"note: the world-model API (/v1/...) is not served on {host} without --api-key", err=True)
         return
-    mount_beside_studio(studio.app, ctx.backend(), ctx.store, api_key)
+    mount_beside_studio(studio.app, ctx.backend(), ctx.store, api_key, host)
 
 
 @app.command("serve-wm")
@@ -355,7 +356,8 @@ def serve_wm(
     port: int = typer.Option(8000, "--port"),
     model: Optional[str] = typer.Option(None, "--model", help="World model: local path or hub id (default: embedded)."),
     api_key: Optional[str] = typer.Option(None, "--api-key", envvar="WMSTUDIO_API_KEY",
-                                          help="Require `Authorization: Bearer KEY` on every /v1 call."),
+                                          help="Require `Authorization: Bearer KEY` on every route but the "
+                                               "health probes (/openenv included)."),
     db: Optional[Path] = typer.Option(None, "--db", help="The studio's SQLite file: worlds named in requests and "
                                                          "curricula for the OpenEnv server (default: the studio's)."),
     world: Optional[str] = typer.Option(None, "--world", help="World for chat-format and proxy requests that name "

@@ -4,6 +4,7 @@ Every loader reports all problems at once so the user fixes a file in one pass, 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 
@@ -43,3 +44,11 @@ def join_path(base: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{base}[{key}]"
     return f"{base}.{key}" if base else key
+
+
+def join_key(base: str, key: str) -> str:
+    """`join_path` for a key someone wrote: one that is empty or holds `.`, `[`, `]` or `"` is written
+    `base["key"]` (as JSON text), so the path still names that one key."""
+    if key and not any(char in key for char in '.[]"'):
+        return join_path(base, key)
+    return f"{base}[{json.dumps(key, ensure_ascii=False)}]"

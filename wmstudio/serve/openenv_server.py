@@ -6,7 +6,9 @@ scenarios, so OpenEnv-speaking trainers train against it with `openenv-core`'s o
 curriculum's rollouts are scenarios too (their world, task, and the anchors their steps pinned as steering).
 `step` takes a tool call, or a final answer that ends the episode. Each call earns a format reward (1 for a known
 tool with arguments that fit its parameters, else 0); the final answer earns 1 when the scenario's success
-condition holds over the episode (a saved rollout has none: 0)."""
+condition holds over the episode (a saved rollout has none: 0). An episode that is done answers no more steps
+(an error, reward 0) until the next reset. A bad reset is a 422 naming the field over HTTP (an error message over
+the WebSocket)."""
 
 from __future__ import annotations
 
@@ -15,12 +17,17 @@ import random
 import uuid
 from typing import Any, Optional
 
+from fastapi import HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
-from wmstudio.problems import InvalidInput
+from wmstudio.model.sampler import SamplerSettings
+from wmstudio.problems import InvalidInput, Problem
+from wmstudio.serve.guard import log_refusal, problems_response
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store.curricula import curriculum_snapshots, get_curriculum, list_curricula
 from wmstudio.store.scenarios import count_scenarios
@@ -36,6 +43,7 @@ from wmstudio.world.spec import Call, WorldSpec
 MAX_TURNS = 8
 DEMO = "demo"  # the demo curriculum's name: its scenarios are made, not saved
 MAX_SESSIONS = 16
+OVER = "the episode is over: reset to start another"
 
 
 class WorldAction(Action):
@@ -56,6 +64,7 @@ class WorldObservation(Observation):
     checks: Optional[dict[str, Any]] = None
     error: Optional[str] = None
     turn: int = 0
+    grounding: Optional[str] = None  # of a world-model answer: "none", the world model standing in for the world
 
 
 class WorldState(State):
@@ -78,16 +87,28 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
         self._scenario: Scenario | None = None
         self._trajectory = Trajectory()
         self._state = WorldState()
+        self._done = False
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, curriculum: Optional[str] = None,
               scenario: Optional[int] = None, split: str = TRAIN, **kwargs: Any) -> WorldObservation:
+        problems = []
+        if curriculum is not None and not isinstance(curriculum, str):
+            problems.append(Problem("curriculum", "must be the name of a curriculum (text)"))
+        if not isinstance(split, str):
+            problems.append(Problem("split", f"must be {TRAIN!r} or 'heldout'"))
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            problems.append(Problem("seed", "must be a whole number"))
+        if problems:
+            raise InvalidInput(problems)
         name, scenarios = self._curriculum(curriculum, split)
         if scenario is None:
             scenario = random.Random(seed).randrange(len(scenarios))
-        if not isinstance(scenario, int) or not 0 <= scenario < len(scenarios):
-            raise InvalidInput(f"scenario: curriculum {name!r} has scenarios 0 to {len(scenarios) - 1}")
+        if isinstance(scenario, bool) or not isinstance(scenario, int) or not 0 <= scenario < len(scenarios):
+            raise InvalidInput(Problem("scenario", f"curriculum {name!r} ({split}) has scenarios 0 to "
+                                                   f"{len(scenarios) - 1}: give one of those numbers"))
         self._scenario = scenarios[scenario]
         self._trajectory = Trajectory()
+        self._done = False
         self._state = WorldState(episode_id=episode_id or uuid.uuid4().hex, step_count=0, curriculum=name,
                                  scenario=scenario, world=self._scenario.world.name)
         world = self._scenario.world
@@ -97,10 +118,14 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
     def step(self, action: WorldAction, timeout_s: Optional[float] = None, **kwargs: Any) -> WorldObservation:
         if self._scenario is None:
             return WorldObservation(error="call reset first: no episode is running", done=True, reward=0.0)
+        if self._done:
+            return WorldObservation(error=OVER, turn=self._state.step_count, done=True, reward=0.0)
         self._state.step_count += 1
         turn = self._state.step_count
         out_of_turns = turn >= self.max_turns
+        self._done = out_of_turns
         if action.final_answer is not None:
+            self._done = True
             self._trajectory.final_answer = action.final_answer
             success = succeeded(self._scenario, self._trajectory)
             return WorldObservation(turn=turn, done=True, reward=1.0 if success else 0.0)
@@ -113,13 +138,14 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
                                     done=out_of_turns, reward=0.0)
         call = Call(tool.name, dict(action.arguments))
         history = [HistoryStep(call=step.call, response=step.response) for step in self._trajectory.steps]
+        settings = SamplerSettings()  # grounding none: nothing from a simulator in the prompt
         with self.service.session() as backend:
-            sample = model_answer(backend, self._scenario, call, history)
+            sample = model_answer(backend, self._scenario, call, history, settings)
         self._trajectory.steps.append(Step(call, sample.response))
         self._state.calls.append({"call": call.to_json(), "response": sample.response})
         valid = not argument_problems(tool, call)
         return WorldObservation(response=sample.response, checks=sample.checks.to_json(), turn=turn,
-                                done=out_of_turns, reward=1.0 if valid else 0.0)
+                                done=out_of_turns, reward=1.0 if valid else 0.0, grounding=settings.grounding)
 
     @property
     def state(self) -> WorldState:
@@ -132,17 +158,18 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
         if name is None:
             summaries = list_curricula(store) if store is not None else []
             name = summaries[0].curriculum.name if summaries else DEMO
-        if name == DEMO:  # as edited in the studio's Train tab when the server has a store
+        if name == DEMO or not name:  # as edited in the studio's Train tab when the server has a store
             return name, split_of(curriculum_scenarios(store) if store is not None else demo_scenarios(), split)
         if store is None:
-            raise InvalidInput(f"curriculum: this server has no saved curricula: use {DEMO!r}")
+            raise InvalidInput(Problem("curriculum", f"this server has no saved curricula: use {DEMO!r}"))
         curriculum = get_curriculum(store, name)
         if count_scenarios(store, curriculum.id):  # saved scenarios carry their own success conditions
             return name, split_of(curriculum_scenarios(store, name), split)
         scenarios = [scenario_of(f"{name}-{i}", get_world(store, snap.world_id).spec(), snap.title, snap.steps)
                      for i, snap in enumerate(curriculum_snapshots(store, curriculum.id))]
         if not scenarios:
-            raise InvalidInput(f"curriculum: {name!r} holds no rollouts")
+            raise InvalidInput(Problem("curriculum", f"{name!r} holds no rollouts: add rollouts to it, or use "
+                                                     f"{DEMO!r}"))
         return name, scenarios
 
 
@@ -161,9 +188,26 @@ def scenario_of(scenario_id: str, world: WorldSpec, title: str, steps: list[dict
 
 
 def openenv_app(service: WorldModelService, max_turns: int = MAX_TURNS):
-    """The OpenEnv server (HTTP reset/step/state and the /ws sessions its clients use) for `service`."""
-    return create_fastapi_app(lambda: WorldModelEnvironment(service, max_turns), WorldAction, WorldObservation,
-                              max_concurrent_envs=MAX_SESSIONS)
+    """The OpenEnv server (HTTP reset/step/state and the /ws sessions its clients use) for `service`; a bad
+    reset or step over HTTP is a 422 naming the field (as the `/v1` routes answer)."""
+    app = create_fastapi_app(lambda: WorldModelEnvironment(service, max_turns), WorldAction, WorldObservation,
+                             max_concurrent_envs=MAX_SESSIONS)
+    app.add_exception_handler(InvalidInput, lambda request, err: problems_response(err, request.method,
+                                                                                   request.url.path))
+    app.add_exception_handler(HTTPException, _action_locs)
+    return app
+
+
+async def _action_locs(request: Request, err: HTTPException) -> JSONResponse:
+    """OpenEnv's step answers a bad action 422 with `loc` inside the action (["arguments"]); name it from the body
+    (["body", "action", "arguments"]), as every other 422 here does."""
+    detail = err.detail
+    if err.status_code == 422 and isinstance(detail, list):
+        detail = [{**item, "loc": ["body", "action", *item["loc"]]} if isinstance(item, dict) and isinstance(
+            item.get("loc"), (list, tuple)) and (not item["loc"] or item["loc"][0] != "body") else item
+                  for item in detail]
+        log_refusal(request.method, request.url.path, 422, [item for item in detail if isinstance(item, dict)])
+    return JSONResponse({"detail": jsonable_encoder(detail)}, status_code=err.status_code, headers=err.headers)
 
 
 def _json(value: Any) -> Any:

@@ -1,6 +1,8 @@
 """`wmstudio serve-wm`: the world-model endpoints and the OpenEnv environment in one FastAPI app under uvicorn.
 
-Binding to anything but loopback needs an API key, so a trainer's port is never an open model server."""
+Binding to anything but loopback needs an API key, so a trainer's port is never an open model server. The OpenEnv
+server is mounted behind the same admission as the `/v1` routes (serve/guard.py): key, loopback Host, JSON content
+type, body limit and JSON limits, on its WebSocket too."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from fastapi import FastAPI
 
 from wmstudio.network import is_loopback
 from wmstudio.problems import InvalidInput
+from wmstudio.serve.guard import guarded
 from wmstudio.serve.http_api import world_model_router
 from wmstudio.serve.service import WorldModelService
 
@@ -26,7 +29,7 @@ def create_app(service: WorldModelService, openenv: bool = True) -> FastAPI:
         except ImportError:  # openenv-core is the `serve` extra
             print("note: no OpenEnv server: pip install 'wmstudio[serve]' for one under /openenv", file=sys.stderr)
         else:
-            app.mount(OPENENV_PATH, openenv_app(service))
+            app.mount(OPENENV_PATH, guarded(openenv_app(service), service))
     return app
 
 
@@ -42,4 +45,5 @@ def run(service: WorldModelService, host: str = "127.0.0.1", port: int = 8000, o
     import uvicorn
 
     refuse_open_binding(host, service.api_key)
+    service.host = host
     uvicorn.run(create_app(service, openenv), host=host, port=port, log_level="warning")

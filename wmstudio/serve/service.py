@@ -1,10 +1,12 @@
 """What every HTTP endpoint shares: the loaded world model (behind the request batcher), the saved worlds, the
-default world for chat-format requests, and the server's limits."""
+default world for chat-format requests, the address it listens on, and the server's limits."""
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 from wmstudio.model.backends import ArBaseline, Backend
@@ -27,6 +29,7 @@ class WorldModelService:
     api_key: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     free_tokens: int = DEFAULT_FREE_TOKENS
+    host: str | None = None  # the address served on; on loopback (or None) only loopback Host headers are admitted
 
     @classmethod
     def create(cls, backend: Backend | ArBaseline, batching: bool | None = None, **settings) -> WorldModelService:
@@ -46,4 +49,6 @@ class WorldModelService:
 
     @property
     def model_name(self) -> str:
-        return self.backend.name
+        """The model's name as clients see it: a local folder by its last part (no filesystem path is shown)."""
+        name = self.backend.name
+        return Path(name).name if os.path.isabs(name) or os.sep in name and Path(name).exists() else name

@@ -1,16 +1,20 @@
 """Another project's world-model chat rows (the Patronus format) and agent trajectories (OpenAI messages,
 tau-bench records) imported as rollouts, to curate and rate.
 
-Each row's user turn `State: <messages>\\n\\nAction: <[tool call]>` gives the earlier steps and the call, its
-assistant turn the response: one rollout per row, every step marked as imported from `file:line`. The rows name
-no world, so unless one is given they go into a world named after the file whose tools are the ones the calls
-name (open schemas). A trajectory file gives one rollout per trajectory in it. Every row is read and checked before anything is written: one bad row imports nothing."""
+Each row's user turn `State: ...\\n\\nAction: ...` (the paper's message-list layout, or ours: what `wmstudio
+corpus`, `wmstudio prompt --format chat|patronus` and the dataset export write) gives the earlier steps and the
+call, its assistant turn the response: one rollout per row, every step marked as imported from `file:line`. The
+rows name no world, so unless one is given they go into a world named after the file whose tools are the ones the
+calls name (open schemas). A trajectory file gives one rollout per trajectory in it. Every row is read (within the
+input limits) and checked before anything is written: one bad row imports nothing. A file holding one JSON row
+(or a list of rows) is read as well as JSON Lines."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import MadeBy, NewRollout, NewStep, Store, import_rollouts
@@ -18,9 +22,10 @@ from wmstudio.studio.curricula import ImportResult
 from wmstudio.world.checks import check_step
 from wmstudio.world.history import HistoryStep, response_text
 from wmstudio.world.input_limits import InputRefused, loads_limited
+from wmstudio.world.row_turns import read_row
 from wmstudio.world.spec import WorldSpec
 from wmstudio.world.tools import Tool
-from wmstudio.world.trajectories import STATE_PREFIX, chat_row_step, read_trajectories_file
+from wmstudio.world.trajectories import STATE_PREFIX, read_trajectories_file
 
 MAX_CHAT_FILE_BYTES = 500_000_000
 SNIFF_BYTES = 200_000  # how much of a file is read to tell chat rows from an exported dataset
@@ -52,37 +57,41 @@ def import_chat_rows(store: Store, path: Path, world: WorldSpec | None = None) -
         raise InvalidInput(f"{path}: over {MAX_CHAT_FILE_BYTES:,} bytes: split the file")
     rows: list[tuple[str, list[HistoryStep]]] = []
     problems: list[Problem] = []
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InvalidInput(f"{path}: not UTF-8 text (bad byte at offset {err.start}): save it as UTF-8") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path.name}:{number}"
+    for where, row in _records(path, problems):
         try:
-            row = loads_limited(line)
-        except json.JSONDecodeError as err:
-            problems.append(Problem(where, f"not JSON ({err.msg} at column {err.colno}): one row per line"))
-            continue
-        except InputRefused as err:
-            problems.append(Problem(where, str(err)))
-            continue
-        messages = row.get("messages") if isinstance(row, dict) else None
-        try:
-            history, call, response = chat_row_step(messages, f"{where}.messages")
+            steps = row_steps(row, where)
         except InvalidInput as err:
             problems.extend(err.problems)
             continue
-        if response is None:
-            problems.append(Problem(f"{where}.messages", "ends without an assistant turn: the response is missing"))
-            continue
-        rows.append((where, [*history, HistoryStep(call, response)]))
+        rows.append((where, steps))
     if problems:
         raise InvalidInput(problems[:20], source=str(path))
     if not rows:
         raise InvalidInput(f"{path}: holds no rows")
     return _import(store, path, world, rows)
+
+
+def row_steps(row: Any, where: str) -> list[HistoryStep]:
+    """The steps of one chat row: its history, then its call with the assistant turn's response."""
+    messages = row.get("messages") if isinstance(row, dict) else None
+    if isinstance(messages, str):  # some datasets keep the message list as JSON text
+        try:
+            messages = loads_limited(messages)
+        except (json.JSONDecodeError, InputRefused) as err:
+            raise InvalidInput(Problem(f"{where}.messages", f"is text that is not a JSON message list ({err})")) \
+                from None
+    if not isinstance(messages, list):
+        raise InvalidInput(Problem(where, 'holds no "messages" list: not a world-model chat row'))
+    read = read_row(messages, f"{where}.messages")
+    if read is None:
+        raise InvalidInput(Problem(f"{where}.messages", 'no user turn starting "State: ": not a world-model row'))
+    if read.turns is None:
+        raise InvalidInput(Problem(f"{where}.messages", "its Action is no tool call: only tool-calling rows are "
+                                                        "steps"))
+    if read.response is None:
+        raise InvalidInput(Problem(f"{where}.messages", "ends without an assistant turn: the response is missing (a "
+                                                        "prompt, as `wmstudio prompt` writes it, has none to import)"))
+    return [*read.turns.history, HistoryStep(read.turns.call, read.response)]
 
 
 def world_from_calls(name: str, steps: list[HistoryStep]) -> WorldSpec:
@@ -104,6 +113,35 @@ def import_trajectories(store: Store, path: Path, world: WorldSpec | None = None
     named = [(f"{path.name} trajectory {index}" if len(histories) > 1 else path.name, history)
              for index, history in enumerate(histories)]
     return _import(store, path, world, named)
+
+
+def _records(path: Path, problems: list[Problem]) -> list[tuple[str, Any]]:
+    """(where, row) of each row: the whole file when it is one JSON row or a list of rows, else each line."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InvalidInput(f"{path}: not UTF-8 text (bad byte at offset {err.start}): save it as UTF-8") from None
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            whole = loads_limited(text)
+        except (json.JSONDecodeError, InputRefused):
+            whole = None
+        if isinstance(whole, dict) and "messages" in whole:
+            return [(path.name, whole)]
+        if isinstance(whole, list) and whole and all(isinstance(row, dict) for row in whole):
+            return [(f"{path.name}[{i}]", row) for i, row in enumerate(whole)]
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path.name}:{number}"
+        try:
+            records.append((where, loads_limited(line)))
+        except InputRefused as err:
+            problems.append(Problem(where, str(err)))
+        except json.JSONDecodeError as err:
+            problems.append(Problem(where, f"not JSON ({err.msg} at column {err.colno}): one row per line"))
+    return records
 
 
 def _import(store: Store, path: Path, world: WorldSpec | None, rollouts: list[tuple[str, list[HistoryStep]]]) \

@@ -1,13 +1,14 @@
 """A world-model answer to chat-format turns, as OpenAI-style clients and the paper's GRPO plugins send them.
 
-When the user turn is the paper's `State: <messages>\\n\\nAction: <[tool call]>` and the server knows the world
-(given with the request or the server's default), the call is answered like a world step: on the tool's response
-skeleton, checked. Otherwise the model denoises a free JSON canvas after the turns. `chat_stream` yields the text
-settled so far (a prefix that only grows, as streaming clients need), then the answer."""
+When the user turn is a `State: ...\\n\\nAction: ...` row (the paper's message-list layout or ours, the state
+possibly ending with the call itself), the call is answered like a world step in the world the request states
+(studio/request_world.py: its system sections over the served world): on the tool's response skeleton, checked.
+Otherwise the model denoises a free JSON canvas after the turns. `chat_stream` yields the text settled so far (a
+prefix that only grows, as streaming clients need), then the answer, which says the grounding and the sources."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from wmstudio.model.backends import ArBaseline, Backend
@@ -16,8 +17,12 @@ from wmstudio.model.chat_response import chat_prompt_ids, free_canvas, respond_t
 from wmstudio.model.generation import Generation, generate_stream
 from wmstudio.model.sampler import Frame, SamplerSettings, denoise
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.spec import WorldSpec
-from wmstudio.world.trajectories import STATE_PREFIX, chat_row_step
+from wmstudio.studio.request_budget import limit_history, limit_state
+from wmstudio.studio.request_world import request_world
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.prompt_sections import read_sections
+from wmstudio.world.row_turns import Turns, read_row
+from wmstudio.world.spec import Call, WorldSpec
 
 DEFAULT_FREE_TOKENS = 256  # a free canvas's length at most, whatever max_tokens says (pads trail a shorter answer)
 ROLES = ("system", "user", "assistant", "tool")
@@ -26,13 +31,55 @@ ROLES = ("system", "user", "assistant", "tool")
 @dataclass
 class ChatAnswer:
     """The text answered, how (`skeleton` for a world step, `free` otherwise), its check report when there was a
-    world, and the token counts OpenAI clients expect in `usage`."""
+    world, the token counts OpenAI clients expect in `usage`, the grounding and where the world's parts came from."""
 
     text: str
     mode: str
     prompt_tokens: int
     completion_tokens: int
     checks: dict[str, Any] | None = None
+    grounding: str = "none"
+    sources: dict[str, Any] | None = None
+
+    def report(self) -> dict[str, Any]:
+        """What the server adds to its answer about how it was made."""
+        return {"mode": self.mode, "grounding": self.grounding, "checks": self.checks, "sources": self.sources}
+
+
+@dataclass
+class WorldTurn:
+    """A chat or proxy request read as a world step: the world the request states (over the served one), the call,
+    the steps before it and where each part of the world came from."""
+
+    world: WorldSpec
+    call: Call
+    history: list[HistoryStep] = field(default_factory=list)
+    sources: dict[str, Any] = field(default_factory=dict)
+
+
+def world_turn(system: str, turns: Turns, base: WorldSpec | None, system_where: str,
+               state_where: str) -> WorldTurn:
+    """The world step a request's system prompt and turns ask for, in the world they state over `base`; the
+    request's state and history held to the request limits (InvalidInput at `system_where` / `state_where`)."""
+    stated = read_sections(system, system_where)
+    if stated is not None and stated.state is not None:
+        limit_state(stated.state, system_where)
+    made = request_world(base, stated, turns.call, turns.history, turns.task)
+    limit_history(made.history, state_where)
+    if turns.pending_dropped:
+        made.sources["state_ended_with_the_call"] = True
+    return WorldTurn(made.world, turns.call, made.history, made.sources)
+
+
+def chat_world_turn(messages: list[dict[str, Any]], base: WorldSpec | None,
+                    where: str = "messages") -> WorldTurn | None:
+    """The world step a chat request's `State: ...\\n\\nAction: ...` user turn asks for, or None (free mode)."""
+    row = read_row(messages, where)
+    if row is None or row.turns is None:
+        return None
+    system_at = next((i for i, m in enumerate(messages) if m.get("role") == "system"), row.user_index)
+    return world_turn(row.system, row.turns, base, f"{where}[{system_at}].content",
+                      f"{where}[{row.user_index}].content State")
 
 
 def read_messages(raw: Any, where: str = "messages") -> list[dict[str, str]]:
@@ -42,7 +89,10 @@ def read_messages(raw: Any, where: str = "messages") -> list[dict[str, str]]:
         raise InvalidInput(Problem(where, 'must be a non-empty list of {"role": ..., "content": ...} turns'))
     turns, problems = [], []
     for i, message in enumerate(raw):
-        if not isinstance(message, dict) or message.get("role") not in ROLES:
+        if not isinstance(message, dict):
+            problems.append(Problem(f"{where}[{i}]", 'must be a message {"role": ..., "content": ...}'))
+            continue
+        if message.get("role") not in ROLES:
             problems.append(Problem(f"{where}[{i}].role", f"must be one of {', '.join(ROLES)}"))
             continue
         content = message.get("content")
@@ -61,17 +111,19 @@ def read_messages(raw: Any, where: str = "messages") -> list[dict[str, str]]:
 
 def chat_stream(backend: Backend | ArBaseline, messages: list[dict[str, str]], max_tokens: int,
                 settings: SamplerSettings = SamplerSettings(), world: WorldSpec | None = None,
-                free_tokens: int = DEFAULT_FREE_TOKENS) -> Iterator[str | ChatAnswer]:
-    """Yield the settled prefix of the answer as it grows (text), then the ChatAnswer."""
-    step = _world_step(messages, world)
-    if step is not None:
-        yield from _skeleton_answer(backend, world, *step, settings)
+                free_tokens: int = DEFAULT_FREE_TOKENS, turn: WorldTurn | None = None) -> Iterator[str | ChatAnswer]:
+    """Yield the settled prefix of the answer as it grows (text), then the ChatAnswer. `turn` (a request already
+    read as a world step) is answered as given; else `messages` are read, `world` standing in for what they leave
+    out."""
+    turn = turn if turn is not None else chat_world_turn(messages, world)
+    if turn is not None:
+        yield from _skeleton_answer(backend, turn, settings)
         return
     prompt_text = "\n\n".join(m["content"] for m in messages if m["role"] in ("system", "user"))
     length = max(1, min(max_tokens, free_tokens))
     if isinstance(backend, ArBaseline):
         text = respond_to_chat(backend, prompt_text, messages, length, settings)
-        yield ChatAnswer(text, "autoregressive", 0, _count(backend, text))
+        yield ChatAnswer(text, "autoregressive", 0, _count(backend, text), grounding=settings.grounding)
         return
     ids = chat_prompt_ids(backend, prompt_text, messages, length)
     canvas = free_canvas(backend, length)
@@ -80,14 +132,14 @@ def chat_stream(backend: Backend | ArBaseline, messages: list[dict[str, str]], m
         tokens = frame.tokens[0]
         yield settled_prefix(canvas, tokens, backend.mask_id)
     text = canvas.decode(tokens)
-    yield ChatAnswer(text, FREE, len(ids), _count(backend, text))
+    yield ChatAnswer(text, FREE, len(ids), _count(backend, text), grounding=settings.grounding)
 
 
 def chat_answer(backend: Backend | ArBaseline, messages: list[dict[str, str]], max_tokens: int,
                 settings: SamplerSettings = SamplerSettings(), world: WorldSpec | None = None,
-                free_tokens: int = DEFAULT_FREE_TOKENS) -> ChatAnswer:
+                free_tokens: int = DEFAULT_FREE_TOKENS, turn: WorldTurn | None = None) -> ChatAnswer:
     """`chat_stream` run to the end."""
-    for item in chat_stream(backend, messages, max_tokens, settings, world, free_tokens):
+    for item in chat_stream(backend, messages, max_tokens, settings, world, free_tokens, turn):
         if isinstance(item, ChatAnswer):
             return item
     raise RuntimeError("chat_stream ended without an answer")  # pragma: no cover - it always yields one
@@ -101,23 +153,10 @@ def settled_prefix(canvas: Canvas, tokens: list[int], mask_id: int) -> str:
     return text.rstrip("\ufffd")
 
 
-def _world_step(messages: list[dict[str, str]], world: WorldSpec | None):
-    """(history, call) when the turns are a State/Action row whose tool the world has, else None."""
-    if world is None or not any(m["role"] == "user" and m["content"].startswith(STATE_PREFIX) for m in messages):
-        return None
-    history, call, _ = chat_row_step(messages)
-    try:
-        world.tool(call.name)
-    except KeyError:
-        known = ", ".join(t.name for t in world.tools)
-        raise InvalidInput(Problem("Action", f"calls {call.name!r}, which world {world.name!r} does not have: "
-                                             f"call one of {known}")) from None
-    return history, call
-
-
-def _skeleton_answer(backend, world, history, call, settings) -> Iterator[str | ChatAnswer]:
+def _skeleton_answer(backend: Backend | ArBaseline, turn: WorldTurn,
+                     settings: SamplerSettings) -> Iterator[str | ChatAnswer]:
     canvas = None
-    for item in generate_stream(backend, world, call, (), history, settings):
+    for item in generate_stream(backend, turn.world, turn.call, (), turn.history, settings):
         if isinstance(item, Canvas):
             canvas = item
         elif isinstance(item, Frame) and canvas is not None and not settings.repair:
@@ -125,7 +164,7 @@ def _skeleton_answer(backend, world, history, call, settings) -> Iterator[str | 
         elif isinstance(item, Generation):
             sample = item.samples[0]
             yield ChatAnswer(sample.response, item.mode, item.prompt_tokens, _count(backend, sample.response),
-                             sample.checks.to_json())
+                             sample.checks.to_json(), settings.grounding, turn.sources)
 
 
 def _count(backend: Backend | ArBaseline, text: str) -> int:

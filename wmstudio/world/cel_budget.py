@@ -1,11 +1,16 @@
 """Running a compiled CEL check under a CPU-time budget, so that one slow rule cannot hold a thread for minutes.
 
 cel-python interprets the parsed check node by node (macros such as `.all()` in evaluators of their own); this
-evaluator counts the nodes that all of them visit and, every few hundred, reads the thread's CPU clock."""
+evaluator counts the nodes that all of them visit and, every few hundred, reads the thread's CPU clock. A served
+request may also bound all its checks together (`shared_budget`): twenty rules of two seconds each are not one
+request's to spend."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from celpy.evaluation import Evaluator
@@ -18,18 +23,58 @@ class OverBudget(BaseException):
     into a value (so that `a || b` can still hold) and would go on evaluating."""
 
 
+class SharedOverBudget(BaseException):
+    """All the checks run under one `shared_budget` used up its CPU time: the request asked for too much work.
+    Not an OverBudget (which one check's verdict absorbs): it ends the request."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"the rule checks ran over this request's {seconds:g}-second CPU budget for checks")
+        self.seconds = seconds
+
+
+class _Shared:
+    """CPU seconds the checks run within one `shared_budget` have used so far, and may use."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.spent = seconds, 0.0
+
+
+_SHARED: ContextVar[_Shared | None] = ContextVar("wmstudio_shared_check_budget", default=None)
+
+
+@contextmanager
+def shared_budget(seconds: float) -> Iterator[None]:
+    """Bound every check evaluated inside (in this context) to `seconds` of CPU time together; past it, the check
+    running raises SharedOverBudget."""
+    token = _SHARED.set(_Shared(seconds))
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 class _Budget:
-    """CPU seconds one check may use, shared by the evaluators of its macros."""
+    """CPU seconds one check may use, shared by the evaluators of its macros (and its part of a shared budget)."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
-        self.deadline = time.thread_time() + seconds
+        self.started = time.thread_time()
+        self.deadline = self.started + seconds
+        self.shared = _SHARED.get()
         self.visits = 0
 
     def spend(self) -> None:
         self.visits += 1
-        if self.visits % CLOCK_EVERY == 0 and time.thread_time() > self.deadline:
-            raise OverBudget(self.seconds)
+        if self.visits % CLOCK_EVERY == 0:
+            now = time.thread_time()
+            if self.shared is not None and self.shared.spent + now - self.started > self.shared.seconds:
+                raise SharedOverBudget(self.shared.seconds)
+            if now > self.deadline:
+                raise OverBudget(self.seconds)
+
+    def close(self) -> None:
+        if self.shared is not None:
+            self.shared.spent += time.thread_time() - self.started
 
 
 class _BudgetedEvaluator(Evaluator):
@@ -50,5 +95,8 @@ class _BudgetedEvaluator(Evaluator):
 def evaluate_within(runner: Any, activation: dict[str, Any], seconds: float) -> Any:
     """Evaluate a compiled check (`Environment.program(...)`) on `activation`; OverBudget after `seconds` of the
     calling thread's CPU time. Errors are raised as cel-python raises them."""
-    evaluator = _BudgetedEvaluator(runner.ast, runner.new_activation(), _Budget(seconds))
-    return evaluator.evaluate(activation)
+    budget = _Budget(seconds)
+    try:
+        return _BudgetedEvaluator(runner.ast, runner.new_activation(), budget).evaluate(activation)
+    finally:
+        budget.close()

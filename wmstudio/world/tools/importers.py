@@ -20,6 +20,7 @@ from wmstudio.world.tools.findings import Findings
 from wmstudio.world.tools.mcp import parse_mcp_tool
 from wmstudio.world.tools.not_tools import non_tool_problem
 from wmstudio.world.tools.openai import parse_function_doc
+from wmstudio.world.tools.schema_size import MAX_SCHEMA_NODES, expanded_nodes, too_large_message
 from wmstudio.world.tools.swe_agent import parse_swe_tool
 from wmstudio.world.tools.tau2 import parse_tau_tool
 from wmstudio.world.tools.tool import Tool
@@ -78,6 +79,10 @@ def _import(raw: Any, fmt: str, root: str, lines: list[int] | None, func_doc_dir
             findings.problems.append(not_tool_problem(entry))
             continue
         made += [(tool, entry.path) for tool in PARSERS[entry.fmt](entry.item, entry.path, findings)]
+    for tool, path in made:  # a schema a validator could spend minutes on is refused here, for every caller
+        for part, schema in (("parameters", tool.parameters), ("response", tool.response)):
+            if expanded_nodes(schema) > MAX_SCHEMA_NODES:
+                findings.problem(f"{path}.{part}" if path else part, too_large_message())
     tools = _without_duplicates(made, findings)
     if findings.problems:
         findings.fold_problems()
