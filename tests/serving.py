@@ -34,8 +34,12 @@ def simulate_inputs(world_id: int, tool: str, arguments: str, seed: int) -> list
     from wmstudio.ui.forms import MASKED
     from wmstudio.ui.simulate_tab import ANCHOR_SLOTS
 
-    return [world_id, tool, arguments, "", 8, "low_confidence", 0.9, 0, 0.7, 1.0, 1, seed, False, 64, False, True,
-            True, "none", *[MASKED] * ANCHOR_SLOTS]
+    from wmstudio.model.sampler import SETTING_NAMES
+
+    settings = {"steps": 8, "strategy": "low_confidence", "threshold": 0.9, "block": 0, "temperature": 0.7,
+                "repetition_penalty": 1.0, "samples": 1, "seed": seed, "free": False, "free_length": 64,
+                "repair": False, "outcome_head": True, "copy_head": True, "grounding": "none", "retrieval": True}
+    return [world_id, tool, arguments, "", *(settings[name] for name in SETTING_NAMES), *[MASKED] * ANCHOR_SLOTS, ""]
 
 
 def wait_for_http(url: str, seconds: float = 120, process=None) -> None:

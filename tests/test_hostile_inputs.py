@@ -39,7 +39,8 @@ def dataset_row(**columns) -> str:
 
 def chat_row(state: str) -> str:
     """A world-model chat row (the Patronus format) whose user turn holds `state` as written."""
-    return json.dumps({"messages": [{"role": "user", "content": f"State: {state}\n\nAction: []"},
+    action = json.dumps({"name": "get_order", "arguments": {}})
+    return json.dumps({"messages": [{"role": "user", "content": f"State: {state}\n\nAction: {action}"},
                                     {"role": "assistant", "content": "{}"}]})
 
 
@@ -138,7 +139,7 @@ CASES = {
     "5,000-digit integer in a chat row": ({"rows.jsonl": '{"messages": [' + BIG_NUMBER + "]}"},
                                           ["rollouts", "import", "{tmp}/rows.jsonl", *DB], "a number of 5,000 digits"),
     "deep state in a chat row": ({"rows.jsonl": chat_row(DEEP)}, ["rollouts", "import", "{tmp}/rows.jsonl", *DB],
-                                 "the state nested 10,000 levels deep"),
+                                 "State: nested 10,000 levels deep"),
     "chat rows that are not UTF-8": ({"rows.jsonl": '{"a": "caf\udce9"}'},
                                      ["rollouts", "import", "{tmp}/rows.jsonl", *DB], "not UTF-8 text"),
     "deep record in a bare .jsonl dataset": ({"d.jsonl": DEEP}, ["curricula", "import", "{tmp}/d.jsonl", *DB],

@@ -19,6 +19,7 @@ from wmstudio.world.corpus import corpus_row
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt import render_chat, render_prompt
 from wmstudio.world.prompt_sections import read_sections, shape_schema
+from wmstudio.world.rules import rules_for_tool
 from wmstudio.world.row_turns import read_row, read_turns
 from wmstudio.world.sims import SIMULATORS
 from wmstudio.world.spec import Call
@@ -45,7 +46,7 @@ def test_both_layouts_give_back_the_state_task_tools_rules_and_directives_they_s
     stated = read_sections(read.system)
     assert stated.state["orders"] == [NEW_ORDER]  # the call-local state, its "… N more" counts left out
     assert stated.task == world.task
-    assert [rule for rule in stated.rules] == [rule.text for rule in world.rules]
+    assert stated.rules == [rule.text for rule in rules_for_tool(world.rules, "get_order")]  # the rules on this tool
     assert stated.directives == ["Answer in US English."]
     called = next(tool for tool in stated.tools if tool.name == "get_order")
     if style == "wmstudio":  # our layout shows the called tool whole, the others by name and description
@@ -118,7 +119,8 @@ def test_the_request_states_what_it_gives_and_the_served_world_the_rest():
     assert made.world.tool("get_order") == RETAIL.tool("get_order")  # a signature takes the served schema
     assert made.sources["state"] == "request" and made.sources["tools"]["get_order"] == "world retail"
     assert made.sources["tools"]["refund_order"] == "world retail"
-    assert [rule.check for rule in made.world.rules] == [rule.check for rule in RETAIL.rules]  # same texts
+    assert [rule.check for rule in made.world.rules] == \
+        [rule.check for rule in rules_for_tool(RETAIL.rules, "get_order")]  # the texts the request shows
     alone = request_world(None, stated, Call("track_parcel", {"id": "P1"}))
     assert alone.sources["tools"] == {"get_order": "request", "track_parcel": "the call"}
     assert alone.world.tool("get_order").response["properties"]["total_cents"] == {"type": "integer"}

@@ -37,7 +37,8 @@ def create_run(store: Store, curriculum_id: int, config: Mapping[str, Any], log_
 
 
 def update_run(store: Store, run_id: int, *, status: str | None = None, pid: int | None = None,
-               log_path: str | None = None, error: str | None = None) -> TrainingRun:
+               log_path: str | None = None, error: str | None = None,
+               config: dict[str, Any] | None = None) -> TrainingRun:
     """Change what is given; `running` stamps started_at, finished/failed/cancelled stamp finished_at."""
     if status is not None and status not in RUN_STATUSES:
         raise InvalidInput(Problem("status", f"{status!r} is not a run status: use {', '.join(RUN_STATUSES)}"))
@@ -57,6 +58,8 @@ def update_run(store: Store, run_id: int, *, status: str | None = None, pid: int
             run.log_path = _path_text(log_path)
         if error is not None:
             run.error = str(error)
+        if config is not None:
+            run.config = dict(config)
         session.add(run)
         return run
 

@@ -20,7 +20,7 @@ from wmstudio.world.history import HistoryStep
 
 MAX_STATE_CHARS = 256_000  # a request's environment state as JSON (~2 s of prompt choice and checks on a CPU)
 MAX_HISTORY_CHARS = 256_000  # a request's earlier steps as JSON
-MAX_CHECK_CHARS = 8_192  # the CEL of all the rules a request's world brings (two checks of the longest kind)
+MAX_CHECK_CHARS = 32_768  # the CEL of all the rules a request's world brings (the filesystem demo world: 13,056)
 CHECK_SECONDS = 2.0  # CPU seconds all the rule checks of one request may take together
 
 

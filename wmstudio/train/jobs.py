@@ -207,7 +207,8 @@ class JobReporter:
 def begin_job(store: Store, run_id: int | None, resume: bool, curriculum_id: int,
               config: Mapping[str, Any]) -> JobReporter:
     """Inside `train-grpo`: the reporter of the run it trains, claimed for this process. The run is made now
-    unless the studio made it (`run_id`); a given run must be queued, or with `resume` anything but finished.
+    unless the studio made it (`run_id`); a given run must be queued, or with `resume` anything but finished (a
+    finished one only when `config` asks for more steps than it trained).
     InvalidInput (nothing recorded) when another process trains the run or it is not one to train now."""
     if run_id is None:
         run_id = create_run(store, curriculum_id, config).id
@@ -215,17 +216,27 @@ def begin_job(store: Store, run_id: int | None, resume: bool, curriculum_id: int
     get_run(store, run_id)  # one that exists, before its folder is made
     reporter = JobReporter(store, run_id)
     reporter.claim()
-    status = get_run(store, run_id).status
-    if status == "queued" or (resume and status != "finished"):
+    run = get_run(store, run_id)
+    status = run.status
+    further = resume and status == "finished" and _steps(config) > _steps(run.config)
+    if status == "queued" or (resume and status != "finished") or further:
+        if further:  # train a finished run on to a larger --max-steps, from its newest checkpoint
+            update_run(store, run_id, config={**run.config, "max_steps": _steps(config)})
         return reporter
     reporter.release()
     if status == "finished":
-        raise InvalidInput(Problem("run_id", f"run {run_id} already finished: start a new run to train further"))
+        raise InvalidInput(Problem("run_id", f"run {run_id} already finished its {_steps(run.config)} steps: "
+                                             "resume it with a larger --max-steps, or start a new run"))
     raise InvalidInput(Problem("run_id", f"run {run_id} is {status}: continue it from its newest checkpoint with "
                                          f"--resume (or `wmstudio runs resume {run_id}`), or start a new run"))
 
 
 # --- in the studio: start, cancel, resume, watch ----------------------------------------------------------------
+
+
+def _steps(config: Mapping[str, Any] | None) -> int:
+    value = (config or {}).get("max_steps")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def training_command(run_id: int, config: Mapping[str, Any], db_path: str | Path, resume: bool = False) -> list[str]:
