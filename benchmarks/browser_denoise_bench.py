@@ -21,8 +21,9 @@ from playwright.sync_api import expect, sync_playwright
 from wmstudio.locations import DEFAULT_MODEL, DEMO_WORLDS_DIR
 from wmstudio.model.generation import prepare_canvas
 from wmstudio.store import list_worlds, save_world_version
+from wmstudio.studio.context import open_context
 from wmstudio.ui.simulate_tab import build_simulate_tab
-from wmstudio.ui.studio import build_studio, open_context
+from wmstudio.ui.studio import build_studio
 from wmstudio.world.spec import Call, load_world
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -114,6 +114,10 @@ def test_an_sft_policy_copies_the_tasks_ids_and_the_session_token_on_held_out_sc
     assert estimate.truths["payments"] >= 4  # login, then the token the login answered with, copied whole
     saved = json.loads((sft_policy / "policy.json").read_text())
     assert saved["kind"] == "agent-policy" and saved["steps"] == 300
+    assert saved["heldout"]["successes"] == sum(estimate.truths.values())  # train-agent measured the same play
+    card = (sft_policy / "README.md").read_text()  # its model card, written by train-agent
+    assert f"**{saved['heldout']['successes']} of {len(heldout)} held-out scenarios" in card
+    assert "## Intended use" in card and "## Limitations" in card and str(sft_policy.parent) not in card
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from wmstudio.store import filter_rollouts, open_store, rollout_steps
 from wmstudio.studio.chat_rows import looks_like_chat_rows
 from wmstudio.ui.rollouts_tab import import_upload
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt import render_chat
+from wmstudio.world.patronus_prompt import patronus_chat
 from wmstudio.world.spec import Call, load_world
 
 RETAIL = DEMO_WORLDS_DIR / "retail.json"
@@ -22,12 +22,11 @@ RETAIL = DEMO_WORLDS_DIR / "retail.json"
 def rows_file(tmp_path, bad_line: str | None = None):
     world = load_world(RETAIL)
     order = world.initial_state["orders"][0]["id"]
-    first = render_chat(world, Call("get_order", {"order_id": order}), [], response={"status": "ok",
-                                                                                      "order_id": order},
-                        style="patronus")
+    first = patronus_chat(world, Call("get_order", {"order_id": order}), [], response={"status": "ok",
+                                                                                        "order_id": order})
     earlier = [HistoryStep(Call("get_order", {"order_id": order}), {"status": "ok", "order_id": order})]
-    second = render_chat(world, Call("refund_order", {"order_id": order, "amount_cents": 5, "reason": "late"}),
-                         earlier, response={"status": "error", "error": "not_delivered"}, style="patronus")
+    second = patronus_chat(world, Call("refund_order", {"order_id": order, "amount_cents": 5, "reason": "late"}),
+                           earlier, response={"status": "error", "error": "not_delivered"})
     lines = [json.dumps(first), json.dumps(second)] + ([bad_line] if bad_line else [])
     path = tmp_path / "rows.jsonl"
     path.write_text("\n".join(lines) + "\n")

@@ -1,5 +1,6 @@
-"""The package's layer rule (DESIGN.md §2): imports only point down, world → model/metrics → store → train →
-studio → serve/ui/cli, and `world` uses nothing of ours but `problems`.
+"""The package's layer rule (docs/architecture.md): imports only point down, world → model/metrics → store → train →
+studio → serve/ui/cli; `world` uses nothing of ours but the base modules (`problems`, `settings`); and studio/ is the
+only door: ui/, cli/ and serve/ never reach store/ or train/ themselves.
 
 Read from the source with `ast` (imports inside functions count too), so a new upward import fails here."""
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "wmstudio"
 LAYERS = {  # lower number = lower layer; a module may import its own layer and any lower one
-    "problems": 0, "locations": 0, "network": 0,
+    "problems": 0, "locations": 0, "network": 0, "settings": 0,
     "world": 1,
     "model": 2, "metrics": 2,
     "store": 3,
@@ -57,15 +58,44 @@ def test_imports_only_point_down():
     assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
 
 
-def test_world_uses_nothing_of_ours_but_problems():
+def test_world_uses_nothing_of_ours_but_the_base_modules():
     reaching = [f"{src} (line {line}) imports {dst}" for src, dst, line in package_imports()
-                if room_of(src) == "world" and room_of(dst) not in ("world", "problems")]
+                if room_of(src) == "world" and room_of(dst) not in ("world", "problems", "settings")]
     assert not reaching, "\n".join(reaching)
+
+
+DOORS = ("ui", "cli", "serve")  # what users and clients touch: every action goes through a studio/ service
+BEHIND_THE_DOOR = ("store", "train")
+
+
+def bypassing_imports(package: Path = PACKAGE) -> list[str]:
+    """Imports by which ui/, cli/ or serve/ reach store/ or train/ without going through studio/."""
+    return [f"{src} (line {line}) imports {dst}: use the studio/ service instead" for src, dst, line
+            in package_imports(package) if room_of(src) in DOORS and room_of(dst) in BEHIND_THE_DOOR]
+
+
+def test_studio_is_the_only_door_to_the_store_and_the_trainers():
+    bypassing = bypassing_imports()
+    assert not bypassing, "\n".join(bypassing)
+
+
+def test_the_door_rule_catches_a_tab_that_reaches_the_store_itself(tmp_path):
+    package = tmp_path / "wmstudio"
+    for room in ("ui", "cli", "studio"):
+        (package / room).mkdir(parents=True)
+        (package / room / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "ui" / "tab.py").write_text("from wmstudio.studio.worlds import list_worlds\n"
+                                           "from wmstudio.store import get_world\n")
+    (package / "cli" / "runs.py").write_text("def show():\n    from wmstudio.train.jobs import cancel_job\n")
+    assert bypassing_imports(package) == [
+        "wmstudio.cli.runs (line 2) imports wmstudio.train.jobs: use the studio/ service instead",
+        "wmstudio.ui.tab (line 2) imports wmstudio.store: use the studio/ service instead"]
 
 
 def test_ui_is_imported_only_by_the_app_and_the_serve_command():
     importers = {src for src, dst, _ in package_imports() if room_of(dst) == "ui" and room_of(src) != "ui"}
-    assert importers <= {"wmstudio.cli"}, importers
+    assert importers <= {"wmstudio.cli.serving"}, importers
 
 
 def test_the_rule_catches_an_upward_import_even_inside_a_function(tmp_path):

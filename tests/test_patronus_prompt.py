@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from wmstudio.cli import app
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt import render_chat
+from wmstudio.world.patronus_prompt import patronus_chat
 from wmstudio.world.spec import Call, load_world
 from wmstudio.world.trajectories import chat_row_step, messages_from_steps, steps_from_messages
 
@@ -23,7 +23,7 @@ CALL = Call("refund_order", {"order_id": "ORD-22930", "amount_cents": 1999, "rea
 
 
 def test_a_patronus_row_has_the_papers_user_turn_and_headings():
-    row = render_chat(load_world(RETAIL), CALL, HISTORY, response={"status": "ok"}, style="patronus")
+    row = patronus_chat(load_world(RETAIL), CALL, HISTORY, response={"status": "ok"})
     system, user, assistant = (m["content"] for m in row["messages"])
     state_text, action_text = user.split("\n\nAction: ")
     assert state_text.startswith("State: ")
@@ -42,7 +42,7 @@ def test_a_patronus_row_has_the_papers_user_turn_and_headings():
 
 
 def test_a_patronus_row_reads_back_as_the_same_step():
-    row = render_chat(load_world(RETAIL), CALL, HISTORY, response={"status": "ok"}, style="patronus")
+    row = patronus_chat(load_world(RETAIL), CALL, HISTORY, response={"status": "ok"})
     history, call, response = chat_row_step(row["messages"])
     assert call == CALL
     assert [step.call for step in history] == [step.call for step in HISTORY]
@@ -51,7 +51,7 @@ def test_a_patronus_row_reads_back_as_the_same_step():
 
 
 def test_an_invalid_call_is_marked_invalid_with_the_reason():
-    row = render_chat(load_world(RETAIL), Call("refund_order", {"order_id": 7}), style="patronus")
+    row = patronus_chat(load_world(RETAIL), Call("refund_order", {"order_id": 7}))
     system = row["messages"][0]["content"]
     assert "- validation_status: invalid" in system
     assert "order_id" in system.split("- validation_error: ")[1].splitlines()[0]

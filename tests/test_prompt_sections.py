@@ -17,6 +17,7 @@ from wmstudio.store.seeding import demo_worlds
 from wmstudio.studio.request_world import request_world
 from wmstudio.world.corpus import corpus_row
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.patronus_prompt import patronus_chat
 from wmstudio.world.prompt import render_chat, render_prompt
 from wmstudio.world.prompt_sections import read_sections, shape_schema
 from wmstudio.world.rules import rules_for_tool
@@ -41,7 +42,8 @@ def world_with_new_order():
 @pytest.mark.parametrize("style", ["wmstudio", "patronus"])
 def test_both_layouts_give_back_the_state_task_tools_rules_and_directives_they_show(style):
     world = world_with_new_order()
-    row = render_chat(world, Call("get_order", {"order_id": "ORD-77777"}), HISTORY, style=style, response='{"a":1}')
+    chat = render_chat if style == "wmstudio" else patronus_chat  # our layout, or the paper's
+    row = chat(world, Call("get_order", {"order_id": "ORD-77777"}), HISTORY, response='{"a":1}')
     read = read_row(row["messages"])
     stated = read_sections(read.system)
     assert stated.state["orders"] == [NEW_ORDER]  # the call-local state, its "… N more" counts left out
@@ -112,7 +114,7 @@ def test_return_shapes_become_schemas():
 
 def test_the_request_states_what_it_gives_and_the_served_world_the_rest():
     world = world_with_new_order()
-    row = render_chat(world, Call("get_order", {"order_id": "ORD-77777"}), style="patronus")
+    row = patronus_chat(world, Call("get_order", {"order_id": "ORD-77777"}))
     stated = read_sections(row["messages"][0]["content"])
     made = request_world(RETAIL, stated, Call("get_order", {"order_id": "ORD-77777"}))
     assert made.world.initial_state["orders"] == [NEW_ORDER]

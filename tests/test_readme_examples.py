@@ -1,16 +1,26 @@
-"""What the README promises, run through the real `wmstudio` CLI: the refund example and the malformed inputs table.
+"""What the README and docs/ promise, run for real: every shell and Python example as CI would (the commands
+against the installed `wmstudio`, a studio or `serve-wm` started for the examples that talk to one), the refund
+example, and the bad-input table (docs/bad-input.md) against the messages the CLI prints.
 
-If a message here changes, the README's table must change with it."""
+If a message here changes, the table must change with it. An example that cannot run here (hours of CPU, a GPU,
+the hub) is marked `<!-- docs-test: skip (why) -->` just above its block, where a reader sees why."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from serving import free_port, wait_for_http
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
-from wmstudio.locations import ASSETS_DIR
+from wmstudio.locations import ASSETS_DIR, REPO_ROOT
 
 EXAMPLES = ASSETS_DIR / "examples"
 RETAIL = str(ASSETS_DIR / "worlds" / "retail.json")
@@ -79,3 +89,139 @@ def test_malformed_input_gets_a_clear_message_and_exit_2(tmp_path, name, files, 
     assert result.exit_code == 2, result.output
     assert expected in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_the_bad_input_page_says_what_the_cli_says():
+    page = (REPO_ROOT / "docs" / "bad-input.md").read_text(encoding="utf-8")
+    unquoted = page.replace("\\`", "`")
+    for name, _, _, expected in MALFORMED:
+        assert expected in unquoted or expected.split(": ")[-1] in unquoted, f"docs/bad-input.md lacks {name!r}"
+
+
+# --- every example of the README and docs/ ------------------------------------------------------------------------
+
+PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"(?:<!-- docs-test: skip \((?P<why>[^)]*)\) -->\n)?^```(?P<lang>\w*)\n(?P<body>.*?)^```", re.S | re.M)
+SERVER = re.compile(r"^(wmstudio serve(-wm)?|python app\.py)\b")
+STUDIO_PORT, WORLD_MODEL_PORT = "7860", "8000"  # the ports the examples name: the studio's and serve-wm's defaults
+EXPECTED = {  # what each page's examples must print, beside exiting as their comments say
+    "README.md": [r"rated 4/5 for realism by ada", r'"status": ?"error"', r'"folder": ', r"ok: world 'retail'"],
+    "http-api.md": [r'"grounding": ?"none"', r'status\\*": ?\\*"error', r'"order_id": ?"ORD-35137"'],
+    "world-files.md": [r"ok: world 'retail'", r'"worlds": 3'],
+    "training.md": [r'"run_id": ', r'"ground_truth": 1.0', r"held-out success against the simulators"],
+}
+
+
+def examples(page: Path) -> list[tuple[str, str]]:
+    """(language, code) of each bash and python block on a page that runs here."""
+    return [(m["lang"], m["body"]) for m in BLOCK.finditer(page.read_text(encoding="utf-8"))
+            if m["lang"] in ("bash", "python") and m["why"] is None]
+
+
+def shell_commands(code: str) -> list[str]:
+    """The commands of a shell block: lines joined where a backslash or an open quote continues them."""
+    commands, current, joiner = [], "", "\n"
+    for line in code.splitlines():
+        current = f"{current}{joiner}{line}" if current else line
+        joiner = "\n"
+        if current.rstrip().endswith("\\"):  # continued on the next line, as the shell reads it
+            current, joiner = current.rstrip()[:-1].rstrip(), " "
+            continue
+        try:
+            shlex.split(current, comments=True)
+        except ValueError:  # a quote still open: the command goes on
+            continue
+        if current.strip() and not current.strip().startswith("#"):
+            commands.append(current.strip())
+        current = ""
+    return commands
+
+
+def without_comment(command: str) -> tuple[str, int]:
+    """The command without its trailing `# ...` comment, and the exit code that comment promises (0 unless it says
+    `# exit N`)."""
+    quote = None
+    for i, char in enumerate(command):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or command[i - 1].isspace()):
+            said = re.match(r"#\s*exit (\d+)", command[i:])
+            return command[:i].rstrip(), int(said.group(1)) if said else 0
+    return command, 0
+
+
+def localised(code: str, ports: dict[str, int], tmp: Path) -> str:
+    """An example as it runs here: the servers' ports the ones the test started, /tmp a folder of its own."""
+    for named, port in ports.items():
+        code = re.sub(rf"(?<=[:/]){named}\b|(?<=--port ){named}\b", str(port), code)
+    return code.replace("/tmp/", f"{tmp}/")
+
+
+def run_shell(code: str, env: dict[str, str]) -> str:
+    """Run a shell block's commands in one bash (variables carry over), each held to its promised exit code."""
+    script = []
+    for command in shell_commands(code):
+        if SERVER.match(command):  # the test has started this server already (on its own port)
+            continue
+        command, expected = without_comment(command)
+        script += [command, f"__rc=$?; if [ $__rc -ne {expected} ]; then echo {shlex.quote('FAILED: ' + command)}"
+                            f" \"(exit $__rc, expected {expected})\" >&2; exit 99; fi"]
+    done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def docs_env(tmp_path_factory):
+    """The environment the examples run in: the installed `wmstudio` and `python` first on the PATH, a user folder
+    (database, runs) of their own, no network."""
+    home = tmp_path_factory.mktemp("docs-home")
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "WMSTUDIO_HOME": str(home),
+            "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+@pytest.fixture(scope="module")
+def servers(docs_env):
+    """Start, on first use, the studio (`python app.py`) and `wmstudio serve-wm` the examples talk to; their ports."""
+    started: dict[str, tuple[int, subprocess.Popen]] = {}
+
+    def start(named: str) -> int:
+        if named not in started:
+            port = free_port()
+            argv = ["python", "app.py"] if named == STUDIO_PORT else ["wmstudio", "serve-wm"]
+            process = subprocess.Popen([*argv, "--port", str(port)], cwd=REPO_ROOT, env=docs_env,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            started[named] = (port, process)
+            wait_for_http(f"http://127.0.0.1:{port}/" + ("" if named == STUDIO_PORT else "health"), 180, process)
+        return started[named][0]
+
+    yield start
+    for _, process in started.values():
+        process.terminate()
+        process.wait(30)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_example_does_what_its_page_says(page, servers, docs_env, tmp_path):
+    blocks = examples(page)
+    text = "\n".join(code for _, code in blocks)
+    ports = {named: servers(named) for named in (STUDIO_PORT, WORLD_MODEL_PORT) if re.search(rf"[:/ ]{named}\b", text)}
+    printed = []
+    for lang, code in blocks:
+        code = localised(code, ports, tmp_path)
+        if lang == "bash":
+            printed.append(run_shell(code, docs_env))
+        else:
+            done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=docs_env, capture_output=True,
+                                  text=True, timeout=600)
+            assert done.returncode == 0, done.stderr[-3000:]
+            printed.append(done.stdout)
+    for expected in EXPECTED.get(page.name, []):
+        assert re.search(expected, "\n".join(printed)), f"{page.name}: no output matched {expected!r}"
+    if page.name == "README.md":  # the quick start trained a world model on the rollout it saved
+        assert (tmp_path / "my-wm" / "model.safetensors").is_file()

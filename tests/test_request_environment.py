@@ -18,6 +18,7 @@ from wmstudio.model.backends import load_backend
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store import open_store
 from wmstudio.store.seeding import demo_worlds, seed_first_run
+from wmstudio.world.patronus_prompt import patronus_chat
 from wmstudio.world.prompt import render_chat
 from wmstudio.world.spec import Call
 
@@ -54,7 +55,7 @@ def the_order(text: str) -> dict:
 
 def test_an_order_only_the_request_states_comes_back_on_the_proxy_the_chat_and_the_step(api):
     assert NEW_ORDER["id"] not in json.dumps(RETAIL.initial_state)
-    paper = render_chat(task_world(), LOOKUP, style="patronus")["messages"]
+    paper = patronus_chat(task_world(), LOOKUP)["messages"]
     proxy = api.post("/v1/world/proxy", json={"input": {
         "system_prompt": paper[0]["content"], "state": json.loads(paper[1]["content"][len("State: "):].split(
             "\n\nAction: ")[0]), "action": json.loads(paper[1]["content"].split("\n\nAction: ")[1])}}).json()
@@ -80,7 +81,7 @@ def test_the_grpo_plugins_rollout_gets_the_tools_json_every_turn_in_both_forms(a
     """As ms-swift runs the paper's AppWorld plugin: the agent's reply is appended to `messages` before `step()`,
     which posts the whole list as `state` and the reply's call again as `action`; the tool's answer goes back into
     the conversation (a `<tool_response>` user turn, or a `tool` message) before the next turn."""
-    system = render_chat(task_world(), LOOKUP, style="patronus")["messages"][0]["content"]
+    system = patronus_chat(task_world(), LOOKUP)["messages"][0]["content"]
     calls = [Call("list_orders", {}), LOOKUP, Call("cancel_order", {"order_id": "ORD-23411"})]
     for form in ("appworld", "openai"):
         messages = [{"role": "system", "content": "You are a shopping assistant. Call one tool per turn."},

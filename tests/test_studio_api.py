@@ -16,9 +16,10 @@ from gradio_client.exceptions import AppError
 from serving import free_port
 
 from wmstudio.store import get_annotator, get_rating, get_run, get_step, list_runs
+from wmstudio.studio.context import open_context
 from wmstudio.train.jobs import cancel_job, job_alive
 from wmstudio.ui.api import API_NAMES
-from wmstudio.ui.studio import build_studio, open_context
+from wmstudio.ui.studio import build_studio
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 REFUND = {"order_id": "ORD-22930", "amount_cents": 500}

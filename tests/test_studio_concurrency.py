@@ -13,7 +13,8 @@ from gradio_client import Client
 from serving import SIMULATE_CALLS, free_port, simulate_inputs
 
 from wmstudio.store import list_worlds
-from wmstudio.ui.studio import build_studio, open_context
+from wmstudio.studio.context import open_context
+from wmstudio.ui.studio import build_studio
 
 pytestmark = pytest.mark.slow
 

@@ -21,9 +21,9 @@ from wmstudio.world.sims import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call, load_world
 from wmstudio.world.synth import synthetic_ref
 from wmstudio.world.synth.agent import create_args, live_token, login_call
-from wmstudio.world.synth.generate import write_worlds
 from wmstudio.world.synth.naming import parse_stamp, stamp
 from wmstudio.world.synth.records import each, find
+from wmstudio.world.synth.worlds import write_worlds
 
 DIRECTIVES = [(), (), (), ("inject_error: UPSTREAM_TIMEOUT",), ("empty_result",), ("page_size: 2",), ("rate_limit",),
               ("auth_failure",), ("partial_success",), ("verbose",), ("partial_success", "verbose")]

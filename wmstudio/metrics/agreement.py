@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import is_number, number_in
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 DIMENSIONS = ("realism", "outcome_correctness", "training_utility")
@@ -315,7 +316,7 @@ def _unit_values(data: Any, level: str) -> list[list[Any]]:
 def _value_problem(value: Any, level: str) -> str | None:
     if level == "nominal":
         return None if isinstance(value, Hashable) else f"{value!r} cannot be a category (use text or a number)"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         return f"{value!r} is not a number: the {level} level needs numeric values (or use level='nominal')"
     if level == "ratio" and value < 0:
         return f"{value!r} is negative: the ratio level needs values >= 0 (or use level='interval')"
@@ -356,8 +357,7 @@ def _as_rating(item: Any, index: int, dimensions: Sequence[str], scale: Sequence
 def _scale_problem(value: Any, scale: Sequence[int]) -> str | None:
     """Why `value` is not a point of the rating scale, or None when it is."""
     on_scale = (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        and value == int(value) and int(value) in scale
+        number_in(value) and value == int(value) and int(value) in scale
     )
     return None if on_scale else f"{value!r} is not on the scale: give one of {list(scale)}"
 
@@ -373,6 +373,6 @@ def _check_level(level: str) -> None:
 
 def _sort_key(value: Any) -> tuple[int, Any]:
     """Numbers in numeric order, then everything else by its text (nominal categories may mix types)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if is_number(value):
         return (0, value)
     return (1, str(value))

@@ -1,4 +1,4 @@
-"""The response canvas: anchor tokens the model must keep and masked spans it fills in (DESIGN.md §3).
+"""The response canvas: anchor tokens the model must keep and masked spans it fills in (docs/architecture.md).
 
 Skeleton mode lays a response schema out as compact JSON (layout.py has the rules): keys and
 punctuation are anchors, each value a masked span with a length budget and a grammar constraint,
@@ -24,13 +24,14 @@ from wmstudio.model.layout import (
     dump,
     lay_out_free,
 )
+from wmstudio.model.sampler_settings import MAX_CANVAS_TOKENS
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import is_number, is_whole
 from wmstudio.world.anchors import Anchor, anchor_problems
 from wmstudio.world.jsonpath import format_path, parse_path
 
 SKELETON, FREE = "skeleton", "free"
-MAX_CANVAS_TOKENS = 4096
 OUTCOME_KEY = "status"  # the response's outcome (ok / error): decided from the prompt, the other values follow it
 OUTCOME_VALUES = ("ok", "error")  # the outcomes every simulated world answers with
 __all__ = ["FREE", "FREE_TAIL", "MAX_CANVAS_TOKENS", "OUTCOME_KEY", "SKELETON", "Canvas", "Span", "SpanBudgets",
@@ -240,9 +241,9 @@ def _value_tokens(tokenizer: Any, span: Span, root_value: Any) -> list[int] | No
     kind = span.kind
     if kind == "string" and not isinstance(value, str):
         return None
-    if kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
+    if kind == "integer" and not is_whole(value):
         return None
-    if kind == "number" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+    if kind == "number" and not is_number(value):
         return None
     if kind == "array" and not isinstance(value, list):
         return None

@@ -49,6 +49,7 @@ from wmstudio.world.copy_candidates import copy_candidates
 from wmstudio.world.copy_sources import CopySource
 from wmstudio.world.grounding import NONE
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.json_types import json_or
 from wmstudio.world.prompt import RenderedPrompt, render
 from wmstudio.world.schema_inference import history_answers, sized_schema
 from wmstudio.world.schema_sketch import sketch_world
@@ -466,7 +467,7 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
         best = solved(best)
         if best.checks.ok:
             break
-        value = _parsed(best.response)
+        value = json_or(best.response, None)
         remask = fields_to_remask(world, best.checks, value) if isinstance(value, dict) else []
         if not remask:
             break
@@ -513,13 +514,6 @@ def copy_plan_for(backend: Backend, canvas: Canvas, prompt: Prompt):
         return None
     trained = getattr(backend, "trained_schemas", None)
     return copy_plan(canvas, prompt.sources, known_keys=trained.key_names() if trained is not None else None)
-
-
-def _parsed(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
 
 
 def _tool(world: WorldSpec, call: Call):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import number_in, whole_in
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,9 @@ class DecodeTrace:
             position, step, confidence = entry[:3]
             copied = bool(entry[3]) if len(entry) == 4 else False
             for name, value in (("position", position), ("step", step)):
-                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                if not whole_in(value, 0):
                     raise InvalidInput(Problem(f"{source}[{i}].{name}", "must be a whole number from 0"))
-            if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
-                    or not math.isfinite(confidence):
+            if not number_in(confidence):
                 raise InvalidInput(Problem(f"{source}[{i}].confidence", "must be a finite number (a probability)"))
             trace.commits.append(Commit(position, step, float(confidence), copied))
         return trace

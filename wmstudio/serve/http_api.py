@@ -24,6 +24,7 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.serve.guard import admission, log_to_stderr, problems_response, refusal_response, shorten
 from wmstudio.serve.request_body import PayloadTooLarge, parse_body, read_body
 from wmstudio.serve.service import WorldModelService
+from wmstudio.settings import whole_in
 from wmstudio.studio.chat_step import ChatAnswer, chat_answer, chat_stream, read_messages, world_turn
 from wmstudio.studio.request_budget import request_budget
 from wmstudio.studio.world_step import read_sampler, read_step_request, resolve_world, world_step
@@ -119,7 +120,7 @@ def _proxy(service: WorldModelService, body: Any) -> dict[str, Any]:
     if data.get("system_prompt") is not None and not isinstance(data.get("system_prompt"), str):
         problems.append(Problem(where + "system_prompt", "must be text"))
     max_tokens = data.get("max_tokens", PROXY_MAX_TOKENS)
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+    if not whole_in(max_tokens, 1):
         problems.append(Problem(where + "max_tokens",
                                 f"must be a positive whole number, got {shorten(repr(max_tokens))}"))
     settings, world = _settings_and_world(service, data, where, PROXY_REPETITION_PENALTY, problems)
@@ -212,7 +213,7 @@ def _chat_request(service: WorldModelService, body: Any):
     except InvalidInput as err:
         problems.extend(err.problems)
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens", service.free_tokens))
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+    if not whole_in(max_tokens, 1):
         problems.append(Problem("max_tokens", f"must be a positive whole number, got {shorten(repr(max_tokens))}"))
     if body.get("n", 1) != 1:
         problems.append(Problem("n", "only n=1 is served: send one request per completion"))

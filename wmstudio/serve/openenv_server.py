@@ -12,7 +12,6 @@ the WebSocket)."""
 
 from __future__ import annotations
 
-import json
 import random
 import uuid
 from typing import Any, Optional
@@ -29,19 +28,13 @@ from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.serve.guard import log_refusal, problems_response
 from wmstudio.serve.service import WorldModelService
-from wmstudio.store.curricula import curriculum_snapshots, get_curriculum, list_curricula
-from wmstudio.store.scenarios import count_scenarios
-from wmstudio.store.worlds import get_world
-from wmstudio.train.curriculum_scenarios import curriculum_scenarios
-from wmstudio.train.environments import model_answer
-from wmstudio.train.scenarios import TRAIN, Scenario, Step, Trajectory, demo_scenarios, split_of, succeeded
-from wmstudio.world.anchors import Anchor
+from wmstudio.settings import is_whole, whole_in
+from wmstudio.studio.serving import TRAIN, Scenario, Step, Trajectory, episode_scenarios, model_answer, succeeded
 from wmstudio.world.checks import argument_problems
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.spec import Call
 
 MAX_TURNS = 8
-DEMO = "demo"  # the demo curriculum's name: its scenarios are made, not saved
 MAX_SESSIONS = 16
 OVER = "the episode is over: reset to start another"
 
@@ -96,14 +89,14 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
             problems.append(Problem("curriculum", "must be the name of a curriculum (text)"))
         if not isinstance(split, str):
             problems.append(Problem("split", f"must be {TRAIN!r} or 'heldout'"))
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        if seed is not None and not is_whole(seed):
             problems.append(Problem("seed", "must be a whole number"))
         if problems:
             raise InvalidInput(problems)
-        name, scenarios = self._curriculum(curriculum, split)
+        name, scenarios = episode_scenarios(self.service.store, curriculum, split)
         if scenario is None:
             scenario = random.Random(seed).randrange(len(scenarios))
-        if isinstance(scenario, bool) or not isinstance(scenario, int) or not 0 <= scenario < len(scenarios):
+        if not whole_in(scenario, 0, len(scenarios) - 1):
             raise InvalidInput(Problem("scenario", f"curriculum {name!r} ({split}) has scenarios 0 to "
                                                    f"{len(scenarios) - 1}: give one of those numbers"))
         self._scenario = scenarios[scenario]
@@ -151,41 +144,6 @@ class WorldModelEnvironment(Environment[WorldAction, WorldObservation, WorldStat
     def state(self) -> WorldState:
         return self._state
 
-    def _curriculum(self, name: Optional[str], split: str) -> tuple[str, list[Scenario]]:
-        """The named curriculum's scenarios: `demo`, else a saved one (the newest saved, else demo, by default): its
-        stored scenarios, or its rollouts replayed as scenarios without a success condition."""
-        store = self.service.store
-        if name is None:
-            summaries = list_curricula(store) if store is not None else []
-            name = summaries[0].curriculum.name if summaries else DEMO
-        if name == DEMO or not name:  # as edited in the studio's Train tab when the server has a store
-            return name, split_of(curriculum_scenarios(store) if store is not None else demo_scenarios(), split)
-        if store is None:
-            raise InvalidInput(Problem("curriculum", f"this server has no saved curricula: use {DEMO!r}"))
-        curriculum = get_curriculum(store, name)
-        if count_scenarios(store, curriculum.id):  # saved scenarios carry their own success conditions
-            return name, split_of(curriculum_scenarios(store, name), split)
-        scenarios = [scenario_of(f"{name}-{i}", get_world(store, snap.world_id).spec(), snap.title, snap.steps)
-                     for i, snap in enumerate(curriculum_snapshots(store, curriculum.id))]
-        if not scenarios:
-            raise InvalidInput(Problem("curriculum", f"{name!r} holds no rollouts: add rollouts to it, or use "
-                                                     f"{DEMO!r}"))
-        return name, scenarios
-
-
-def scenario_of(scenario_id: str, world: WorldSpec, title: str, steps: list[dict[str, Any]]) -> Scenario:
-    """A saved rollout as a scenario: the world's task (and the rollout's title), the first anchors pinned per tool,
-    no success condition."""
-    steering: dict[str, list[Anchor]] = {}
-    for step in steps:
-        made_by = _json(step.get("made_by")) or {}
-        call = _json(step.get("call")) or {}
-        anchors = [Anchor(a["path"], a["value"]) for a in made_by.get("anchors") or []]
-        if anchors and call.get("name") and call["name"] not in steering:
-            steering[call["name"]] = anchors
-    task = world.task if not title else f"{world.task}\n\nScenario: {title}"
-    return Scenario(scenario_id, TRAIN, world, task, steering=steering)
-
 
 def openenv_app(service: WorldModelService, max_turns: int = MAX_TURNS):
     """The OpenEnv server (HTTP reset/step/state and the /ws sessions its clients use) for `service`; a bad
@@ -208,12 +166,3 @@ async def _action_locs(request: Request, err: HTTPException) -> JSONResponse:
                   for item in detail]
         log_refusal(request.method, request.url.path, 422, [item for item in detail if isinstance(item, dict)])
     return JSONResponse({"detail": jsonable_encoder(detail)}, status_code=err.status_code, headers=err.headers)
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return None
-    return value

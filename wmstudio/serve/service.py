@@ -11,8 +11,8 @@ from typing import Iterator
 
 from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.batching import ForwardBatcher
-from wmstudio.store import Store
 from wmstudio.studio.chat_step import DEFAULT_FREE_TOKENS
+from wmstudio.studio.worlds import Store
 from wmstudio.world.spec import WorldSpec
 
 DEFAULT_MAX_BODY_BYTES = 8_000_000  # a world object with a large initial state fits; anything bigger is refused

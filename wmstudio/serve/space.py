@@ -17,7 +17,7 @@ from typing import Any
 
 from wmstudio.locations import ASSETS_DIR, REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.store.database import backup_database
+from wmstudio.studio.serving import backup_database
 from wmstudio.studio.written_files import (
     check_out_folder,
     in_the_way,

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlmodel import select
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import whole_in
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.tables import (
     ANNOTATOR_SOURCES,
@@ -97,7 +98,7 @@ def next_to_annotate(store: Store, annotator_id: int, overlap: int = DEFAULT_OVE
     Steps others rated fewer than `overlap` times come first (so a small team rates the same steps and agreement
     appears), then unrated steps, then the rest by fewest ratings; the oldest first within each; copies of steps
     in branches are left out. Each tier is one walk of the `ix_step_queue` index."""
-    if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 1:
+    if not whole_in(overlap, 1):
         raise InvalidInput(Problem("overlap", f"must be a whole number from 1, got {overlap!r}"))
     rated = sa.exists().where(Rating.step_id == Step.id, Rating.annotator_id == annotator_id)
     skipped = sa.exists().where(Skip.step_id == Step.id, Skip.annotator_id == annotator_id)
@@ -154,7 +155,7 @@ def save_rating(
     problems = [
         Problem(name, f"must be a whole number from 1 to 5, got {value!r}")
         for name, value in scores.items()
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5
+        if not whole_in(value, 1, 5)
     ]
     tags = [failure_tags] if isinstance(failure_tags, str) else list(failure_tags)
     for i, tag in enumerate(tags):

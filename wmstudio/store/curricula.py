@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlmodel import select
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import is_whole
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.scenarios import NewScenario, add_scenarios, carry_scenarios, check_scenarios
 from wmstudio.store.tables import Curriculum, CurriculumRollout, CurriculumScenario, Rollout, RolloutTag, Step
@@ -43,7 +44,7 @@ def create_curriculum_version(store: Store, name: str, rollout_ids: Sequence[int
     if not isinstance(description, str):
         raise InvalidInput(Problem("description", "must be text"))
     ids = list(dict.fromkeys(rollout_ids))
-    bad = [i for i, rid in enumerate(ids) if isinstance(rid, bool) or not isinstance(rid, int)]
+    bad = [i for i, rid in enumerate(ids) if not is_whole(rid)]
     if bad:
         raise InvalidInput(Problem(f"rollout_ids[{bad[0]}]", f"must be a rollout id (a whole number), got {ids[bad[0]]!r}"))
     if not ids:

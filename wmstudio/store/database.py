@@ -25,6 +25,7 @@ from sqlmodel import Session
 
 from wmstudio.locations import user_home
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import is_whole
 
 DB_ENV = "WMSTUDIO_DB"
 BUSY_TIMEOUT_S = 10.0
@@ -310,7 +311,7 @@ def backup_database(db_path: str | Path, backup_path: str | Path) -> Path:
 
 def fetch_row(session: Session, table: type[Any], row_id: int, field: str) -> Any:
     """The row of `table` with this id; InvalidInput naming `field` when there is none."""
-    if isinstance(row_id, bool) or not isinstance(row_id, int):
+    if not is_whole(row_id):
         raise InvalidInput(Problem(field, f"must be a whole-number id, got {row_id!r}"))
     row = session.get(table, row_id) if -2**63 <= row_id < 2**63 else None  # beyond SQLite's integers: none
     if row is None:

@@ -13,6 +13,7 @@ from sqlmodel import Session, select
 
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import whole_in
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.provenance import MadeBy
 from wmstudio.store.tables import (
@@ -106,7 +107,7 @@ def branch_rollout(store: Store, rollout_id: int, step_index: int, title: str | 
     with store.write() as session:
         parent = fetch_row(session, Rollout, rollout_id, "rollout_id")
         count = _count(session, rollout_id)
-        if isinstance(step_index, bool) or not isinstance(step_index, int) or not 0 <= step_index < count:
+        if not whole_in(step_index, 0, count - 1):
             have = f"steps 0..{count - 1}" if count else "no steps"
             raise InvalidInput(Problem("step_index", f"rollout {rollout_id} has {have}; got {step_index!r}: "
                                                      "branch from a step it has"))

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlmodel import Session, select
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import whole_in
 from wmstudio.store.database import Store
 from wmstudio.store.tables import ROLLOUT_STATUSES, Rollout, RolloutTag, Step, World
 from wmstudio.store.text_index import (
@@ -77,7 +78,7 @@ def filter_rollouts(
     if status is not None and status not in ROLLOUT_STATUSES:
         raise InvalidInput(Problem("status", f"{status!r} is not a status: use {', '.join(ROLLOUT_STATUSES)}"))
     for name, value in (("page", page), ("page_size", page_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not whole_in(value, 1):
             raise InvalidInput(Problem(name, f"must be a whole number from 1, got {value!r}"))
     if text is not None and not isinstance(text, str):
         raise InvalidInput(Problem("text", "must be the text to search for"))

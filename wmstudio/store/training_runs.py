@@ -5,7 +5,6 @@ The training process writes its own status and metrics through these functions w
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,6 +12,7 @@ import sqlalchemy as sa
 from sqlmodel import select
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import is_whole, number_in, whole_in
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.tables import (
     RUN_STATUSES,
@@ -42,7 +42,7 @@ def update_run(store: Store, run_id: int, *, status: str | None = None, pid: int
     """Change what is given; `running` stamps started_at, finished/failed/cancelled stamp finished_at."""
     if status is not None and status not in RUN_STATUSES:
         raise InvalidInput(Problem("status", f"{status!r} is not a run status: use {', '.join(RUN_STATUSES)}"))
-    if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0):
+    if pid is not None and not whole_in(pid, 1):
         raise InvalidInput(Problem("pid", f"must be a process id (a positive whole number), got {pid!r}"))
     with store.write() as session:
         run = fetch_row(session, TrainingRun, run_id, "run_id")
@@ -66,7 +66,7 @@ def update_run(store: Store, run_id: int, *, status: str | None = None, pid: int
 
 def add_metrics(store: Store, run_id: int, step: int, values: Mapping[str, float]) -> None:
     """Log named values (`{"loss": 0.8, "reward": 0.4}`) at a training step; non-finite values are refused."""
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+    if not whole_in(step, 0):
         raise InvalidInput(Problem("step", f"must be a training step (a whole number from 0), got {step!r}"))
     if not isinstance(values, Mapping):
         raise InvalidInput(Problem("values", "must map metric names to numbers"))
@@ -74,7 +74,7 @@ def add_metrics(store: Store, run_id: int, step: int, values: Mapping[str, float
     for name, value in values.items():
         if not isinstance(name, str) or not name:
             raise InvalidInput(Problem("values", f"metric name {name!r} must be non-empty text"))
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not number_in(value):
             raise InvalidInput(Problem(f"values.{name}", f"must be a finite number, got {value!r}"))
         rows.append(RunMetric(run_id=run_id, step=step, name=name, value=float(value)))
     with store.write() as session:
@@ -85,7 +85,7 @@ def add_metrics(store: Store, run_id: int, step: int, values: Mapping[str, float
 def drop_metrics_after(store: Store, run_id: int, step: int) -> int:
     """Delete the run's values logged after `step`: a run resumed from the checkpoint of `step` trains the later
     steps again and logs them anew (one value per name and step). Returns how many went."""
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+    if not whole_in(step, 0):
         raise InvalidInput(Problem("step", f"must be a training step (a whole number from 0), got {step!r}"))
     with store.write() as session:
         fetch_row(session, TrainingRun, run_id, "run_id")
@@ -119,7 +119,7 @@ def run_metrics(store: Store, run_id: int, name: str | None = None) -> list[RunM
 
 def logged_steps(store: Store, run_ids: Sequence[int]) -> dict[int, int]:
     """How many distinct steps each run has logged metrics at (0 for none): the runs table's progress column."""
-    ids = [rid for rid in run_ids if isinstance(rid, int) and not isinstance(rid, bool)]
+    ids = [rid for rid in run_ids if is_whole(rid)]
     query = (select(RunMetric.run_id, sa.func.count(sa.distinct(RunMetric.step)))
              .where(RunMetric.run_id.in_(ids)).group_by(RunMetric.run_id))
     with store.read() as session:

@@ -1,3 +1,5 @@
-"""The services behind every studio action: simulate, rollouts, curricula, datasets, annotation.
+"""The services behind every studio action: worlds, simulation, rollouts, curricula, datasets, annotation, runs,
+training and serving.
 
-Plain functions over a StudioContext or a Store, called alike by ui/, cli.py and tests; no Gradio here."""
+The only door to the store and the trainers: ui/, cli/ and serve/ call these plain functions over a StudioContext
+or a Store (as tests do), never store/ or train/ themselves; no Gradio here."""

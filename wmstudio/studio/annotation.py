@@ -12,7 +12,19 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.metrics.agreement import AgreementReport, agreement_report
-from wmstudio.store import RATING_DIMENSIONS, Store, ratings_for_dimension
+from wmstudio.store import (  # noqa: F401 - re-exported: the Annotate tab's door to the store
+    FAILURE_TAGS,
+    RATING_DIMENSIONS,
+    AnnotationItem,
+    Store,
+    annotator_progress,
+    get_annotator,
+    next_to_annotate,
+    ratings_for_dimension,
+    save_rating,
+    skip_step,
+)
+from wmstudio.store.annotation import DEFAULT_OVERLAP  # noqa: F401 - re-exported
 
 
 def agreement_data(store: Store) -> AgreementReport:

@@ -1,20 +1,24 @@
 """What every tab of one running studio shares: the store, the loaded world models and who may sign in.
 
-Models load once (at start, so the first Run is fast) and stay loaded; the lock keeps two browser tabs
-from loading the same checkpoint twice."""
+`open_context` opens it (the database upgraded and seeded on first run). Models load once (at start, so the first
+Run is fast) and stay loaded; the lock keeps two browser tabs from loading the same checkpoint twice."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.backends import ArBaseline, Backend, load_backend
 from wmstudio.problems import InvalidInput
-from wmstudio.store import Store
+from wmstudio.store import Store, open_store
 from wmstudio.store.annotation import DEFAULT_OVERLAP
+from wmstudio.store.seeding import seed_first_run
+
+__all__ = ["DEFAULT_OVERLAP", "Store", "StudioContext", "open_context"]
 
 
 @dataclass
@@ -51,3 +55,13 @@ class StudioContext:
             if slot not in self._loaded:
                 self._loaded[slot] = load_backend(source, trust_remote_code=self.trust_remote_code)
             return self._loaded[slot]
+
+
+def open_context(db: str | Path | None = None, model: str | None = None, ar_model: str | None = DEFAULT_AR_MODEL,
+                 trust_remote_code: bool = False, users: dict[str, str] | None = None,
+                 overlap: int = DEFAULT_OVERLAP) -> StudioContext:
+    """Open (and upgrade) the database, seed it on first run, and describe the models to serve."""
+    store = open_store(db)
+    seed_first_run(store)
+    return StudioContext(store=store, model=model or DEFAULT_MODEL, ar_model=ar_model,
+                         trust_remote_code=trust_remote_code, users=dict(users or {}), overlap=overlap)

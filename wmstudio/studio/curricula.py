@@ -20,9 +20,10 @@ import yaml
 
 from wmstudio.locations import user_home
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.store import (
+from wmstudio.store import (  # noqa: F401 - re-exported: the curricula's and their scenarios' door to the store
     ROLLOUT_STATUSES,
     Curriculum,
+    CurriculumScenario,
     MadeBy,
     NewRollout,
     NewScenario,
@@ -33,13 +34,16 @@ from wmstudio.store import (
     curriculum_rollouts,
     curriculum_snapshots,
     get_curriculum,
+    get_scenario,
     get_world,
     import_rollouts,
     list_curricula,
     list_scenarios,
     save_scenarios,
+    update_scenario,
 )
 from wmstudio.store.curricula import MAX_NAME_CHARS
+from wmstudio.store.scenarios import SUCCESS_EXAMPLE  # noqa: F401 - re-exported
 from wmstudio.studio.datasets import (
     CARD_FILE,
     JSONL_FILE,
@@ -52,7 +56,12 @@ from wmstudio.studio.datasets import (
     push_to_hub,
 )
 from wmstudio.studio.scenario_file import SCENARIOS_FILE, read_scenarios_file, write_scenarios_file
-from wmstudio.train.curriculum_scenarios import scenario_from_row, scenario_rows
+from wmstudio.train.curriculum_scenarios import (  # noqa: F401 - DEMO_CURRICULUM, curriculum_row re-exported
+    DEMO_CURRICULUM,
+    curriculum_row,
+    scenario_from_row,
+    scenario_rows,
+)
 from wmstudio.world.input_limits import InputRefused, yaml_limited
 from wmstudio.world.spec import Call
 

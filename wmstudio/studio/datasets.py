@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from wmstudio.problems import InvalidInput, Problem, join_path
+from wmstudio.settings import whole_in
 from wmstudio.studio.scenario_file import SCENARIOS_FILE
 from wmstudio.studio.written_files import (
     MARKER,
@@ -402,7 +403,7 @@ def _rebuild_rollouts(rows: list[dict[str, Any]], source: str) -> list[ExportRol
         tags = row["rollout_tags"]
         if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
             problems.append(Problem(f"rows[{i}].rollout_tags", "must be a list of text tags"))
-        if isinstance(row["step_index"], bool) or not isinstance(row["step_index"], int) or row["step_index"] < 0:
+        if not whole_in(row["step_index"], 0):
             problems.append(Problem(f"rows[{i}].step_index", "must be a whole number from 0"))
         if len(problems) == before:
             grouped.setdefault(row["rollout_id"], []).append((i, row))

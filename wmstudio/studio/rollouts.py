@@ -7,27 +7,36 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.sampler_settings import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.store import (
+from wmstudio.store import (  # noqa: F401 - re-exported: the Rollouts tab's and `wmstudio rollouts`' door
+    ROLLOUT_STATUSES,
+    MadeBy,
     Rollout,
     Step,
     Store,
     branch_rollout,
+    create_rollout,
     edit_step_response,
+    filter_rollouts,
     get_rollout,
     get_world,
     rollout_steps,
     rollout_tags,
+    set_status,
+    set_tags,
 )
-from wmstudio.studio.context import StudioContext
 from wmstudio.studio.datasets import ExportRollout, ExportStep
-from wmstudio.studio.simulation import Simulation, run_simulation, save_simulation
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport, check_step
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call
+
+if TYPE_CHECKING:  # the models load torch: only a command that generates needs them
+    from wmstudio.studio.context import StudioContext
+    from wmstudio.studio.simulation import Simulation
 
 
 def history_of(steps: Sequence[Step]) -> list[HistoryStep]:
@@ -49,6 +58,8 @@ def generate_next_step(ctx: StudioContext, rollout_id: int, call: Call, anchors:
     """Generate the response to `call` with the world model (history = the rollout's steps) and append it.
 
     Runs and saves exactly as the Simulate tab does, so a step carries the same provenance whichever tab made it."""
+    from wmstudio.studio.simulation import run_simulation, save_simulation
+
     rollout = get_rollout(ctx.store, rollout_id)
     history = history_of(rollout_steps(ctx.store, rollout_id))
     simulation = None
@@ -90,8 +101,6 @@ def branch_at(store: Store, rollout_id: int, index: int) -> Rollout:
 def saved_responses(store: Store, world_name: str, tool_name: str, limit: int = 100) -> list:
     """The JSON responses saved for calls to `tool_name` in any version of world `world_name`, newest rollouts
     first (what a response schema can be inferred from); text that is not JSON is left out."""
-    from wmstudio.store import filter_rollouts
-
     found: list = []
     page = filter_rollouts(store, world=world_name, page_size=100)
     for rollout in page.items:

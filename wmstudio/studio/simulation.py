@@ -17,6 +17,7 @@ from wmstudio.model.generation import Generation, generate, generate_stream
 from wmstudio.model.sampler import Frame, SamplerSettings
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import whole_in
 from wmstudio.store import MadeBy, Step, Store, append_step, create_rollout, get_rollout, get_world
 from wmstudio.studio.context import StudioContext
 from wmstudio.world.anchors import Anchor
@@ -98,7 +99,7 @@ def save_simulation(ctx: StudioContext, simulation: Simulation | None, sample: i
     if simulation is None or simulation.generation is None:
         raise InvalidInput(Problem("simulation", "nothing to save yet: press Run and let it finish first"))
     generation = simulation.generation
-    if isinstance(sample, bool) or not isinstance(sample, int) or not 0 <= sample < len(generation.samples):
+    if not whole_in(sample, 0, len(generation.samples) - 1):
         raise InvalidInput(Problem("sample", f"choose a sample from 1 to {len(generation.samples)}"))
     if rollout_id is None:
         rollout_id = create_rollout(ctx.store, simulation.world_id, title or default_title(simulation)).id

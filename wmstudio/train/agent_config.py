@@ -5,24 +5,21 @@ field's help text is what the command shows."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wmstudio.locations import MODELS_DIR, REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import number_in, setting, whole_in
 
 DEFAULT_POLICY = (MODELS_DIR / "agent-small").relative_to(REPO_ROOT).as_posix()  # the shipped SFT policy
 ENVIRONMENTS = ("world-model", "simulator", "hybrid")
-
-
-def _option(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
+POLICY_MARKER = "policy.json"  # beside a policy's weights: says the folder is an agent policy, and how it reads
 
 
 def _positive(problems: list[Problem], name: str, value: Any, whole: bool = False) -> None:
-    kinds = (int,) if whole else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or value <= 0:
+    if not (whole_in(value, 1) if whole else number_in(value, above=0)):
         problems.append(Problem(name, f"must be a positive {'whole ' if whole else ''}number, got {value!r}"))
 
 
@@ -34,18 +31,18 @@ class AgentTrainConfig:
 
     REQUIRED = ("out",)
 
-    out: Path = _option(None, "Policy folder to write, e.g. assets/models/agent-small.")
-    episodes: int = _option(600, "Expert episodes to learn from (spread over the five worlds).")
-    minutes: float = _option(2.0, "Wall-clock budget of the training loop in minutes.")
-    steps: int | None = _option(None, "Stop after this many optimizer steps (whichever comes first).")
-    batch: int = _option(16, "Episodes per optimizer step.")
-    learning_rate: float = _option(3e-3, "Peak learning rate (AdamW, cosine decay).")
-    layers: int = _option(3, "Transformer layers.")
-    hidden: int = _option(96, "Width.")
-    heads: int = _option(4, "Attention heads.")
-    seed: int = _option(0, "Seed for the scenarios, initialisation and batching.")
-    threads: int = _option(1, "CPU threads for torch.")
-    label_smoothing: float = _option(0.0, "Share of each target word's probability spread over the vocabulary: a "
+    out: Path = setting(None, "Policy folder to write, e.g. assets/models/agent-small.")
+    episodes: int = setting(600, "Expert episodes to learn from (spread over the five worlds).")
+    minutes: float = setting(2.0, "Wall-clock budget of the training loop in minutes.")
+    steps: int | None = setting(None, "Stop after this many optimizer steps (whichever comes first).")
+    batch: int = setting(16, "Episodes per optimizer step.")
+    learning_rate: float = setting(3e-3, "Peak learning rate (AdamW, cosine decay).")
+    layers: int = setting(3, "Transformer layers.")
+    hidden: int = setting(96, "Width.")
+    heads: int = setting(4, "Attention heads.")
+    seed: int = setting(0, "Seed for the scenarios, initialisation and batching.")
+    threads: int = setting(1, "CPU threads for torch.")
+    label_smoothing: float = setting(0.0, "Share of each target word's probability spread over the vocabulary: a "
                                           "policy trained to certainty samples the same episode every time, and "
                                           "GRPO learns nothing from a group that agrees (0: plain cross-entropy).")
 
@@ -60,8 +57,7 @@ class AgentTrainConfig:
             _positive(problems, name, getattr(self, name))
         if self.steps is not None:
             _positive(problems, "steps", self.steps, whole=True)
-        if isinstance(self.label_smoothing, bool) or not isinstance(self.label_smoothing, (int, float)) \
-                or not 0.0 <= self.label_smoothing < 1.0:
+        if not number_in(self.label_smoothing, 0.0, below=1.0):
             problems.append(Problem("label_smoothing", f"must be a share from 0 to below 1, got {self.label_smoothing!r}"))
         if not problems and self.hidden % self.heads:
             problems.append(Problem("hidden", f"must be a multiple of --heads ({self.heads}), got {self.hidden}"))
@@ -76,32 +72,32 @@ class GrpoSettings:
     The job records its status and per-step metrics in the studio's database; `--resume` continues a run from its
     newest checkpoint."""
 
-    curriculum: str = _option("demo", "The curriculum whose training scenarios the policy plays: demo (the five "
+    curriculum: str = setting("demo", "The curriculum whose training scenarios the policy plays: demo (the five "
                                       "simulated worlds) or a saved curriculum with scenarios.")
-    env: str = _option("world-model", "Who answers the policy's calls: world-model, simulator or hybrid.")
-    policy: str = _option(DEFAULT_POLICY, "The policy to start from: a `train-agent` folder, or a chat model by "
+    env: str = setting("world-model", "Who answers the policy's calls: world-model, simulator or hybrid.")
+    policy: str = setting(DEFAULT_POLICY, "The policy to start from: a `train-agent` folder, or a chat model by "
                                           "hub id or folder (e.g. Qwen/Qwen3-0.6B, on a GPU).")
-    model: str | None = _option(None, "The world model (default: the embedded MDLM).")
-    world_model_url: str | None = _option(None, "Send the world model's calls to a `wmstudio serve-wm` at this "
+    model: str | None = setting(None, "The world model (default: the embedded MDLM).")
+    world_model_url: str | None = setting(None, "Send the world model's calls to a `wmstudio serve-wm` at this "
                                                 "address (e.g. http://127.0.0.1:8000; its key from "
                                                 "WMSTUDIO_API_KEY) instead of loading one in each process.")
-    max_steps: int = _option(60, "GRPO steps (each plays --scenarios-per-step scenarios x --generations).")
-    minutes: float = _option(20.0, "Wall-clock budget; training stops at the first step past it.")
-    generations: int = _option(8, "Rollouts per scenario (the group whose rewards are compared).")
-    scenarios_per_step: int = _option(4, "Scenarios per step.")
-    learning_rate: float = _option(1e-4, "Learning rate (AdamW).")
-    beta: float = _option(0.02, "KL penalty towards the starting policy.")
-    temperature: float = _option(1.0, "Sampling temperature of the rollouts.")
-    save_every: int = _option(10, "Checkpoint every N steps (resume continues from the newest).")
-    seed: int = _option(0, "Seed of TRL, the sampling and the world model.")
-    out: Path | None = _option(None, "Run folder (default: the run's folder in the studio's data folder).")
-    db: Path | None = _option(None, "The studio database (default: WMSTUDIO_DB or the user data folder).")
-    run_id: int | None = _option(None, "Report into this queued run (the studio's Train tab starts jobs so).")
-    resume: bool = _option(False, "Continue the run from its newest checkpoint.")
-    threads: int = _option(1, "CPU threads for torch (one is fastest for these small models).")
-    lora_rank: int = _option(0, "Train LoRA adapters of this rank (peft) instead of every weight; they are merged "
+    max_steps: int = setting(60, "GRPO steps (each plays --scenarios-per-step scenarios x --generations).")
+    minutes: float = setting(20.0, "Wall-clock budget; training stops at the first step past it.")
+    generations: int = setting(8, "Rollouts per scenario (the group whose rewards are compared).")
+    scenarios_per_step: int = setting(4, "Scenarios per step.")
+    learning_rate: float = setting(1e-4, "Learning rate (AdamW).")
+    beta: float = setting(0.02, "KL penalty towards the starting policy.")
+    temperature: float = setting(1.0, "Sampling temperature of the rollouts.")
+    save_every: int = setting(10, "Checkpoint every N steps (resume continues from the newest).")
+    seed: int = setting(0, "Seed of TRL, the sampling and the world model.")
+    out: Path | None = setting(None, "Run folder (default: the run's folder in the studio's data folder).")
+    db: Path | None = setting(None, "The studio database (default: WMSTUDIO_DB or the user data folder).")
+    run_id: int | None = setting(None, "Report into this queued run (the studio's Train tab starts jobs so).")
+    resume: bool = setting(False, "Continue the run from its newest checkpoint.")
+    threads: int = setting(1, "CPU threads for torch (one is fastest for these small models).")
+    lora_rank: int = setting(0, "Train LoRA adapters of this rank (peft) instead of every weight; they are merged "
                                 "into the saved policy (0: full fine-tuning).")
-    json: bool = _option(False, "Print only the JSON result.")
+    json: bool = setting(False, "Print only the JSON result.")
 
     def __post_init__(self) -> None:
         problems: list[Problem] = []
@@ -111,11 +107,11 @@ class GrpoSettings:
             problems.append(Problem("env", f"{self.env!r} is not an environment: use {', '.join(ENVIRONMENTS)}"))
         for name in ("max_steps", "generations", "scenarios_per_step", "save_every", "threads"):
             _positive(problems, name, getattr(self, name), whole=True)
-        if isinstance(self.lora_rank, bool) or not isinstance(self.lora_rank, int) or self.lora_rank < 0:
+        if not whole_in(self.lora_rank, 0):
             problems.append(Problem("lora_rank", f"must be a whole number from 0, got {self.lora_rank!r}"))
         for name in ("minutes", "learning_rate", "temperature"):
             _positive(problems, name, getattr(self, name))
-        if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or self.beta < 0:
+        if not number_in(self.beta, 0):
             problems.append(Problem("beta", f"must be a number from 0, got {self.beta!r}"))
         if not problems and self.generations < 2:
             problems.append(Problem("generations", "must be at least 2: GRPO compares rollouts of one scenario"))

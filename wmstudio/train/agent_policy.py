@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from tokenizers import Tokenizer
@@ -20,6 +20,7 @@ from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
 from wmstudio.model.backends import resolve_model_path
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.train.agent_config import POLICY_MARKER
 from wmstudio.train.agent_text import (
     BOS,
     EOA,
@@ -32,17 +33,13 @@ from wmstudio.train.agent_text import (
     prompt_words,
     result_words,
 )
+from wmstudio.train.chat_policy import CHAT_KIND, ChatPolicy, load_chat_policy
 from wmstudio.train.environments import Action, Turn
 from wmstudio.train.policy_sampling import sample_replies
-from wmstudio.train.scenarios import Scenario, Trajectory
-
-if TYPE_CHECKING:
-    from wmstudio.train.chat_policy import ChatPolicy
+from wmstudio.train.scenarios import MALFORMED, Scenario, Trajectory
 
 MAX_ACTION_WORDS = 24  # the longest action a policy may write (the demo worlds' longest is 12)
 MAX_CONTEXT = 1024
-MALFORMED = "(not an action)"  # how an episode ends when the policy writes words that are not an action
-POLICY_MARKER = "policy.json"  # beside the weights: says the folder is an agent policy, and how it reads
 
 
 def word_tokenizer(words: list[str]) -> PreTrainedTokenizerFast:
@@ -142,8 +139,6 @@ def load_policy(path: str | Path) -> AgentPolicy | ChatPolicy:
     """A saved agent policy, or a chat LM (a folder or a hub id) played through its chat template (a relative path
     is also tried from the repository root, as the shipped policy is named); InvalidInput naming the path when it
     is neither."""
-    from wmstudio.train.chat_policy import CHAT_KIND, load_chat_policy
-
     source = resolve_model_path(path)
     folder = Path(source)
     marker = folder / POLICY_MARKER

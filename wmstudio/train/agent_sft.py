@@ -19,6 +19,7 @@ from wmstudio.train.agent_config import AgentTrainConfig
 from wmstudio.train.agent_policy import MAX_CONTEXT, AgentPolicy, new_policy_model, word_tokenizer
 from wmstudio.train.agent_text import SlotTable, action_words, prompt_words, result_words
 from wmstudio.train.environments import SIMULATOR, run_episode
+from wmstudio.train.policy_card import heldout_success, write_policy_card
 from wmstudio.train.scenarios import Scenario, make_scenario
 from wmstudio.train.scripted_policies import expert
 from wmstudio.world.sims import SIMULATORS
@@ -69,7 +70,8 @@ def expert_episodes(count: int, seed: int = 0) -> list[Episode]:
 
 
 def train_agent(config: AgentTrainConfig, log: Callable[[str], None] = print) -> dict:
-    """Train a new policy on expert episodes within the budget, save it with `policy.json`, return the summary."""
+    """Train a new policy on expert episodes within the budget, measure it on the held-out scenarios, save it with
+    `policy.json` and its model card, return the summary."""
     torch.set_num_threads(config.threads)
     started = time.perf_counter()
     episodes = expert_episodes(config.episodes, config.seed)
@@ -111,7 +113,10 @@ def train_agent(config: AgentTrainConfig, log: Callable[[str], None] = print) ->
             "final_loss": round(sum(losses[-20:]) / max(1, len(losses[-20:])), 4),
             "parameters": sum(p.numel() for p in model.parameters()),
             "config": {k: str(v) if k == "out" else v for k, v in vars(config).items()}}
+    info["heldout"] = heldout_success(policy.act)
+    log(f"held-out success against the simulators: {info['heldout']['successes']}/{info['heldout']['scenarios']}")
     policy.save(config.out, info)
+    write_policy_card(config.out)
     return info
 
 

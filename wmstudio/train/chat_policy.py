@@ -19,10 +19,10 @@ from typing import Any
 import torch
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.train.agent_policy import MALFORMED, POLICY_MARKER
+from wmstudio.train.agent_config import POLICY_MARKER
 from wmstudio.train.environments import Action, Turn
 from wmstudio.train.policy_sampling import sample_replies
-from wmstudio.train.scenarios import COULD_NOT, Scenario, Trajectory
+from wmstudio.train.scenarios import COULD_NOT, MALFORMED, Scenario, Trajectory
 from wmstudio.world.spec import Call
 
 CHAT_KIND = "chat-policy"  # `kind` in policy.json of a chat policy saved by train-grpo

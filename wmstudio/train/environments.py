@@ -12,10 +12,12 @@ for `oracle` by name)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from wmstudio.model.backends import Backend
+from wmstudio.locations import DEFAULT_MODEL
+from wmstudio.model.backends import Backend, load_backend
 from wmstudio.model.generation import Generation, Sample, generate
 from wmstudio.model.remote_world_model import RemoteWorldModel
 from wmstudio.model.sampler import SamplerSettings
@@ -84,6 +86,16 @@ class EpisodeWorld:
                 text = json.dumps({"error": "INVALID_CALL", "message": str(err), "status": "error"})
         self.history.append(HistoryStep(call=call, response=text))
         return text
+
+
+def world_model_for(env: str, model: str | None = None, url: str | None = None) -> Backend | RemoteWorldModel | None:
+    """Who answers an episode's world-model calls in `env`: nobody in the simulator, a `serve-wm` server at `url`
+    (its key from WMSTUDIO_API_KEY), else the model loaded here (the embedded one by default)."""
+    if env == SIMULATOR:
+        return None
+    if url:
+        return RemoteWorldModel(url, os.environ.get("WMSTUDIO_API_KEY") or None)
+    return load_backend(model or DEFAULT_MODEL)
 
 
 def model_generation(backend: Backend, scenario: Scenario, call: Call, history: list[HistoryStep],

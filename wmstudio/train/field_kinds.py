@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from wmstudio.settings import is_number
 from wmstudio.world.call_local import json_leaves
 from wmstudio.world.checks import json_equal
 from wmstudio.world.json_types import value_at
@@ -56,8 +57,7 @@ def classify(path: tuple, value: Any, call_values: set, prompt_values: set, enum
 
 def is_empty(value: Any) -> bool:
     """An empty value: "", null, [], {} or a zero (what a constant answer writes; `false` is a boolean's own)."""
-    return value in ("", None, [], {}) or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                                           and value == 0)
+    return value in ("", None, [], {}) or (is_number(value) and value == 0)
 
 
 def prompt_values(*sources: Any) -> set:

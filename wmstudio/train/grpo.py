@@ -27,12 +27,22 @@ from wmstudio.model.batching import ForwardBatcher
 from wmstudio.model.remote_world_model import RemoteWorldModel
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.agent_config import GrpoSettings
-from wmstudio.train.agent_policy import MALFORMED, AgentPolicy, load_policy
+from wmstudio.train.agent_policy import AgentPolicy, load_policy
 from wmstudio.train.chat_policy import ChatPolicy
 from wmstudio.train.environments import SIMULATOR, EpisodeWorld
 from wmstudio.train.off_policy import evaluate_policy
 from wmstudio.train.run_files import complete_checkpoints
-from wmstudio.train.scenarios import HELDOUT, TRAIN, Scenario, Step, Trajectory, demo_scenarios, split_of, succeeded
+from wmstudio.train.scenarios import (
+    HELDOUT,
+    MALFORMED,
+    TRAIN,
+    Scenario,
+    Step,
+    Trajectory,
+    demo_scenarios,
+    split_of,
+    succeeded,
+)
 from wmstudio.world.spec import Call
 
 MAX_TURNS = 4  # login, the task's call, a retry, the answer

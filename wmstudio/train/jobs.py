@@ -1,9 +1,10 @@
 """GRPO training runs as background jobs: start, cancel, resume and watch `wmstudio train-grpo` processes.
 
 The one owner of a run's life, whoever starts it (the Train tab, `wmstudio runs`, `wmstudio train-grpo`): the
-studio launches the process and reads the store; the process claims its run (`run_owner`: a lock on the run folder
-and a record of its pid and start time) and reports through `JobReporter`. The store row says what state a run is
-in; its files (log, episodes, checkpoints, policy) are `run_files`'."""
+studio launches the process (`start_job`, `resume_job`) and reads the store; the process trains (`train_recorded`),
+claims its run (`run_owner`: a lock on the run folder and a record of its pid and start time) and reports through
+`JobReporter`; `refresh_jobs` marks the runs whose process is gone after a restart. The store row says what state
+a run is in; its files (log, episodes, checkpoints, policy) are `run_files`'."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from wmstudio.locations import REPO_ROOT
+from wmstudio.model.remote_world_model import WorldModelUnavailable
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import whole_in
 from wmstudio.store import (
     Curriculum,
     Store,
@@ -31,14 +34,21 @@ from wmstudio.store import (
     drop_metrics_after,
     get_run,
     list_runs,
+    open_store,
     update_run,
 )
-from wmstudio.train.agent_config import ENVIRONMENTS  # who answers the agent's calls while it trains
-from wmstudio.train.curriculum_scenarios import DEMO_CURRICULUM, curriculum_row, seed_demo_scenarios
+from wmstudio.train.agent_config import ENVIRONMENTS, GrpoSettings  # who answers the agent's calls while it trains
+from wmstudio.train.curriculum_scenarios import (
+    DEMO_CURRICULUM,
+    curriculum_row,
+    curriculum_scenarios,
+    seed_demo_scenarios,
+)
 from wmstudio.train.run_files import (
     CHECKPOINTS_DIR,
     LOG_FILE,
     append_episodes,
+    checkpoint_step,
     drop_episodes_after,
     move_aside_leftovers,
     run_checkpoints,
@@ -231,6 +241,58 @@ def begin_job(store: Store, run_id: int | None, resume: bool, curriculum_id: int
                                          f"--resume (or `wmstudio runs resume {run_id}`), or start a new run"))
 
 
+def train_recorded(settings: GrpoSettings, log: Callable[[str], None],
+                   on_step: Callable[[int, dict[str, float]], None] | None = None) -> dict[str, Any] | None:
+    """What `wmstudio train-grpo` does: train GRPO as a recorded run. The run row (made here unless the studio made
+    it: `settings.run_id`) is claimed for this process, so a second trainer on it is refused; its status, metrics
+    and episodes go through the job reporter, and `on_step(step, values)` hears each logged step. Returns the run
+    id and the result; None in torchrun's other processes, which train beside rank 0 (it records the run)."""
+    from wmstudio.train.environments import world_model_for
+    from wmstudio.train.grpo import distributed_rank, latest_checkpoint, train_grpo
+
+    store = open_store(settings.db)
+    if distributed_rank() > 0:
+        if settings.out is None:
+            raise InvalidInput(Problem("--out", "under torchrun give the run folder, which every process shares"))
+        backend = world_model_for(settings.env, settings.model, settings.world_model_url)
+        train_grpo(settings, settings.out, backend, log=lambda _: None,
+                   curriculum=curriculum_scenarios(store, settings.curriculum))
+        return None
+    row = curriculum_row(store, settings.curriculum)
+    scenarios = curriculum_scenarios(store, settings.curriculum)
+    config = {"curriculum": settings.curriculum, "curriculum_version": row.version, "env": settings.env,
+              "max_steps": settings.max_steps, "seed": settings.seed}
+    config.update({key: _as_recorded(value) for key in RECORDED_SETTINGS
+                   if (value := getattr(settings, key)) is not None})  # `wmstudio runs resume` passes them on
+    reporter = begin_job(store, settings.run_id, settings.resume, row.id, config)
+    folder = settings.out or run_folder(reporter.run_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    newest = latest_checkpoint(folder) if settings.resume else None
+
+    def on_metrics(step: int, values: dict[str, float]) -> None:
+        reporter.metrics(step, values)
+        if on_step is not None:
+            on_step(step, values)
+
+    reporter.start(resumed_from=(checkpoint_step(newest) if newest else 0) if settings.resume else None)
+    try:
+        backend = world_model_for(settings.env, settings.model, settings.world_model_url)
+        result = train_grpo(settings, folder, backend, on_metrics, reporter.episodes, log=log, curriculum=scenarios)
+    except BaseException as err:  # bad input or an unreachable world model is said as it is; the rest with its kind
+        said = isinstance(err, (InvalidInput, WorldModelUnavailable))
+        reporter.fail(str(err) if said else f"{type(err).__name__}: {err}")
+        raise
+    reporter.finish()
+    return {"run_id": reporter.run_id, **result.to_json()}
+
+
+def _as_recorded(value: Any) -> Any:
+    """A setting as a run records it: a local path made absolute (a resume may start from another folder)."""
+    if isinstance(value, Path) or (isinstance(value, str) and value and Path(value).exists()):
+        return str(Path(value).resolve())
+    return value
+
+
 # --- in the studio: start, cancel, resume, watch ----------------------------------------------------------------
 
 
@@ -257,7 +319,7 @@ def job_settings(curriculum: Any = DEMO_CURRICULUM, env: Any = "simulator", max_
     problems = []
     if policy is not None and (not isinstance(policy, (str, Path)) or not str(policy).strip()):
         problems.append(Problem("policy", "give the folder of a policy `wmstudio train-agent` made, or leave it out"))
-    if save_every is not None and (isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1):
+    if save_every is not None and not whole_in(save_every, 1):
         problems.append(Problem("save_every", f"must be a whole number of steps from 1, got {save_every!r}"))
     if not isinstance(curriculum, str) or not curriculum.strip():
         problems.append(Problem("curriculum", f"give a curriculum name, e.g. {DEMO_CURRICULUM!r}"))
@@ -265,7 +327,7 @@ def job_settings(curriculum: Any = DEMO_CURRICULUM, env: Any = "simulator", max_
         problems.append(Problem("env", f"{env!r} is not an environment: use {', '.join(ENVIRONMENTS)}"))
     for name, value, high in (("max_steps", max_steps, MAX_STEPS), ("seed", seed, MAX_SEED)):
         low = 1 if name == "max_steps" else 0
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        if not whole_in(value, low, high):
             problems.append(Problem(name, f"must be a whole number from {low} to {high:,}, got {value!r}"))
     if problems:
         raise InvalidInput(problems)

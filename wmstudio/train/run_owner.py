@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import whole_in
 from wmstudio.train.run_files import run_folder
 
 try:
@@ -101,7 +102,7 @@ def read_record(run_id: int) -> TrainerRecord | None:
         record = TrainerRecord(**data)
     except (OSError, ValueError, TypeError):
         return None
-    if isinstance(record.pid, bool) or not isinstance(record.pid, int) or record.pid <= 0:
+    if not whole_in(record.pid, 1):
         return None
     return record
 

@@ -23,6 +23,7 @@ from wmstudio.world.spec import Call, WorldSpec
 TRAIN, HELDOUT = "train", "heldout"
 SESSION_ARGUMENT = "session_token"
 COULD_NOT = "Could not"  # how an answer reports a task the world refused
+MALFORMED = "(not an action)"  # how an episode ends when the policy writes words that are not an action
 INFEASIBLE_SHARE = 1 / 3  # scenarios whose task the world refuses (an undelivered order to refund, a full flight)  # a credential the agent gets by logging in, never part of what the task asks
 ARGUMENT_ERRORS = ("INVALID_ARGUMENT", "MISSING_ARGUMENT", "UNKNOWN_TOOL")  # malformed calls, not the world's refusals
 TASKS = {  # what a user would ask for, per target tool

@@ -7,7 +7,6 @@ plausible call, sometimes a malformed one) and stops. Each is a function `(scena
 
 from __future__ import annotations
 
-import json
 import random
 import zlib
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.environments import Action, Policy
 from wmstudio.train.scenarios import COULD_NOT, SESSION_ARGUMENT, Scenario, Trajectory
 from wmstudio.world.call_local import json_leaves
+from wmstudio.world.json_types import json_or
 from wmstudio.world.sims import get_simulator
 from wmstudio.world.spec import Call
 
@@ -34,7 +34,7 @@ def expert(scenario: Scenario, trajectory: Trajectory) -> Action:
 
 def answer(scenario: Scenario, trajectory: Trajectory) -> str:
     """The final answer an agent gives: done when its last call was answered ok, else that it could not."""
-    last = _parsed(trajectory.steps[-1].response) if trajectory.steps else None
+    last = json_or(trajectory.steps[-1].response, None) if trajectory.steps else None
     if isinstance(last, dict) and last.get("status") == "ok":
         return DONE.format(task=scenario.task)
     return f"{COULD_NOT}: {scenario.task}"
@@ -84,7 +84,7 @@ def _with_session(call: Call, trajectory: Trajectory) -> Call:
         return call
     token = ""
     for step in trajectory.steps:
-        parsed = _parsed(step.response)
+        parsed = json_or(step.response, None)
         if step.call.name == "login" and isinstance(parsed, dict) and isinstance(parsed.get(SESSION_ARGUMENT), str):
             token = parsed[SESSION_ARGUMENT]
     return Call(call.name, {**call.arguments, SESSION_ARGUMENT: token})
@@ -109,8 +109,3 @@ def _wrong_argument(scenario: Scenario, call: Call, rng: random.Random) -> Call:
     return Call(call.name, {**call.arguments, name: wrong})
 
 
-def _parsed(text: str):
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, TypeError):
-        return None

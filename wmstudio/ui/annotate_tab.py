@@ -15,21 +15,21 @@ import plotly.graph_objects as go
 
 from wmstudio.metrics.agreement import AgreementReport
 from wmstudio.problems import InvalidInput
-from wmstudio.store import (
+from wmstudio.studio.annotation import (
+    DEFAULT_OVERLAP,
     FAILURE_TAGS,
     RATING_DIMENSIONS,
     AnnotationItem,
     Store,
     annotator_progress,
+    current_agreement,
     get_annotator,
-    get_world,
     next_to_annotate,
     save_rating,
     skip_step,
 )
-from wmstudio.store.annotation import DEFAULT_OVERLAP
-from wmstudio.studio.annotation import current_agreement
 from wmstudio.studio.context import StudioContext
+from wmstudio.studio.worlds import get_world
 from wmstudio.ui.check_view import pretty_response
 from wmstudio.ui.identity import (
     NAME_STORAGE_KEY,

@@ -21,21 +21,14 @@ from typing import Any
 import gradio as gr
 from gradio.context import Context
 
-from wmstudio.model.sampler import DEFAULT_THRESHOLD, SamplerSettings
+from wmstudio.model.sampler_settings import DEFAULT_THRESHOLD, SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.store import (
-    annotator_progress,
-    get_annotator,
-    get_run,
-    get_world,
-    list_worlds,
-    next_to_annotate,
-    run_metrics,
-    save_rating,
-)
+from wmstudio.studio.annotation import annotator_progress, get_annotator, next_to_annotate, save_rating
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.memory import release_memory
+from wmstudio.studio.runs import get_run, run_metrics
 from wmstudio.studio.simulation import Simulation, run_simulation, save_simulation, world_spec
+from wmstudio.studio.worlds import get_world, list_worlds
 from wmstudio.ui.forms import parse_json_field
 from wmstudio.ui.identity import request_username, resolve_identity
 from wmstudio.ui.train_tab import start_run

@@ -12,19 +12,20 @@ from typing import Any
 import gradio as gr
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.store import (
+from wmstudio.studio.curricula import (
+    DEMO_CURRICULUM,
+    SUCCESS_EXAMPLE,
     CurriculumScenario,
     Store,
     count_scenarios,
     curriculum_rollouts,
+    curriculum_row,
     get_curriculum,
     get_scenario,
     list_curricula,
     list_scenarios,
     update_scenario,
 )
-from wmstudio.store.scenarios import SUCCESS_EXAMPLE
-from wmstudio.train.curriculum_scenarios import DEMO_CURRICULUM, curriculum_row
 from wmstudio.ui.messages import failure_markdown
 
 SCENARIO_COLUMNS = ["key", "split", "world", "task", "success"]

@@ -15,7 +15,7 @@ from typing import Any
 import gradio as gr
 from gradio.context import Context
 
-from wmstudio.model.sampler import (
+from wmstudio.model.sampler_settings import (
     DEFAULT_THRESHOLD,
     MAX_REPETITION_PENALTY,
     MAX_SAMPLES,
@@ -27,9 +27,9 @@ from wmstudio.model.sampler import (
 )
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
-from wmstudio.store import filter_rollouts, get_world, list_worlds
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.memory import release_memory
+from wmstudio.studio.rollouts import filter_rollouts
 from wmstudio.studio.simulation import (
     Simulation,
     run_baseline,
@@ -38,6 +38,7 @@ from wmstudio.studio.simulation import (
     tool_of,
     world_spec,
 )
+from wmstudio.studio.worlds import get_world, list_worlds
 from wmstudio.ui.check_view import REPORT_CSS, generation_html, outcome_sentence
 from wmstudio.ui.denoise_view import CANVAS_CSS, canvas_html, heatmap_figure
 from wmstudio.ui.forms import (

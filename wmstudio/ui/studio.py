@@ -12,12 +12,9 @@ from pathlib import Path
 import gradio as gr
 import torch
 
-from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
+from wmstudio.locations import DEFAULT_AR_MODEL
 from wmstudio.problems import InvalidInput
-from wmstudio.store import open_store
-from wmstudio.store.annotation import DEFAULT_OVERLAP
-from wmstudio.store.seeding import seed_first_run
-from wmstudio.studio.context import StudioContext
+from wmstudio.studio.context import DEFAULT_OVERLAP, StudioContext, open_context
 from wmstudio.studio.memory import limit_malloc_arenas
 from wmstudio.ui.access import exposure, single_user
 from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
@@ -29,17 +26,6 @@ from wmstudio.ui.world_tab import build_world_tab
 
 TITLE = "World Model Studio"
 MAX_UPLOAD_BYTES = 1_000_000_000  # the largest dataset import; world and tool files have lower limits of their own
-
-
-def open_context(db: str | Path | None = None, model: str | None = None, ar_model: str | None = DEFAULT_AR_MODEL,
-                 trust_remote_code: bool = False, users: dict[str, str] | None = None,
-                 overlap: int = DEFAULT_OVERLAP) -> StudioContext:
-    """Open (and upgrade) the database, seed it on first run, and describe the models to serve."""
-    store = open_store(db)
-    seed_first_run(store)
-    ctx = StudioContext(store=store, model=model or DEFAULT_MODEL, ar_model=ar_model,
-                        trust_remote_code=trust_remote_code, users=dict(users or {}), overlap=overlap)
-    return ctx
 
 
 def build_studio(ctx: StudioContext, single_user_studio: bool | None = None) -> gr.Blocks:

@@ -18,20 +18,25 @@ from gradio.context import Context
 from plotly.subplots import make_subplots
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.store import Store, get_run, list_runs, logged_steps, run_metrics
 from wmstudio.studio.context import StudioContext
-from wmstudio.train.jobs import (
+from wmstudio.studio.runs import (
     DEMO_CURRICULUM,
     ENVIRONMENTS,
     LIVE_STATUSES,
     MAX_STEPS,
+    Store,
     cancel_job,
+    get_run,
+    latest_episodes,
+    list_runs,
+    log_tail,
+    logged_steps,
     refresh_jobs,
     resume_job,
     run_checkpoints,
+    run_metrics,
     start_job,
 )
-from wmstudio.train.run_files import latest_episodes, log_tail
 from wmstudio.ui.messages import failure_markdown
 from wmstudio.ui.scenarios_panel import build_scenarios_panel, missing_scenarios, trainable_curricula
 

@@ -16,9 +16,9 @@ from typing import Any
 import gradio as gr
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.store import get_world, list_worlds, save_world_version, world_versions
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.rollouts import saved_responses
+from wmstudio.studio.worlds import get_world, list_worlds, save_world_version, world_versions
 from wmstudio.ui.messages import as_uploaded, failure_markdown
 from wmstudio.world.rule_references import reference_findings
 from wmstudio.world.schema_inference import infer_schema

@@ -1,3 +1,3 @@
 """Worlds: the five parts a text world model conditions on, and everything checkable about them.
 
-Imports nothing else of wmstudio but `wmstudio.problems`; every upper layer builds on it."""
+Imports nothing else of wmstudio but the base modules (`problems`, `settings`); every upper layer builds on it."""

@@ -10,6 +10,7 @@ import random
 from dataclasses import dataclass
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import number_in, whole_in
 from wmstudio.world.sims import SIMULATORS
 from wmstudio.world.synth.registry import synthetic_ref
 
@@ -74,13 +75,12 @@ def corpus_plan(rows: int, seed: int, synthetic: int = 0, synthetic_seed: int = 
 def check_synthetic(synthetic: object, synthetic_seed: object, synthetic_share: object) -> None:
     """InvalidInput naming each bad synthetic setting."""
     problems = []
-    if isinstance(synthetic, bool) or not isinstance(synthetic, int) or not MIN_SYNTHETIC <= synthetic <= MAX_SYNTHETIC:
+    if not whole_in(synthetic, MIN_SYNTHETIC, MAX_SYNTHETIC):
         problems.append(Problem("synthetic", f"must be 0 or a whole number from {MIN_SYNTHETIC} (one world per split) "
                                              f"to {MAX_SYNTHETIC:,}, got {synthetic!r}"))
-    if isinstance(synthetic_seed, bool) or not isinstance(synthetic_seed, int) or synthetic_seed < 0:
+    if not whole_in(synthetic_seed, 0):
         problems.append(Problem("synthetic_seed", f"must be a whole number from 0, got {synthetic_seed!r}"))
-    if isinstance(synthetic_share, bool) or not isinstance(synthetic_share, (int, float)) \
-            or not 0 < synthetic_share <= 1:
+    if not number_in(synthetic_share, high=1, above=0):
         problems.append(Problem("synthetic_share", f"must be a share above 0 and at most 1, got {synthetic_share!r}"))
     if problems:
         raise InvalidInput(problems)

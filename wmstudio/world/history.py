@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.json_types import json_or
 from wmstudio.world.spec import Call
 
 
@@ -34,12 +35,7 @@ def compact_json(value: Any) -> str:
 
 def response_value(response: Any) -> Any:
     """Parse a response given as text when it is JSON; text that is not JSON stays text."""
-    if not isinstance(response, str):
-        return response
-    try:
-        return json.loads(response)
-    except json.JSONDecodeError:
-        return response
+    return json_or(response, response)
 
 
 def response_text(response: Any) -> str:

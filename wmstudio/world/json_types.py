@@ -1,10 +1,11 @@
-"""JSON types of Python values, and the words messages use for them.
+"""JSON types of Python values, the words messages use for them, and JSON text read back with a fallback.
 
 One place decides that `True` is a boolean and not an integer, and that a message says "got a number" for 42
 but "expected an integer" for a schema's `integer`."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,3 +46,14 @@ def value_at(value: Any, parts: Sequence[str | int], missing: Any = None) -> Any
         else:
             return missing
     return node
+
+
+def json_or(value: Any, fallback: Any) -> Any:
+    """`value` parsed when it is JSON text, `fallback` when it is text that is not JSON; a value that is not text is
+    taken as parsed already and given back as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return fallback

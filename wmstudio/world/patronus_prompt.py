@@ -27,6 +27,14 @@ ACTION_CALL_ID = "call_action"
 MAX_REFITS = 6  # tries at shrinking the inner budget until the Patronus rendering fits
 
 
+def patronus_chat(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
+                  response: Any = None, grounding: str = NONE, computed_state: Any = None) -> dict[str, list[dict]]:
+    """One chat row in the paper's layout, as `render_chat` writes one in ours: `{"messages": [system, user(,
+    assistant)]}` within `max_chars` (system + user) when given."""
+    budget = PromptBudget(max_chars) if max_chars is not None else None
+    return render_patronus(world, call, history, budget, grounding, computed_state).chat(response)
+
+
 def render_patronus(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
                     budget: PromptBudget | None = None, grounding: str = NONE,
                     computed_state: Any = None) -> RenderedPrompt:

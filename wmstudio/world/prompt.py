@@ -1,4 +1,4 @@
-"""The world-model prompt: a world, the earlier turns and the agent's call rendered as text (DESIGN.md §4).
+"""The world-model prompt: a world, the earlier turns and the agent's call rendered as text (docs/architecture.md).
 
 One renderer for training rows, generation, the chat export and the UI, so a model always sees what it was
 trained on. The sections follow the public format; what goes in them is chosen for a small model that must read
@@ -63,7 +63,6 @@ TURNS_SHARE = 0.85  # earlier turns stop being added once the prompt reaches thi
 CALLED_TOOL_SHARE = 0.5  # a called tool whose compact schema takes more waits for the state without its response
 DESCRIPTIONS_CUT = "descriptions inside the called tool's schema"
 RESPONSE_CUT = "the called tool's response schema (the canvas lays out its keys)"
-CHAT_STYLES = ("wmstudio", "patronus")  # our sections, or the Patronus paper's layout
 PROMPT_MAX_CHARS = 3000  # the character budget of exported chat rows (a model's budget is in its own tokens)
 ORACLE_STATE_LABEL = "State (oracle: the simulator's state now, after the earlier turns):"
 ORACLE_QUERY_LABEL = "Oracle (the simulator's retrieval for this call):"
@@ -282,17 +281,10 @@ def render_prompt(world: WorldSpec, call: Call, history: Sequence[HistoryStep] =
 
 
 def render_chat(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
-                response: Any = None, grounding: str = NONE, computed_state: Any = None,
-                style: str = "wmstudio") -> dict[str, list[dict]]:
-    """One chat row `{"messages": [system, user(, assistant)]}` within `max_chars` (system + user) when given;
-    `style` "patronus" writes the paper's own layout (world/patronus_prompt.py)."""
+                response: Any = None, grounding: str = NONE, computed_state: Any = None) -> dict[str, list[dict]]:
+    """One chat row `{"messages": [system, user(, assistant)]}` within `max_chars` (system + user) when given (the
+    Patronus paper's own layout: world/patronus_prompt.py's `patronus_chat`)."""
     budget = PromptBudget(max_chars) if max_chars is not None else None
-    if style == "patronus":
-        from wmstudio.world.patronus_prompt import render_patronus  # it builds on this module's `render`
-
-        return render_patronus(world, call, history, budget, grounding, computed_state).chat(response)
-    if style != "wmstudio":
-        raise InvalidInput(Problem("style", f"{style!r} is not a chat style: use one of {', '.join(CHAT_STYLES)}"))
     return render(world, call, history, budget, grounding, computed_state, chat=True).chat(response)
 
 

@@ -65,7 +65,7 @@ class Call:
 
 @dataclass
 class WorldSpec:
-    """A world: initial state e0, task, tools T, rules R and steering directives D (DESIGN.md §3)."""
+    """A world: initial state e0, task, tools T, rules R and steering directives D (docs/architecture.md)."""
 
     name: str
     task: str = ""

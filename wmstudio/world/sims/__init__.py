@@ -19,7 +19,7 @@ class SimulatorRegistry(dict):
     """The demo simulators by name; `[name]` and `.get(name)` also resolve synthetic worlds' simulator names."""
 
     def __missing__(self, name: str) -> Simulator:
-        from wmstudio.world.synth.registry import synthetic_simulator  # it builds on sims.base
+        from wmstudio.world.synth.worlds import synthetic_simulator  # it builds on sims.base
 
         return synthetic_simulator(name)
 

@@ -1,17 +1,13 @@
-"""Draw a synthetic world's blueprint from (seed, index), and write a folder of world files.
+"""Draw a synthetic world's blueprint from (seed, index).
 
 The same (seed, index) always gives the same blueprint, hence the same world file and the same simulator: a world
-file names its simulator `synthetic:<seed>:<index>`, and that is all the generic simulator needs to execute it."""
+file names its simulator `synthetic:<seed>:<index>`, and that is all the generic simulator needs to execute it
+(worlds.py builds it, and writes world files)."""
 
 from __future__ import annotations
 
 import random
-import time
-from pathlib import Path
-from typing import Any
 
-from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.spec import save_world
 from wmstudio.world.synth import names
 from wmstudio.world.synth.blueprint import Blueprint
 from wmstudio.world.synth.entities import make_entities
@@ -21,7 +17,6 @@ from wmstudio.world.synth.sessions import draw_login
 from wmstudio.world.synth.tools import plan_tools
 
 GENERATOR = "wmstudio-synth/1"  # the stream every blueprint is drawn from; change it and every world changes
-MAX_WORLDS = 100_000
 LARGE_SHARE = 0.06  # initial states with one long listing (50+ records)
 
 
@@ -49,33 +44,3 @@ def generate_blueprint(seed: int, index: int) -> Blueprint:
         bp.login = draw_login(rng, bp)
     bp.tools = plan_tools(rng, bp)
     return bp
-
-
-def write_worlds(out: Path, count: int, seed: int) -> dict[str, Any]:
-    """Write worlds 0..count-1 of `seed` as `<name>.json` under `out`; return what was written.
-
-    Each file is a normal world file (`wmstudio validate` reads it) whose `simulator` names its generator seed and
-    index; the same count and seed write byte-identical files."""
-    from wmstudio.world.synth.registry import synthetic_ref, synthetic_simulator
-
-    problems = []
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_WORLDS:
-        problems.append(Problem("count", f"must be a whole number from 1 to {MAX_WORLDS:,}, got {count!r}"))
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        problems.append(Problem("seed", f"must be a whole number from 0, got {seed!r}"))
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        problems.append(Problem("out", f"{out} is a file: give a folder for the world files"))
-    if problems:
-        raise InvalidInput(problems)
-    started = time.perf_counter()
-    written, tools, rules = [], 0, 0
-    for index in range(count):
-        simulator = synthetic_simulator(synthetic_ref(seed, index))
-        world = simulator.world()
-        path = save_world(world, out / f"{world.name}.json")
-        written.append(path.name)
-        tools += len(world.tools)
-        rules += len(world.rules)
-    return {"out": str(out), "seed": seed, "worlds": count, "files": written, "tools": tools, "rules": rules,
-            "seconds": round(time.perf_counter() - started, 2)}

@@ -1,12 +1,12 @@
-"""Names of synthetic worlds' simulators (`synthetic:<seed>:<index>`) and the simulators they name, built once.
+"""Names of synthetic worlds' simulators: `synthetic:<seed>:<index>`.
 
 A world file's `simulator` field and a corpus row's `meta.world` hold such a name; `get_simulator` resolves it
-here, so rows, scenarios and checks rebuild a synthetic world deterministically from 20-odd characters."""
+(worlds.py builds the simulator it names), so rows, scenarios and checks rebuild a synthetic world
+deterministically from 20-odd characters."""
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 PREFIX = "synthetic"
 _REF = re.compile(rf"^{PREFIX}:(\d{{1,9}}):(\d{{1,6}})$")
@@ -25,15 +25,3 @@ def parse_ref(name: object) -> tuple[int, int] | None:
 
 def is_synthetic(name: object) -> bool:
     return parse_ref(name) is not None
-
-
-@lru_cache(maxsize=1024)
-def synthetic_simulator(name: str):
-    """The generic simulator of the synthetic world `name`; KeyError when `name` is not one."""
-    from wmstudio.world.synth.generate import generate_blueprint
-    from wmstudio.world.synth.simulator import SyntheticSimulator
-
-    parsed = parse_ref(name)
-    if parsed is None:
-        raise KeyError(f"{name!r} is not a synthetic world's simulator (synthetic:<seed>:<index>)")
-    return SyntheticSimulator(generate_blueprint(*parsed))

@@ -1,0 +1,87 @@
+"""One rollout as the Rollouts tab shows it: a header (world, status, tags, where it branched from) and each step's
+call, response, check verdict and how the response was made."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from wmstudio.studio.rollouts import MadeBy, Step, Store, get_rollout, rollout_steps, rollout_tags
+from wmstudio.studio.worlds import get_world
+from wmstudio.ui.check_view import pretty_response
+from wmstudio.world.spec import Call
+
+MAX_STEPS_SHOWN = 50
+MAX_RESPONSE_SHOWN = 4000
+
+
+@dataclass
+class RolloutView:
+    """What the page shows of one rollout: its id, a header (world, status, tags, origin) and its steps."""
+
+    rollout_id: int | None
+    header: str
+    steps: str
+    tags: str
+
+
+def render_rollout(store: Store, rollout_id: int) -> RolloutView:
+    """The rollout with its steps: call, response, checks and how each response was made."""
+    rollout = get_rollout(store, rollout_id)
+    world = get_world(store, rollout.world_id)
+    tags = rollout_tags(store, rollout_id)
+    steps = rollout_steps(store, rollout_id)
+    origin = (f" · branched from rollout {rollout.parent_rollout_id} at step {rollout.parent_step_index + 1}"
+              if rollout.parent_rollout_id is not None else "")
+    header = (f"### Rollout {rollout.id}: {rollout.title or '(untitled)'}\n"
+              f"World **{world.name}** v{world.version} · {rollout.status} · "
+              f"{len(steps)} step(s) · tags: {', '.join(tags) or '—'}{origin}\n\n"
+              f"Tools: {', '.join(f'`{tool.name}`' for tool in world.spec().tools) or 'none'}")
+    shown = steps[-MAX_STEPS_SHOWN:]
+    parts = [f"_{len(steps) - len(shown)} earlier steps not shown._"] if len(shown) < len(steps) else []
+    parts += [_step_markdown(step) for step in shown]
+    body = "\n\n---\n\n".join(parts) or "_No steps yet: type the first call below and press **Generate**._"
+    return RolloutView(rollout.id, header, body, ", ".join(tags))
+
+
+def _step_markdown(step: Step) -> str:
+    report = step.check_report
+    if step.check_ok is None:
+        verdict = "not checked"
+    elif step.check_ok:
+        verdict = "✓ checks pass"
+    else:
+        problems = (report.get("schema_errors", []) + [f"rule: {v['rule']} — {v['message']}"
+                                                       for v in report.get("rule_violations", [])]
+                    + report.get("anchor_violations", []) + report.get("message_strays", []))
+        if not report.get("json_valid", True):
+            problems.insert(0, "the response is not JSON")
+        verdict = "✗ checks fail" + "".join(f"\n  - {p}" for p in problems[:8])
+    call = Call.from_json(step.call)
+    response, _ = pretty_response(step.response)
+    if len(response) > MAX_RESPONSE_SHOWN:
+        response = response[:MAX_RESPONSE_SHOWN] + f"… ({len(response) - MAX_RESPONSE_SHOWN:,} more characters)"
+    fence = "```"
+    while fence in response:
+        fence += "`"
+    return (f"**Step {step.index + 1}** · `{call.name}` · {_made_by_text(step.provenance())}\n\n"
+            f"call: `{_compact(call.arguments)}`\n\n{fence}json\n{response}\n{fence}\n\n- {verdict}")
+
+
+def _made_by_text(made_by: MadeBy) -> str:
+    if made_by.kind == "human edit":
+        original = _made_by_text(made_by.original) if made_by.original else "unknown"
+        return f"edited by {made_by.editor or 'someone'} (original by {original} kept)"
+    if made_by.kind == "human":
+        return f"written by {made_by.editor or 'someone'}"
+    if made_by.kind == "imported":
+        return f"imported from {made_by.source or 'a file'}"
+    seed = f", seed {made_by.seed}" if made_by.seed is not None else ""
+    anchors = f", {len(made_by.anchors)} anchor(s)" if made_by.anchors else ""
+    return f"model {made_by.model}{seed}{anchors}"
+
+
+def _compact(value: Any, limit: int = 300) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("`", "'")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
