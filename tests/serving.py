@@ -31,10 +31,9 @@ SIMULATE_CALLS = [  # (world, tool, arguments): one call of each demo world that
 def simulate_inputs(world_id: int, tool: str, arguments: str, seed: int) -> list:
     """The Simulate tab's Run event's inputs (`/simulate_run`, what the page sends) for a run with the default
     sampler and no anchor pinned; scripts call the API's `/simulate` by name instead (ui/api.py)."""
+    from wmstudio.model.sampler import SETTING_NAMES
     from wmstudio.ui.forms import MASKED
     from wmstudio.ui.simulate_tab import ANCHOR_SLOTS
-
-    from wmstudio.model.sampler import SETTING_NAMES
 
     settings = {"steps": 8, "strategy": "low_confidence", "threshold": 0.9, "block": 0, "temperature": 0.7,
                 "repetition_penalty": 1.0, "samples": 1, "seed": seed, "free": False, "free_length": 64,

@@ -20,8 +20,8 @@ from wmstudio.world.history import HistoryStep
 from wmstudio.world.patronus_prompt import patronus_chat
 from wmstudio.world.prompt import render_chat, render_prompt
 from wmstudio.world.prompt_sections import read_sections, shape_schema
-from wmstudio.world.rules import rules_for_tool
 from wmstudio.world.row_turns import read_row, read_turns
+from wmstudio.world.rules import rules_for_tool
 from wmstudio.world.sims import SIMULATORS
 from wmstudio.world.spec import Call
 
