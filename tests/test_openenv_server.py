@@ -97,22 +97,22 @@ def test_a_demo_scenario_edited_in_the_studio_is_what_the_server_plays(served, m
         assert start.observation["task"].startswith("Check the flight first, then ")
 
 
-def test_the_readme_openenv_example_prints_the_order_its_scenario_concerns(url):
+def test_the_documented_openenv_example_prints_the_order_its_scenario_concerns(url):
     import contextlib
     import io
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    block = re.search(r"\*\*OpenEnv\.\*\*.*?```python\n(.*?)```", readme, re.DOTALL).group(1)
+    page = (Path(__file__).parents[1] / "docs" / "http-api.md").read_text()
+    block = re.search(r"^## OpenEnv\n.*?```python\n(.*?)```", page, re.DOTALL | re.MULTILINE).group(1)
     assert "http://127.0.0.1:8000/openenv" in block
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(block.replace("http://127.0.0.1:8000/openenv", url), "README.md", "exec"), {})
+        exec(compile(block.replace("http://127.0.0.1:8000/openenv", url), "docs/http-api.md", "exec"), {})
     task, response = printed.getvalue().strip().split("\n")
     assert "ORD-35137" in task
     answer = json.loads(response)
-    assert answer["order_id"] == "ORD-35137" and answer["status"] == "ok"  # what the README says it prints
+    assert answer["order_id"] == "ORD-35137" and answer["status"] == "ok"  # what the page says it prints
 
 
 def test_a_done_episode_answers_no_more_steps_until_the_next_reset(url):

@@ -99,8 +99,20 @@ def test_a_saved_head_loads_back_with_the_same_choices_and_abstains_on_tools_it_
     refund = Call("refund_order", {"order_id": "ORD-500", "amount_cents": 100})
     assert loaded.predict(world, refund, schema=world.tool("refund_order").response) is not None
     elsewhere = {"type": "object", "properties": {"status": {"type": "string"}, "refund": {"type": "object"}}}
-    assert loaded.predict(world, refund, schema=elsewhere) is None  # another world's refund_order: not this one
+    generic = loaded.predict(world, refund, schema=elsewhere)  # another world's refund_order: not this one, so the
+    assert generic.status in ("ok", "error") and generic.error is None  # generic scorer's status and no code
+    assert generic.values(elsewhere) == {"status": generic.status}
     assert load_outcome_head(tmp_path / "nowhere") is None
+
+
+def test_on_tools_it_never_saw_the_generic_scorer_reads_tool_free_facts(head):
+    world = _retail([ORDER])
+    renamed = world.tool("get_order")
+    unseen = replace(world, tools=[*world.tools, replace(renamed, name="fetch_purchase")])
+    missing = head.distribution(unseen, Call("fetch_purchase", {"order_id": "ORD-404"}))
+    found = head.distribution(unseen, Call("fetch_purchase", {"order_id": "ORD-500"}))
+    assert all(o.error is None for o in missing + found)
+    assert missing[0].status == "error" and found[0].status == "ok"  # the lookup, whatever the tool is called
 
 
 def test_an_outcome_holds_only_what_the_schema_admits():
@@ -184,3 +196,15 @@ def test_fit_outcome_saves_a_head_beside_a_model_and_refuses_a_corpus_without_wo
                                                                {"role": "assistant", "content": "{}"}]}) + "\n")
     refused = CliRunner().invoke(app, ["fit-outcome", "--corpus", str(chat), "--model", str(folder)])
     assert refused.exit_code != 0 and "meta" in refused.output and "Traceback" not in refused.output
+
+
+def test_tool_free_facts_know_a_lookup_from_a_create_and_a_token_an_earlier_response_gave():
+    from wmstudio.model.outcome_head import generic_facts, tool_family
+
+    assert [tool_family(n) for n in ("getOrder", "fetch_purchase", "createInvoice", "cancel-booking", "teleport")] \
+        == ["read", "read", "create", "delete", "action"]
+    facts = ["bias", "arg:order_id:missing", "arg:session_token:missing", "answered:session_token:login:ok"]
+    general = generic_facts(facts, "fetch_purchase")
+    assert "arg:missing" in general and "read&arg:missing" in general  # the id no record holds, on a lookup
+    assert "arg:missing_answered" in general  # the token is in no state record, but the login answered it
+    assert "read&bias" not in general  # only argument facts are crossed with the tool's family

@@ -86,6 +86,8 @@ def eval_wm(
     grounding: str = typer.Option("none", "--grounding",
                                   help="What every prompt may hold beyond the five parts: none (the model tracks the "
                                        "state) or oracle (the simulator's replayed state and retrieval)."),
+    worlds: str = typer.Option("all", "--worlds", help="Which rows: all, demo (the five demo worlds) or "
+                                                        "heldout-synthetic (synthetic worlds never trained on)."),
     write: bool = typer.Option(False, "--write", help="Save quality.json in the model folder, update its card."),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
     chat_length: int = typer.Option(DEFAULT_CHAT_LENGTH, "--chat-length", min=8, max=1024,
@@ -112,7 +114,7 @@ def eval_wm(
         emit(chat.to_json())
         return
     report = evaluate_world_model(model, ar or None, corpus, rows=rows, diversity_calls=diversity_calls,
-                                  samples=samples, split=split, seed=seed, grounding=grounding,
+                                  samples=samples, split=split, seed=seed, grounding=grounding, worlds=worlds,
                                   progress=progress)
     if write:
         for folder in [model, ar] if ar else [model]:

@@ -6,13 +6,17 @@ values, but decides ok / error from those facts only a little better than a look
 named facts, crossed with the tool and hashed (the hashing trick), learns them from the training corpus in two
 minutes. Its choice is written into the canvas's own status and error slots before denoising (the layout the model was
 trained on, not an anchor's text in place of the slots), so the denoiser writes the rest under it (an error's
-message, a refund's empty fields). Weights live beside the checkpoint in `outcome_head.safetensors` (float16),
-the tools it knows and their outcomes in `outcome_head.json`; a tool it never saw is left to the canvas."""
+message, a refund's empty fields). A tool is known by its name and its response's top-level keys (a same-named
+tool of another world is another tool). Beside the per-tool scorer, a generic one scores ok / error from the facts
+with the tool's own names taken out (`arg:*:missing`, `invalid_arg:*:type`): a tool it never saw gets its status
+from that, and its error code from the canvas. Weights live beside the checkpoint in `outcome_head.safetensors`
+(float16), the tools it knows and their outcomes in `outcome_head.json`."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -41,7 +45,7 @@ class Outcome:
     """The head's choice for one call: its status, its error code ("" for none) and how likely it found it."""
 
     status: str
-    error: str
+    error: str | None  # None: the head chose only the status (a tool it never saw); the canvas writes the code
     probability: float
 
     def values(self, schema: dict[str, Any] | None) -> dict[str, str]:
@@ -51,7 +55,7 @@ class Outcome:
         if not _admits(properties.get(OUTCOME_KEY), self.status):
             return {}
         chosen = {OUTCOME_KEY: self.status}
-        if _admits(properties.get(ERROR_KEY), self.error):
+        if self.error is not None and _admits(properties.get(ERROR_KEY), self.error):
             chosen[ERROR_KEY] = self.error
         return chosen
 
@@ -77,33 +81,41 @@ def outcome_of(response: Any) -> tuple[str, str] | None:
 
 class OutcomeHead:
     """A hashed linear scorer: the score of outcome c for a call is the sum of the weights of (fact, tool, c) over
-    the call's facts; the outcomes offered are those the tool answered with in training."""
+    the call's facts; the outcomes offered are those the tool (tool_key: its name and response keys) answered with
+    in training. `generic` says whether it also has the tool-free status scorer."""
 
-    def __init__(self, weights: torch.Tensor, outcomes: dict[str, list[tuple[str, str]]],
-                 keys: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, weights: torch.Tensor, outcomes: dict[str, list[tuple[str, str]]], generic: bool = False
+                 ) -> None:
         self.weights = weights.float()
         self.outcomes = outcomes
-        self.keys = keys or {}  # each tool's top-level response keys as fitted: another world's same-named tool differs
+        self.generic = generic
 
     def predict(self, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
                 schema: dict[str, Any] | None = None, grounding: str = NONE) -> Outcome | None:
-        """The likeliest outcome of `call`, or None for a tool the head was not fitted on (by name, and when a
-        response `schema` is given, by its top-level keys: a same-named tool of another world is not this one)."""
+        """The likeliest outcome of `call`, or None where the head abstains (a tool it was not fitted on, without
+        the generic scorer or a status in `schema`)."""
         ranked = self.distribution(world, call, history, schema, grounding)
         return ranked[0] if ranked else None
 
     def distribution(self, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
                      schema: dict[str, Any] | None = None, grounding: str = NONE) -> list[Outcome]:
-        """Every outcome the tool answered with in training, with its probability for `call`, likeliest first;
-        empty where `predict` abstains. Its facts read the state the prompt shows under `grounding`."""
-        choices = self.outcomes.get(call.name)
-        if not choices:
-            return []
-        known = self.keys.get(call.name)
-        if schema is not None and known is not None and sorted((schema.get("properties") or {})) != known:
-            return []
+        """Every outcome the tool answered with in training, with its probability for `call`, likeliest first; for
+        a tool it never saw, ok and error from the generic scorer (no code) when `schema` offers both; empty where
+        `predict` abstains. Its facts read the state the prompt shows under `grounding`."""
+        schema = schema if schema is not None else _response_schema(world, call)
+        key = tool_key(call.name, schema)
+        choices = self.outcomes.get(key)
         facts = outcome_features(world, call, history, grounding)
-        scores = torch.stack([self.weights[torch.tensor(fact_buckets(facts, call.name, c))].sum() for c in choices])
+        if not choices:
+            status = ((schema or {}).get("properties") or {}).get(OUTCOME_KEY)
+            if not self.generic or not all(_admits(status, value) for value in OUTCOME_VALUES):
+                return []
+            general = generic_facts(facts, call.name)
+            scores = torch.stack([self.weights[torch.tensor(generic_buckets(general, value))].sum()
+                                  for value in OUTCOME_VALUES])
+            pairs = zip(OUTCOME_VALUES, torch.softmax(scores, dim=0).tolist())
+            return [Outcome(value, None, p) for value, p in sorted(pairs, key=lambda pair: -pair[1])]
+        scores = torch.stack([self.weights[torch.tensor(fact_buckets(facts, key, c))].sum() for c in choices])
         probabilities = torch.softmax(scores, dim=0).tolist()
         ranked = sorted(zip(choices, probabilities), key=lambda pair: -pair[1])
         return [Outcome(status, error, probability) for (status, error), probability in ranked]
@@ -112,46 +124,43 @@ class OutcomeHead:
     def fit(cls, rows: Sequence[tuple[WorldSpec, Call, Sequence[HistoryStep], Any, str]], epochs: int = EPOCHS,
             learning_rate: float = LEARNING_RATE, seed: int = 0) -> tuple["OutcomeHead", dict[str, Any]]:
         """Fit on (world, call, history, true response value, grounding) rows; rows without an ok / error status
-        are skipped.
-        Returns the head and what the fit saw (rows, tools, outcomes, training accuracy, seconds)."""
+        are skipped. The per-tool scorer and the generic status scorer share one hashed table.
+        Returns the head and what the fit saw (rows, tools, outcomes, training accuracy)."""
         torch.manual_seed(seed)
-        labelled = [(world, call, history, outcome, grounding) for world, call, history, response, grounding in rows
-                    if (outcome := outcome_of(response)) is not None]
+        labelled = []
         seen: dict[str, Counter] = {}
-        keys: dict[str, list[str]] = {}
-        for world, call, _, outcome, _ in labelled:
-            seen.setdefault(call.name, Counter())[outcome] += 1
-            if call.name not in keys:
-                keys[call.name] = sorted((_response_schema(world, call) or {}).get("properties") or {})
+        for world, call, history, response, grounding in rows:
+            outcome = outcome_of(response)
+            if outcome is None:
+                continue
+            key = tool_key(call.name, _response_schema(world, call))
+            seen.setdefault(key, Counter())[outcome] += 1
+            labelled.append((key, call.name, outcome_features(world, call, history, grounding), outcome))
         outcomes = {tool: sorted(counts) for tool, counts in seen.items()}
         if not labelled:
             return cls(torch.zeros(BUCKETS), outcomes), {"rows": 0, "tools": 0, "train_accuracy": None}
         width = max(len(choices) for choices in outcomes.values())
-        buckets, offsets, allowed, targets = [], [], [], []
-        for world, call, history, outcome, grounding in labelled:
-            facts = outcome_features(world, call, history, grounding)
-            choices = outcomes[call.name]
-            for k in range(width):
-                offsets.append(len(buckets))
-                if k < len(choices):
-                    buckets += fact_buckets(facts, call.name, choices[k])
-            allowed.append([k < len(choices) for k in range(width)])
-            targets.append(choices.index(outcome))
+        tool_rows = [([fact_buckets(facts, key, choice) for choice in outcomes[key]], outcomes[key].index(outcome))
+                     for key, _, facts, outcome in labelled]
+        status_rows = [([generic_buckets(generic_facts(facts, name), value) for value in OUTCOME_VALUES],
+                        OUTCOME_VALUES.index(outcome[0])) for _, name, facts, outcome in labelled]
         scorer = torch.nn.EmbeddingBag(BUCKETS, 1, mode="sum")
         torch.nn.init.zeros_(scorer.weight)
         optimizer = torch.optim.Adam(scorer.parameters(), lr=learning_rate)
-        index, start = torch.tensor(buckets), torch.tensor(offsets)
-        mask, target = torch.tensor(allowed), torch.tensor(targets)
+        batches = [_packed(tool_rows, width), _packed(status_rows, len(OUTCOME_VALUES))]
         for _ in range(epochs):
             optimizer.zero_grad()
-            scores = scorer(index, start).view(-1, width).masked_fill(~mask, -math.inf)
-            loss = torch.nn.functional.cross_entropy(scores, target) + L2 * scorer.weight.pow(2).sum()
+            loss = L2 * scorer.weight.pow(2).sum()
+            for index, start, mask, target, columns in batches:
+                scores = scorer(index, start).view(-1, columns).masked_fill(~mask, -math.inf)
+                loss = loss + torch.nn.functional.cross_entropy(scores, target)
             loss.backward()
             optimizer.step()
         with torch.no_grad():
-            scores = scorer(index, start).view(-1, width).masked_fill(~mask, -math.inf)
+            index, start, mask, target, columns = batches[0]
+            scores = scorer(index, start).view(-1, columns).masked_fill(~mask, -math.inf)
             accuracy = float((scores.argmax(1) == target).float().mean())
-        head = cls(scorer.weight.detach().squeeze(1).half(), outcomes, keys)
+        head = cls(scorer.weight.detach().squeeze(1).half(), outcomes, generic=True)
         return head, {"rows": len(labelled), "tools": len(outcomes), "outcomes": sum(map(len, outcomes.values())),
                       "train_accuracy": round(accuracy, 4), "loss": round(loss.item(), 4)}
 
@@ -161,19 +170,110 @@ class OutcomeHead:
 
         folder = Path(folder)
         save_file({"weights": self.weights.half().contiguous()}, str(folder / HEAD_FILE))
-        config = {"buckets": BUCKETS, "outcomes": {tool: [list(c) for c in choices]
-                                                   for tool, choices in sorted(self.outcomes.items())},
-                  "keys": dict(sorted(self.keys.items())), "fitted": fitted or {}}
+        config = {"buckets": BUCKETS, "version": 2, "generic": self.generic,
+                  "outcomes": {tool: [list(c) for c in choices] for tool, choices in sorted(self.outcomes.items())},
+                  "fitted": fitted or {}}
         (folder / CONFIG_FILE).write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
 
 
+def tool_key(name: str, schema: dict[str, Any] | None) -> str:
+    """A tool as the head knows it: its name and its response's top-level keys (`get_order#error,items,...`)."""
+    keys = sorted(((schema or {}).get("properties") or {}) if isinstance(schema, dict) else {})
+    return f"{name}#{','.join(keys)}"
+
+
 def fact_buckets(facts: Sequence[str], tool: str, outcome: tuple[str, str]) -> list[int]:
-    """The hashed weight ids of `facts` for `tool` and `outcome`: each fact crossed with the tool (a flag means
-    something else to another tool), directive words also alone (a directive steers every tool alike)."""
+    """The hashed weight ids of `facts` for `tool` (a tool_key) and `outcome`: each fact crossed with the tool (a
+    flag means something else to another tool), directive words also alone (a directive steers every tool alike)."""
     label = f"{outcome[0]}:{outcome[1]}"
     keys = [f"{tool}|{fact}|{label}" for fact in facts]
     keys += [f"{fact}|{label}" for fact in facts if fact.startswith(DIRECTIVE)]
     return [zlib.crc32(key.encode()) % BUCKETS for key in keys]
+
+
+GENERIC = [  # (pattern over a fact, its tool-free form): the world's own names (arguments, fields, tools) out
+    (re.compile(r"^arg:[^:]+:(found|missing|parent_found|parent_missing|empty|text|positive|negative|zero)$"),
+     r"arg:\1"),
+    (re.compile(r"^arg:[^:]+:at:.*$"), "arg:at"),
+    (re.compile(r"^arg:[^:]+:(record|answered)\.[^:=]+==.*$"), r"\1.equal"),
+    (re.compile(r"^arg:[^:]+(==|~)state:.*$"), r"arg\1state"),
+    (re.compile(r"^arg:[^:]+:(record|answered)\.[^:=]+=(.*)$"), r"\1=\2"),
+    (re.compile(r"^arg:[^:]+:(record|answered)\.[^:]+:(past|future|age<=\d+)$"), r"\1.date:\2"),
+    (re.compile(r"^arg:[^:]+:(record|answered)\.[^:]+:(positive|negative|zero)$"), r"\1.number:\2"),
+    (re.compile(r"^arg:[^:]+:(record|answered)\.[^:]+:items(\d)$"), r"\1.list:\2"),
+    (re.compile(r"^arg:[^:]+:(record|answered):[^<>=]+(>|==|<)[^-]+$"), r"\1:arg\2field"),
+    (re.compile(r"^arg:[^:]+:(record|answered):[^<>=]+>[^-]+-.+$"), r"\1:arg>difference"),
+    (re.compile(r"^arg:[^:<>=]+(>|<=)[^:]+$"), r"arg\1state"),
+    (re.compile(r"^arg:[^:=]+=(.*)$"), r"arg=\1"),
+    (re.compile(r"^(missing_arg|extra_arg):.*$"), r"\1"),
+    (re.compile(r"^invalid_arg:.*:([^:]+)$"), r"invalid_arg:\1"),
+    (re.compile(r"^(history|answered):.*:([^:]*)$"), r"\1:\2"),
+    (re.compile(r"^(bias|unknown_tool|turns:\d+)$"), r"\1"),
+]
+
+
+VERB_FAMILIES = {  # a tool name's leading verb -> what kind of call it is, the same for any API
+    "read": ("get", "fetch", "find", "lookup", "look", "read", "show", "retrieve", "describe", "view", "check",
+             "track", "list", "search", "query", "browse", "count", "stat", "status"),
+    "create": ("create", "add", "new", "book", "open", "register", "make", "post", "insert", "issue", "start",
+               "submit", "place", "upload", "write", "mkdir", "copy", "login", "authenticate", "sign"),
+    "update": ("update", "set", "change", "edit", "modify", "rename", "patch", "move", "assign", "allocate",
+               "approve", "confirm", "transfer", "refund", "pay", "charge", "apply", "reserve", "extend"),
+    "delete": ("delete", "remove", "cancel", "close", "drop", "archive", "revoke", "void", "release"),
+}
+_VERB = {verb: family for family, verbs in VERB_FAMILIES.items() for verb in verbs}
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def tool_family(name: str) -> str:
+    """`read`, `create`, `update`, `delete` or `action`: the family of a tool name's first word (getOrder,
+    fetch_purchase, cancel-booking), so a fact can mean one thing for a lookup and another for a create."""
+    words = [word.lower() for word in _WORD.findall(name)]
+    return _VERB.get(words[0], "action") if words else "action"
+
+
+def generic_facts(facts: Sequence[str], tool: str = "") -> list[str]:
+    """The facts with the world's own names taken out (argument paths, record fields, tool names), so they mean the
+    same for any tool: `arg:order_id:missing` -> `arg:missing`, `history:id:get_x:ok` -> `history:ok`; directive
+    words are kept as they are; an argument the state lacks but an earlier response gave reads
+    `arg:missing_answered`. With `tool`, each argument fact also crossed with the tool's family (`read&arg:missing`: an id a
+    lookup cannot find, unlike a create's new one)."""
+    found = []
+    answered = {fact.split(":")[1] for fact in facts if fact.startswith("answered:")}
+    for fact in facts:
+        if fact.startswith(DIRECTIVE):
+            found.append(fact)
+            continue
+        parts = fact.split(":")
+        if len(parts) == 3 and parts[0] == "arg" and parts[2] == "missing" and parts[1] in answered:
+            found.append("arg:missing_answered")  # not in the state, but an earlier response gave it (a token)
+            continue
+        for pattern, form in GENERIC:
+            if pattern.match(fact):
+                found.append(pattern.sub(form, fact))
+                break
+    if tool:
+        family = tool_family(tool)
+        found += [f"{family}&{fact}" for fact in found if fact.startswith("arg")]
+    return list(dict.fromkeys(found))
+
+
+def generic_buckets(facts: Sequence[str], status: str) -> list[int]:
+    """The hashed weight ids of the generic scorer: each tool-free fact crossed with a status only."""
+    return [zlib.crc32(f"*|{fact}|{status}".encode()) % BUCKETS for fact in facts]
+
+
+def _packed(rows: list[tuple[list[list[int]], int]], columns: int):
+    """EmbeddingBag inputs for rows of (buckets per choice, target): flat ids, offsets, the real-choice mask."""
+    buckets, offsets, allowed, targets = [], [], [], []
+    for choices, target in rows:
+        for k in range(columns):
+            offsets.append(len(buckets))
+            if k < len(choices):
+                buckets += choices[k]
+        allowed.append([k < len(choices) for k in range(columns)])
+        targets.append(target)
+    return torch.tensor(buckets), torch.tensor(offsets), torch.tensor(allowed), torch.tensor(targets), columns
 
 
 def load_outcome_head(folder: Path) -> OutcomeHead | None:
@@ -184,10 +284,10 @@ def load_outcome_head(folder: Path) -> OutcomeHead | None:
     from safetensors.torch import load_file
 
     config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-    if config.get("buckets") != BUCKETS:
+    if config.get("buckets") != BUCKETS or config.get("version") != 2:  # an older head hashed tools by name alone
         return None
     outcomes = {tool: [(str(s), str(e)) for s, e in choices] for tool, choices in config["outcomes"].items()}
-    return OutcomeHead(load_file(str(folder / HEAD_FILE))["weights"], outcomes, config.get("keys"))
+    return OutcomeHead(load_file(str(folder / HEAD_FILE))["weights"], outcomes, bool(config.get("generic")))
 
 
 def _response_schema(world: WorldSpec, call: Call) -> dict[str, Any] | None:

@@ -37,8 +37,9 @@ class EvalReport:
 
     def summary(self) -> str:
         s = self.settings
-        return (f"Measured by `wmstudio eval-wm --grounding {s.get('grounding')}` on {s.get('rows')} held-out rows of "
-                f"the `{s.get('split')}` split of `{Path(str(s.get('corpus'))).name}` ({self.seconds / 60:.1f} min); "
+        return (f"Measured by `wmstudio eval-wm --grounding {s.get('grounding')} --worlds {s.get('worlds', 'all')}` "
+                f"on {s.get('rows')} held-out rows of the `{s.get('split')}` split of "
+                f"`{Path(str(s.get('corpus'))).name}` (seed {s.get('seed')}, {self.seconds / 60:.1f} min); "
                 f"greedy decoding with the default sampler settings. `MDLM raw`: the model with its copy and "
                 f"outcome heads; `no outcome head` / `no copy head`: the same with that head off (`no copy head` is "
                 f"the denoiser alone writing every value); `steered`: plus rule-guided repair; `AR`: the "

@@ -88,11 +88,22 @@ class Rates:
         return figures
 
 
-def load_cases(corpus: Path, split: str = "test", rows: int = 200, seed: int = 0) -> list[EvalCase]:
-    """Held-out rows that carry `meta` (simulated worlds), a seeded sample of `rows` of them."""
-    corpus_rows = [row for row in read_corpus_split(corpus, split) if row.meta]
+WORLD_SETS = ("all", "demo", "heldout-synthetic")
+
+
+def load_cases(corpus: Path, split: str = "test", rows: int = 200, seed: int = 0, worlds: str = "all"
+               ) -> list[EvalCase]:
+    """Held-out rows that carry `meta` (simulated worlds), a seeded sample of `rows` of them; `worlds` keeps only
+    the demo worlds' rows or only the synthetic worlds' (in a corpus made with `--synthetic`, the test split's
+    synthetic worlds are whole worlds never trained on)."""
+    if worlds not in WORLD_SETS:
+        raise InvalidInput(Problem("worlds", f"{worlds!r} is not a set of worlds: use {', '.join(WORLD_SETS)}"))
+    corpus_rows = [row for row in read_corpus_split(corpus, split) if row.meta and (
+        worlds == "all" or (worlds == "demo") != str(row.meta.get("world", "")).startswith("synthetic:"))]
     if not corpus_rows:
-        raise InvalidInput(Problem(f"{corpus}/{split}.jsonl", "no rows with `meta`: evaluate on a `wmstudio corpus` folder"))
+        raise InvalidInput(Problem(f"{corpus}/{split}.jsonl", f"no rows with `meta` of the {worlds} worlds: evaluate "
+                                                             "on a `wmstudio corpus` folder (--synthetic N for "
+                                                             "synthetic worlds)"))
     random.Random(seed).shuffle(corpus_rows)
     cases = []
     for row in corpus_rows[:rows]:
@@ -142,7 +153,8 @@ def shown_state(world: WorldSpec, history: list[HistoryStep], grounding: str) ->
 
 def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, rows: int = 200,
                          diversity_calls: int = 8, samples: int = 8, split: str = "test", seed: int = 0,
-                         grounding: str = NONE, progress: Callable[[int, int], None] | None = None) -> EvalReport:
+                         grounding: str = NONE, worlds: str = "all",
+                         progress: Callable[[int, int], None] | None = None) -> EvalReport:
     """Evaluate the MDLM at `mdlm` (and the AR baseline at `ar`) on `rows` held-out rows of `corpus`, with
     `generate` and `check_step` exactly as the studio runs them, every prompt rendered under `grounding`, beside
     the baselines (train/baselines.py) on the same rows."""
@@ -153,7 +165,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
 
     grounding = parse_grounding(grounding)
     started = time.perf_counter()
-    cases = load_cases(corpus, split, rows, seed)
+    cases = load_cases(corpus, split, rows, seed, worlds)
     answers = training_answers(corpus, grounding)
     model = load_backend(str(mdlm))
     baseline = load_backend(str(ar)) if ar else None
@@ -210,7 +222,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     if progress:
         progress(total, total)
     report.settings = {"mdlm": str(mdlm), "ar": str(ar) if ar else None, "corpus": str(corpus), "split": split,
-                       "rows": len(cases), "seed": seed, "samples": samples, "grounding": grounding,
+                       "rows": len(cases), "seed": seed, "samples": samples, "grounding": grounding, "worlds": worlds,
                        "diversity_calls": min(diversity_calls, len(cases))}
     report.figures = {
         "rows": len(cases),

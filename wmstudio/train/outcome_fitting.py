@@ -29,6 +29,6 @@ def fit_outcome_head(rows: list[CorpusRow], out: Path, seed: int = 0, corpus: st
     head, fitted = OutcomeHead.fit(examples, seed=seed)
     if not fitted["rows"]:
         return None
-    fitted.update(corpus=corpus, seconds=round(time.perf_counter() - started, 1))
+    fitted.update(corpus=Path(corpus).name if corpus else "", seconds=round(time.perf_counter() - started, 1))
     head.save(out, fitted)
     return fitted

@@ -115,7 +115,10 @@ def _later_times(sources: list[CopySource]) -> list[CopySource]:
                 or not _TIME.match(source.value):
             continue
         seconds = source.value.count(":") == 2
-        moment = datetime.strptime(source.value, "%Y-%m-%dT%H:%M:%SZ" if seconds else "%Y-%m-%dT%H:%MZ")
+        try:
+            moment = datetime.strptime(source.value, "%Y-%m-%dT%H:%M:%SZ" if seconds else "%Y-%m-%dT%H:%MZ")
+        except ValueError:  # the shape of a time, not a real one (month 13)
+            continue
         for op, delta in LATER.items():
             later = (moment + delta).replace(tzinfo=timezone.utc)
             found.append(_derived(source, later.strftime("%Y-%m-%dT%H:%M:%SZ" if seconds else "%Y-%m-%dT%H:%MZ"), op))

@@ -25,9 +25,9 @@ with the task only) and the user turn `State: <earlier turns>\\n\\nAction: <call
 Budget: the call, its validation, the target line and the called tool (descriptions inside its schema left
 out; its response schema too while it would take over half the budget: the canvas lays out the response's keys,
 and the state holds the values to copy) are always shown; then, while they fit: directives, the computed query
-state, the state records the call names, the newest turn, the records that turn names, the called tool's
-response schema and descriptions, the other turns (newest first, up to 85% of the budget), the rules, the task,
-the other tools' names, their descriptions. What did not fit is listed in `RenderedPrompt.cut`, which the CLI
+state, the state records the call names, the rules that may bear on the called tool, the newest turn, the records
+that turn names, the called tool's response schema and descriptions, the other turns (newest first, up to 85% of
+the budget), the task, the other tools' names, their descriptions. What did not fit is listed in `RenderedPrompt.cut`, which the CLI
 prints on stderr and the studio in its report."""
 
 from __future__ import annotations
@@ -230,6 +230,10 @@ def render(
         parts.turns_cut = len(steps) - len(parts.turns)
 
     state_notes = _fit_state(world, call, now, parts, shown, fits)  # the records the call names, first
+    parts.rules = _bullets(r.text for r in rules_for_tool(world.rules, call.name))  # then the rules it obeys
+    if not fits():
+        parts.rules = None
+        cut.append("the domain rules")
     add_turns(None, 1)  # then the last turn: it is what the call most often follows up on
     if shown.turns and "state records the call names that did not fit" not in state_notes:
         widened = _widen_state(call, [step for _, step in shown.turns], now, world, parts, shown, fits)
@@ -247,12 +251,10 @@ def render(
     add_turns(None if budget is None else int(TURNS_SHARE * budget.limit), len(steps))
     if parts.turns_cut:
         cut.append(f"{parts.turns_cut} earlier turn(s) of {len(steps)}")
-    for name, text in (("the domain rules", _bullets(r.text for r in rules_for_tool(world.rules, call.name))),
-                       ("the task", world.task.strip() or NO_TASK)):
-        setattr(parts, "rules" if name == "the domain rules" else "task", text)
-        if not fits():
-            setattr(parts, "rules" if name == "the domain rules" else "task", None)
-            cut.append(name)
+    parts.task = world.task.strip() or NO_TASK
+    if not fits():
+        parts.task = None
+        cut.append("the task")
     others = [t for t in world.tools if t is not tool]
     if others:
         parts.other_tools = "Other tools: " + ", ".join(t.name for t in others)
