@@ -18,7 +18,6 @@ from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.canvas import (
     FREE,
     OUTCOME_KEY,
-    OUTCOME_VALUES,
     SKELETON,
     Canvas,
     SpanBudgets,
@@ -37,11 +36,18 @@ from wmstudio.model.repair import (
     problem_count,
     solve_by_rules,
 )
+from wmstudio.model.response_schemas import (  # noqa: F401 - where a canvas's schema comes from, named here too
+    FROM_HISTORY,
+    FROM_TOOL,
+    FROM_TRAINING,
+    response_schema,
+    schema_and_source,
+    schema_of_answers,
+)
 from wmstudio.model.sampler import Frame, SamplerSettings, denoise
 from wmstudio.model.shape_canvas import WrittenSketch, read_sketch, shape_canvas
 from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text, prompt_budget
 from wmstudio.model.trace import DecodeTrace
-from wmstudio.model.trained_schemas import TrainedSchemas
 from wmstudio.problems import InvalidInput
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport, check_step
@@ -51,14 +57,12 @@ from wmstudio.world.grounding import NONE
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.json_types import json_or
 from wmstudio.world.prompt import RenderedPrompt, render
-from wmstudio.world.schema_inference import history_answers, sized_schema
 from wmstudio.world.schema_sketch import sketch_world
 from wmstudio.world.spec import Call, WorldSpec
 
 MIN_PROMPT_TOKENS = 32  # a prompt shorter than this cannot even hold the call
 # where the schema a skeleton is laid out from came from
-FROM_TOOL, FROM_HISTORY, FROM_TRAINING, FROM_SKETCH = "tool", "history", "training", "sketch"
-MAX_OTHER_OUTCOMES, MAX_OUTCOME_CHARS = 3, 16  # a status besides ok / error that is still an outcome word
+FROM_SKETCH = "sketch"
 
 
 @dataclass
@@ -207,42 +211,6 @@ def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequ
     return build_canvas(backend.tokenizer, schema, anchors, mode=mode, free_length=free_length,
                         budgets=budgets, vocab_size=backend.vocab_size, mask_id=backend.mask_id,
                         pad_id=backend.span_pad_id)
-
-
-def response_schema(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                    trained: TrainedSchemas | None = None) -> dict[str, Any] | None:
-    """The called tool's response schema, else the one its earlier answers in `history` fit, else the one the
-    model was trained with for it (`trained`: a backend's `trained_schemas`), else None."""
-    return schema_and_source(world, call, history, trained)[0]
-
-
-def schema_and_source(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                      trained: TrainedSchemas | None = None) -> tuple[dict[str, Any] | None, str | None]:
-    """(response_schema, where it came from: FROM_TOOL, FROM_HISTORY or FROM_TRAINING; None when there is none)."""
-    tool = _tool(world, call)
-    if tool.response is not None:
-        return tool.response, FROM_TOOL
-    answers = history_answers(call.name, history)
-    if answers:
-        return schema_of_answers(answers), FROM_HISTORY
-    kept = trained.schema_for(world, call) if trained is not None else None
-    return (kept, FROM_TRAINING) if kept is not None else (None, None)
-
-
-def schema_of_answers(answers: list[dict[str, Any]]) -> dict[str, Any]:
-    """The schema a tool's JSON-object `answers` fit, strings sized by them. A top-level status the answers give as
-    ok or error, and at most a few other words (a booking's "partial"), becomes a choice of ok, error and those
-    words: an outcome is a choice, not text (a ticket's "open" or "closed", never ok or error, stays text)."""
-    schema = sized_schema(answers)
-    outcome = schema.get("properties", {}).get(OUTCOME_KEY)
-    seen = {answer.get(OUTCOME_KEY) for answer in answers}
-    others = sorted(word for word in seen - set(OUTCOME_VALUES) if isinstance(word, str))
-    if (isinstance(outcome, dict) and outcome.get("type") == "string" and seen & set(OUTCOME_VALUES)
-            and len(others) == len(seen - set(OUTCOME_VALUES)) <= MAX_OTHER_OUTCOMES
-            and all(0 < len(word) <= MAX_OUTCOME_CHARS for word in others)):
-        outcome["enum"] = [*OUTCOME_VALUES, *others]
-        outcome.pop("maxLength", None)
-    return schema
 
 
 def write_sketch(backend: Backend, world: WorldSpec, call: Call) -> WrittenSketch:

@@ -76,7 +76,7 @@ def write_model_card(folder: Path) -> Path:
          "The autoregressive baseline of wmstudio: the same size, the same rows, left-to-right decoding."),
         f"It loads with `AutoModelForCausalLM.from_pretrained(\"{name}\")` from its folder (no custom code); "
         "`config.json` carries a `wmstudio` marker with its kind and special token ids.",
-        *_use_lines(arch),
+        *_use_lines(arch, ((training.get("corpus") or {}).get("synthetic_worlds") or {}).get("train", 0)),
         "",
         "## Data",
         f"- corpus: `{Path(str(config['corpus'])).name}` ({_corpus_summary(training.get('corpus', {}))}), simulated "
@@ -148,8 +148,9 @@ def _has_grounding(training: dict) -> bool:
     return bool((training.get("corpus") or {}).get("oracle_grounding")) or bool(training.get("grounding_mix"))
 
 
-def _use_lines(arch: str) -> list[str]:
-    """Intended use and limitations, what every card of ours must say."""
+def _use_lines(arch: str, synthetic: int = 0) -> list[str]:
+    """Intended use and limitations, what every card of ours must say (`synthetic`: generated worlds trained on)."""
+    worlds = "the five demo worlds" + (f" and {synthetic} generated ones (`wmstudio worlds synth`)" if synthetic else "")
     if arch != "mdlm":
         return ["", "## Intended use", "The baseline the masked diffusion model is measured against in `wmstudio "
                 "eval-wm` and the studio's *Compare with AR baseline*: trained on the same rows, it writes the "
@@ -165,7 +166,7 @@ def _use_lines(arch: str) -> list[str]:
         "- Steered rollouts: pin fields anywhere (`status=\"error\"`) and let it fill the rest; `repair` makes the "
         "rest agree with the world's rules.",
         "", "## Limitations",
-        "- A 1.6M-parameter model trained for a few CPU hours on five simulated worlds: it copies values through "
+        f"- A 1.6M-parameter model trained for a few CPU hours on {worlds}: it copies values through "
         "its copy head (the denoiser alone copies little: see the `no copy head` column below) and chooses status "
         "and error code with a linear outcome head over named facts; free text (messages) is often garbled.",
         "- Listings rely on a hand-built retrieval over the initial state (the prompt's computed query state): a "
@@ -235,7 +236,11 @@ def _trained_schema_lines(folder: Path) -> list[str]:
 def _corpus_summary(stats: dict) -> str:
     rows, seed, splits = stats.get("rows"), stats.get("seed"), stats.get("splits")
     if isinstance(rows, int) and seed is not None:
-        made = f"made with `wmstudio corpus --rows {rows} --seed {seed}`"
+        synthetic = stats.get("synthetic_worlds")
+        worlds = sum(synthetic.values()) if isinstance(synthetic, dict) else 0
+        made = f"made with `wmstudio corpus --rows {rows} --seed {seed}" + (f" --synthetic {worlds}`" if worlds else "`")
+        if worlds:  # whole worlds held out: the test split's are never trained on
+            made += f" ({', '.join(f'{k} {v}' for k, v in synthetic.items())} synthetic worlds)"
         return made + (f": {', '.join(f'{k} {v:,}' for k, v in splits.items())} rows" if isinstance(splits, dict) else "")
     if isinstance(rows, dict):
         return ", ".join(f"{split} {count:,}" for split, count in rows.items()) + " rows"
