@@ -83,7 +83,9 @@ def _newest_rollout_id(store) -> int:
 
 
 def pick(page, dropdown_id: str, option: str) -> None:
-    page.locator(f"#{dropdown_id} input").click()
+    box = page.locator(f"#{dropdown_id} input")
+    box.click()
+    box.fill("")  # the list shows only the options matching what the box holds
     page.get_by_role("option", name=option, exact=True).click()
 
 
