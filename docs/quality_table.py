@@ -60,7 +60,12 @@ def render(quality: dict[str, Any]) -> str:
     figures = quality["figures"]
     shown = columns(quality)
     grounding = figures.get("grounding") or "oracle (the simulator's state in the prompt; measured before grounding was recorded)"
-    lines = [f"On {figures['rows']} held-out rows of a corpus seed training never saw, greedy, grounding {grounding} "
+    settings = quality.get("settings") or {}
+    seed = f" (corpus seed {settings['corpus_seed']})" if settings.get("corpus_seed") is not None else ""
+    worlds = {"demo": " of the five demo worlds", "heldout-synthetic": " of synthetic worlds never trained on"}.get(
+        settings.get("worlds") or "", "")
+    lines = [f"On {figures['rows']} held-out rows{worlds} of a corpus seed training never saw{seed}, greedy, "
+             f"grounding {grounding} "
              f"(`{QUALITY.relative_to(ROOT).as_posix()}`):", "",
              "| | " + " | ".join(heading for heading, _ in shown) + " |",
              "|---" * (len(shown) + 1) + "|"]

@@ -12,6 +12,7 @@ NLL with a row's own prompt and another's, with and without the copy head) and d
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable
@@ -223,6 +224,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
         progress(total, total)
     report.settings = {"mdlm": str(mdlm), "ar": str(ar) if ar else None, "corpus": str(corpus), "split": split,
                        "rows": len(cases), "seed": seed, "samples": samples, "grounding": grounding, "worlds": worlds,
+                       "corpus_seed": _corpus_seed(corpus),
                        "diversity_calls": min(diversity_calls, len(cases))}
     report.figures = {
         "rows": len(cases),
@@ -306,3 +308,12 @@ def _diversity(backend, cases: list[EvalCase], samples: int, seed: int, report: 
     mean = lambda pairs, i: round(sum(p[i] for p in pairs) / len(pairs), 4)  # noqa: E731
     return {"self_bleu": mean(whole, 0), "distinct_2": mean(whole, 1), "values_self_bleu": mean(values, 0),
             "values_distinct_2": mean(values, 1), "calls": len(whole)}
+
+
+def _corpus_seed(corpus: Path) -> int | None:
+    """The seed `wmstudio corpus` made the rows with (its stats.json), the one a card must name; None if unknown."""
+    try:
+        seed = json.loads((Path(corpus) / "stats.json").read_text(encoding="utf-8")).get("seed")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
