@@ -90,8 +90,10 @@ def baseline_response(name: str, world: WorldSpec, call: Call, state: Any, answe
             status, error = "error", str(injected)
     value = _neutral(schema, status, error)
     if status not in ("error",):  # a refused call leaves its fields neutral, as an API's error does
-        _echo_into(value, call.arguments)
         record = _named_record(state, call)
+        if not (schema or {}).get("properties"):  # no schema to lay out: the record and the arguments as they are
+            value = {**(record if isinstance(record, dict) else {}), **call.arguments}
+        _echo_into(value, call.arguments)
         if record is not None:
             _echo_into(value, record, overwrite=False)
     return _dump(value)
