@@ -43,7 +43,7 @@ class EvalReport:
                 f"greedy decoding with the default sampler settings. `MDLM raw`: the model with its copy and "
                 f"outcome heads; `no outcome head` / `no copy head`: the same with that head off (`no copy head` is "
                 f"the denoiser alone writing every value); `steered`: plus rule-guided repair; `AR`: the "
-                f"autoregressive baseline trained on the same rows. Baselines on the same rows: `always error` / "
+                f"autoregressive baseline of the same size (its card names its rows). Baselines on the same rows: `always error` / "
                 f"`always ok` (every field empty), `echo` (the call's arguments into same-named fields, the state "
                 f"record a call id names, the tool's majority outcome in training), `rule_status` (echo with the "
                 f"status of three rules: a bad argument, an unknown id or an error directive means error), "

@@ -5,7 +5,7 @@ call, the initial state or the earlier turns, i.e. the five parts a prompt holds
 consistency only beside it. Every prompt is rendered under one grounding (world/grounding.py; `none` by default:
 no simulator's state or retrieval in the prompt). Columns: `raw` (the model on its own: greedy, the schema's
 grammar, its copy and outcome heads), `no_outcome_head`, `no_copy_head` (the denoiser alone writes every value),
-`steered` (plus rule-guided repair), `ar` (the autoregressive baseline trained on the same rows), and the cheap
+`steered` (plus rule-guided repair), `ar` (the autoregressive baseline of the same size (its card names its rows)), and the cheap
 answers of train/baselines.py on the same rows (constants, `echo`, `rule_status`, `nearest_train`). Also `flip`
 (status="error" pinned on calls the simulator answers ok), `free` (no response schema), `prompt_use` (content
 NLL with a row's own prompt and another's, with and without the copy head) and diversity over K samples."""

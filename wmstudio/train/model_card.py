@@ -73,7 +73,7 @@ def write_model_card(folder: Path) -> Path:
         ("The embedded default world model of wmstudio: a small transformers-native Llama used as a prefix-causal "
          "masked denoiser that fills a tool response canvas around pinned anchors."
          if arch == "mdlm" else
-         "The autoregressive baseline of wmstudio: the same size, the same rows, left-to-right decoding."),
+         "The autoregressive baseline of wmstudio: the same size as the MDLM, left-to-right decoding (its rows below)."),
         f"It loads with `AutoModelForCausalLM.from_pretrained(\"{name}\")` from its folder (no custom code); "
         "`config.json` carries a `wmstudio` marker with its kind and special token ids.",
         *_use_lines(arch, ((training.get("corpus") or {}).get("synthetic_worlds") or {}).get("train", 0)),
@@ -153,7 +153,7 @@ def _use_lines(arch: str, synthetic: int = 0) -> list[str]:
     worlds = "the five demo worlds" + (f" and {synthetic} generated ones (`wmstudio worlds synth`)" if synthetic else "")
     if arch != "mdlm":
         return ["", "## Intended use", "The baseline the masked diffusion model is measured against in `wmstudio "
-                "eval-wm` and the studio's *Compare with AR baseline*: trained on the same rows, it writes the "
+                "eval-wm` and the studio's *Compare with AR baseline*: of the same size (its Data section names its rows), it writes the "
                 "response left to right and is told pinned fields as steering directives (it cannot see a field "
                 "before writing it)."]
     return [
