@@ -31,7 +31,7 @@ SIMULATE_CALLS = [  # (world, tool, arguments): one call of each demo world that
 def simulate_inputs(world_id: int, tool: str, arguments: str, seed: int) -> list:
     """The Simulate tab's Run event's inputs (`/simulate_run`, what the page sends) for a run with the default
     sampler and no anchor pinned; scripts call the API's `/simulate` by name instead (ui/api.py)."""
-    from wmstudio.model.sampler import SETTING_NAMES
+    from wmstudio.model.sampler_settings import SETTING_NAMES
     from wmstudio.ui.forms import MASKED
     from wmstudio.ui.simulate_tab import ANCHOR_SLOTS
 
