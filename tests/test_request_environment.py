@@ -114,8 +114,13 @@ def test_grounding_is_none_unless_oracle_is_named_and_a_refusal_is_logged(api, c
     step = {"world": "retail", "call": {"name": "get_order", "arguments": {"order_id": "ORD-23411"}}}
     oracle = api.post("/v1/world/step", json={**step, "sampler": {"grounding": "oracle"}})
     assert oracle.status_code == 200 and oracle.json()["grounding"] == "oracle"
-    with caplog.at_level(logging.WARNING, logger="wmstudio.serve"):
-        refused = api.post("/v1/world/step", json={**step, "sampler": {"grounding": True}})
+    server_log = logging.getLogger("wmstudio.serve")  # it writes to stderr and does not propagate to caplog's root
+    server_log.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.WARNING, logger="wmstudio.serve"):
+            refused = api.post("/v1/world/step", json={**step, "sampler": {"grounding": True}})
+    finally:
+        server_log.removeHandler(caplog.handler)
     assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["body", "sampler", "grounding"]
     chat = api.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
                                                   "grounding": "Oracle"})

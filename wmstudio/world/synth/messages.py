@@ -11,8 +11,8 @@ TEMPLATES: dict[str, tuple[str, str, str]] = {  # kind -> (terse, plain, formal)
     "status": ("{Entity} {id} is {current}; needs {expected}.",
                "Only {expected} {plural} can be changed this way; {id} is {current}.",
                "The {entity} {id} is in state {current}; this operation requires {expected}."),
-    "quantity": ("{id}: {have} {quantity} left, {need} needed.",
-                 "{Entity} {id} has only {have} {quantity} left; this needs {need}.",
+    "quantity": ("{id}: {have} {quantity_left}, {need} needed.",
+                 "{Entity} {id} has only {have} {quantity_left}; this needs {need}.",
                  "Insufficient {quantity} on {entity} {id}: {have} available, {need} required."),
     "window": ("{when} is outside {start} to {end}.",
                "{when} is not allowed: pick a time from {start} to {end}.",
@@ -73,8 +73,12 @@ VOICES = ("terse", "plain", "formal")
 
 
 def say(voice: str, kind: str, **words: object) -> str:
-    """The message of `kind` in `voice`, with the capitalised forms ({Entity}, {Actor}, {Verb}) filled in."""
+    """The message of `kind` in `voice`, with the capitalised forms ({Entity}, {Actor}, {Verb}) filled in, and
+    {quantity_left} ("stock left", but "seats left", not "seats left left")."""
     template = TEMPLATES[kind][VOICES.index(voice)]
+    if isinstance(words.get("quantity"), str):
+        quantity = str(words["quantity"])
+        words["quantity_left"] = quantity if quantity.endswith(" left") else f"{quantity} left"
     extra = {name.capitalize(): str(value)[:1].upper() + str(value)[1:]
              for name, value in words.items() if isinstance(value, str)}
     return template.format(**words, **extra)

@@ -132,7 +132,7 @@ class SyntheticSimulator(Simulator):
     def auth_failure(self, call: Call) -> Reply:
         bp = self.blueprint
         if bp.login is None:
-            return fail("UNAUTHENTICATED", say(bp.style.voice, "no_auth", session="valid credential"))
+            return fail("UNAUTHENTICATED", say(bp.style.voice, "no_auth", session="credential"))
         if call.name == bp.login["tool"]:
             return fail(bp.codes["credentials"], say(bp.style.voice, "credentials", user=bp.login["user"],
                                                      secret=bp.login["secret"]))
