@@ -33,7 +33,7 @@ from wmstudio.world.history import HistoryStep
 from wmstudio.world.presets import CASCADE_ERROR, apply_preset
 from wmstudio.world.sims import SIMULATORS, Simulator
 from wmstudio.world.spec import Call
-from wmstudio.world.stress import PAGE_NUMBER, _is_session, _login_first, paging_keys
+from wmstudio.world.stress import PAGE_NUMBER, is_session_key, paging_keys, signed_in_episode
 from wmstudio.world.synth.registry import synthetic_ref
 
 STEPS, ERROR_STEP = 5, 2
@@ -168,12 +168,12 @@ def first_page(sim: Simulator, rng: random.Random, paging: Paging) -> tuple[Any,
     agent's first call of the paged tool, its page token or number dropped and each filter kept at even odds."""
     synthetic = getattr(sim, "blueprint", None) is not None
     initial = sim.initial_state(rng, records=rng.randrange(8, 16)) if synthetic else sim.initial_state(rng)
-    episode = _login_first(sim, initial)
+    episode = signed_in_episode(sim, initial)
     for _ in range(TRIES):
         call = sim.agent_call(episode.state, rng)
         if call.name == paging.tool:
             kept = {k: v for k, v in call.arguments.items() if k not in (paging.token, paging.page)
-                    and (_is_session(k) or rng.random() < 0.5)}
+                    and (is_session_key(k) or rng.random() < 0.5)}
             return initial, episode.state, Call(call.name, kept), episode.history
     return None
 

@@ -128,7 +128,7 @@ def _insufficient(simulator: Simulator, rng: random.Random, directives: list[str
         tool = simulator._tools.get(call.name)
         if tool is None or argument_error(tool.parameters, call.arguments) is not None:
             continue
-        missing = [v for k, v in call.arguments.items() if isinstance(v, str) and not _is_session(k)
+        missing = [v for k, v in call.arguments.items() if isinstance(v, str) and not is_session_key(k)
                    and v not in text]
         _, response = simulator.step(episode.state, call)
         if missing and response.get("status") == "error" and NOT_FOUND.search(str(response.get("error"))):
@@ -141,7 +141,7 @@ def _long(simulator: Simulator, rng: random.Random, directives: list[str]) -> Ep
     bp = _synthetic(simulator)
     if bp is not None:
         initial = simulator.initial_state(rng, records=rng.randrange(50, 66))
-        episode = _login_first(simulator, initial)
+        episode = signed_in_episode(simulator, initial)
         plan = next(t for t in bp.tools if t.family == "search")
         episode.call = Call(plan.name, _session_of(simulator, episode, plan.name))
         return episode
@@ -169,12 +169,12 @@ def _pagination(simulator: Simulator, rng: random.Random, directives: list[str])
     for _ in range(8):
         initial = simulator.initial_state(rng, records=rng.randrange(8, 16)) if bp is not None \
             else simulator.initial_state(rng)
-        episode = _first_listing(simulator, rng, _login_first(simulator, initial), paged=True)
+        episode = _first_listing(simulator, rng, signed_in_episode(simulator, initial), paged=True)
         if episode.call is None:
             return episode
         token, after = paging_keys(simulator._tools[episode.call.name])
         first = {k: v for k, v in episode.call.arguments.items() if k != token and not PAGE_NUMBER.search(k)
-                 and (rng.random() < 0.5 or _is_session(k))}
+                 and (rng.random() < 0.5 or is_session_key(k))}
         call, pages = Call(episode.call.name, first), rng.randint(1, 3)
         for _ in range(pages):
             response = _advance(simulator, episode, call, directives)
@@ -214,7 +214,7 @@ def paging_keys(tool: Any) -> tuple[str, str] | None:
     """(page-token parameter, next-token response field) of a paginated tool, or None."""
     params = (tool.parameters or {}).get("properties", {})
     fields = (tool.response or {}).get("properties", {})
-    token = next((k for k in params if re.search("token|cursor", k, re.I) and not _is_session(k)), None)
+    token = next((k for k in params if re.search("token|cursor", k, re.I) and not is_session_key(k)), None)
     after = next((k for k, s in fields.items() if re.search("next", k, re.I) and isinstance(s, dict)
                   and s.get("type") == "string"), None)
     return (token, after) if token and after else None
@@ -235,7 +235,7 @@ def _first_listing(simulator: Simulator, rng: random.Random, episode: Episode, p
     return episode
 
 
-def _login_first(simulator: Simulator, initial: Any) -> Episode:
+def signed_in_episode(simulator: Simulator, initial: Any) -> Episode:
     """An episode that has signed in first, in a synthetic world with sessions (otherwise none)."""
     episode = Episode(initial, initial)
     bp = _synthetic(simulator)
@@ -255,7 +255,8 @@ def _session_of(simulator: Simulator, episode: Episode, tool: str) -> dict[str, 
     return {bp.login["session"]: live_token(bp, episode.state)}
 
 
-def _is_session(key: str) -> bool:
+def is_session_key(key: str) -> bool:
+    """Whether an argument named `key` carries a session (a token the world handed out at sign-in)."""
     return any(word in key.lower() for word in SESSION_WORDS)
 
 
