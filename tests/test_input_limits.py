@@ -140,11 +140,11 @@ def test_a_slow_check_stops_at_its_budget_and_says_how_to_change_it(monkeypatch)
 
 def test_time_in_the_garbage_collector_is_not_charged_to_a_check():
     """A full collection in a large process (late in a test run: seconds) once stopped an 831-node check."""
-    heap = [[i] for i in range(2_000_000)]
+    heap = [[i] for i in range(1_000_000)]
     cpu, clock = time.thread_time(), check_clock()
     gc.collect()
     collecting = time.thread_time() - cpu
-    assert collecting > 0.05 and check_clock() - clock < collecting / 5, (collecting, check_clock() - clock)
+    assert collecting > 0.03 and check_clock() - clock < collecting / 5, (collecting, check_clock() - clock)
     del heap
 
 

@@ -12,12 +12,12 @@ import shutil
 import threading
 import tomllib
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from wmstudio.locations import ASSETS_DIR, REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.studio.serving import backup_database
 from wmstudio.studio.written_files import (
     check_out_folder,
     in_the_way,
@@ -50,8 +50,6 @@ def build_space(out: Path, hardware: str = "cpu-upgrade", models: list[str] | No
     """Assemble the Space in `out`: a new or empty folder, or with `force` one an earlier build wrote into, whose
     files from that build are replaced. Nothing the build did not write is overwritten or deleted (a clone's .git
     stays); InvalidInput names what is in the way before anything is touched."""
-    import gradio
-
     if hardware not in HARDWARE:
         raise InvalidInput(Problem("hardware", f"{hardware!r} is not a Space hardware we build for: use "
                                                f"{', '.join(HARDWARE)}"))
@@ -61,7 +59,7 @@ def build_space(out: Path, hardware: str = "cpu-upgrade", models: list[str] | No
     if hardware.startswith("zero"):
         requirements.append(ZERO_GPU_REQUIREMENT)
     front = {"title": "World Model Studio", "emoji": "🌍", "colorFrom": "indigo", "colorTo": "blue",
-             "sdk": "gradio", "sdk_version": gradio.__version__, "python_version": "3.11", "app_file": "app.py",
+             "sdk": "gradio", "sdk_version": version("gradio"), "python_version": "3.11", "app_file": "app.py",
              "suggested_hardware": hardware, "hf_oauth": True, "models": list(models or []), "pinned": False}
     texts = {"requirements.txt": "\n".join(requirements) + "\n",
              "README.md": front_matter_text(front) + (SPACE_SOURCE / "README.md").read_text(encoding="utf-8")}
@@ -130,6 +128,8 @@ def read_front_matter(readme: Path) -> dict[str, Any]:
 
 def snapshot_database(db_path: Path, folder: Path) -> Path:
     """A consistent copy of the live database in `folder` (SQLite's online backup: writers may keep writing)."""
+    from wmstudio.studio.serving import backup_database  # the store and its trainers: not for `space build`
+
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / EXPORT_FILE
     partial = folder / f".{EXPORT_FILE}.partial"
