@@ -59,6 +59,20 @@ def test_an_unquoted_anchor_is_refused_before_any_heavy_library_loads(argv):
     assert loaded == []
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["serve-wm", "--model", "/no/such/model"], "model /no/such/model: no such folder"),
+    (["eval-wm", "--corpus", "/no/such/corpus"], "/no/such/corpus: not a folder"),
+    (["evaluate", "--policy", "bogus"], "'bogus' is not a scripted policy"),
+    (["evaluate", "--policy", "expert", "--model", "/no/such/model"], "model /no/such/model: no such folder"),
+    (["space", "build", "{out}", "--hardware", "quantum"], "'quantum' is not a Space hardware"),
+])
+def test_a_wrong_model_corpus_policy_or_hardware_is_refused_before_the_model_libraries_load(argv, message, tmp_path):
+    code, out, err, loaded = run_cli(*[arg.format(out=tmp_path / "space") for arg in argv],
+                                     *(["--db", str(tmp_path / "studio.db")] if argv[0] == "evaluate" else []))
+    assert code == 2 and message in err and "Traceback" not in err
+    assert not {"torch", "transformers", "gradio", "trl"} & set(loaded), loaded
+
+
 def test_generate_help_shows_the_samplers_own_help_and_defaults():
     code, out, err, loaded = run_cli("generate", "--help")
     assert code == 0, err

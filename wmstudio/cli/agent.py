@@ -117,24 +117,23 @@ def evaluate_cmd(
 ) -> None:
     """Estimate a policy's success rate from world-model rollouts alone (with a 95% interval), beside the ground
     truth from the simulators on the same scenarios (off-policy evaluation)."""
-    from wmstudio.studio.training import (
-        MODES,
-        curriculum_scenarios,
-        evaluate_policy,
-        policy_for,
-        report,
-        split_of,
-        world_model_for,
-    )
+    from wmstudio.model.sources import check_model_source
+    from wmstudio.studio.training import policy_for
 
     def progress(done: int, total: int) -> None:
         if not as_json:
             typer.echo(f"\r{done}/{total} episodes", err=True, nl=done == total)
 
+    chosen = policy_for(policy, seed)  # the inputs first: the model libraries take seconds to load
+    from wmstudio.studio.training import curriculum_scenarios, split_of
+
+    scenarios = split_of(curriculum_scenarios(open_store(db), curriculum), split)[:episodes]
+    if env != "simulator" and world_model_url is None:
+        check_model_source(model)
+    from wmstudio.studio.training import MODES, evaluate_policy, report, world_model_for
+
     if env not in MODES:
         fail(f"--env {env!r} is not an environment: use {', '.join(MODES)}")
-    chosen = policy_for(policy, seed)
-    scenarios = split_of(curriculum_scenarios(open_store(db), curriculum), split)[:episodes]
     backend = world_model_for(env, model, world_model_url)
     estimate = evaluate_policy(chosen, scenarios, backend, env, progress, grounding)
     data = report(policy, curriculum, split, estimate)

@@ -97,7 +97,12 @@ def eval_wm(
     rule, the nearest training response, constants), with each head switched off, checks, pinned-anchor flips, free
     mode, whether it reads its prompt, and diversity. A corpus of chat rows without
     `meta` (another project's) is scored by the Patronus protocol: exact, JSON-semantic and ROUGE-L match."""
-    from wmstudio.model.backends import resolve_model_path
+    from wmstudio.model.sources import check_model_source, resolve_model_path
+    from wmstudio.world.corpus import check_corpus_folder
+
+    check_corpus_folder(corpus)  # the inputs first: the model libraries take seconds to load
+    for source in [model, ar] if ar else [model]:
+        check_model_source(source)
     from wmstudio.studio.training import evaluate_world_model, read_corpus_split, score_chat_corpus, write_quality
 
     def progress(done: int, total: int) -> None:

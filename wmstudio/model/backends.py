@@ -7,7 +7,6 @@ the autoregressive baseline generates left to right for side-by-side comparison.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +16,10 @@ import torch
 from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 from transformers.cache_utils import Cache, DynamicCache
 
-from wmstudio.locations import DEFAULT_MODEL, REPO_ROOT
 from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefix_causal_mask
 from wmstudio.model.copy_head import load_copy_head
 from wmstudio.model.outcome_head import load_outcome_head
+from wmstudio.model.sources import read_model_config, resolve_model_path
 from wmstudio.model.tokenizer import DEFAULT_PROMPT_TOKENS
 from wmstudio.model.trained_schemas import load_trained_schemas
 from wmstudio.problems import InvalidInput
@@ -282,15 +281,6 @@ def pick_device(device: str | None = None) -> torch.device:
     return torch.device("cpu")
 
 
-def resolve_model_path(model_id_or_path: str | Path | None) -> str:
-    """A local folder (relative paths also tried from the repository root) or a hub id, as given."""
-    name = str(model_id_or_path or DEFAULT_MODEL)
-    for candidate in (Path(name).expanduser(), REPO_ROOT / name):
-        if candidate.is_dir():
-            return str(candidate)
-    return name
-
-
 def load_backend(model_id_or_path: str | Path | None = None, trust_remote_code: bool = False,
                  device: str | None = None, dtype: torch.dtype | None = None,
                  approximate_cache: bool = False) -> Backend | ArBaseline:
@@ -305,7 +295,7 @@ def load_backend(model_id_or_path: str | Path | None = None, trust_remote_code: 
 def _load(model_id_or_path: str | Path | None, trust_remote_code: bool, device: str | None,
           dtype: torch.dtype | None, approximate_cache: bool) -> Backend | ArBaseline:
     source = resolve_model_path(model_id_or_path)
-    config = _read_config(source)
+    config = read_model_config(source)
     where = pick_device(device)
     dtype = dtype or (torch.bfloat16 if where.type in ("cuda", "mps") else torch.float32)
     kind = model_kind(_Namespace(config))
@@ -374,32 +364,3 @@ def _load(model_id_or_path: str | Path | None, trust_remote_code: bool, device: 
 class _Namespace:
     def __init__(self, data: dict):
         self.wmstudio = data.get("wmstudio")
-
-
-def _read_config(source: str) -> dict[str, Any]:
-    """config.json of a local folder or a hub repository, as a dict; InvalidInput when there is none."""
-    local = Path(source)
-    if local.is_dir():
-        path = local / "config.json"
-        if not path.exists():
-            raise InvalidInput(f"{source}: no config.json in this folder: not a transformers checkpoint")
-    elif local.is_absolute() or source.startswith((".", "~")) or source.count("/") > 1:
-        raise InvalidInput(f"model {source}: no such folder: give a model folder or a Hugging Face hub id")
-    else:
-        try:
-            from huggingface_hub import hf_hub_download
-
-            path = Path(hf_hub_download(source, "config.json"))
-        except Exception as err:  # noqa: BLE001 - offline, unknown repo, gated repo: all mean "cannot load"
-            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise InvalidInput(
-                f"model {source}: not a local folder and not loadable from the Hugging Face hub ({reason}): "
-                "check the name, your network, or give a local folder"
-            ) from None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InvalidInput(f"{path}: unreadable config.json ({err}): re-save or re-download the model") from None
-    if not isinstance(data, dict):
-        raise InvalidInput(f"{path}: config.json is not a JSON object")
-    return data

@@ -24,13 +24,13 @@ from wmstudio.model.backends import (
     PrefixCausalBackend,
     load_backend,
     pick_device,
-    resolve_model_path,
     set_cpu_threads,
 )
 from wmstudio.model.canvas import Canvas, build_canvas
 from wmstudio.model.copy_head import CopyPlan
 from wmstudio.model.generation import choose_outcomes, copy_plan_for, prepare_canvas, prepare_prompt, response_schema
 from wmstudio.model.sampler import SamplerSettings, denoise
+from wmstudio.model.sources import resolve_model_path
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
 from wmstudio.world.corpus import iter_corpus

@@ -41,7 +41,7 @@ def __getattr__(name: str) -> Any:
 
 def trained_model_folder(model: str) -> Path:
     """The folder of `model` (a path or a shipped name); InvalidInput naming --model when train-wm did not write it."""
-    from wmstudio.model.backends import resolve_model_path
+    from wmstudio.model.sources import resolve_model_path
 
     folder = Path(resolve_model_path(model))
     if not (folder / "config.json").exists():

@@ -18,7 +18,7 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import WhitespaceSplit
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
-from wmstudio.model.backends import resolve_model_path
+from wmstudio.model.sources import resolve_model_path
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.agent_config import POLICY_MARKER
 from wmstudio.train.agent_text import (

@@ -17,13 +17,13 @@ from typing import Any
 import torch
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.corpus import SPLITS, check_corpus_folder
 
 MAX_ROW_BYTES = 2_000_000
 FREE_LENGTHS = (64, 96, 128, 192, 256)  # free canvas sizes a user picks; a response is padded up to one of them
 MIN_PROMPT_TOKENS = 64
 SKELETON_COPIES = 3  # noisy copies of the skeleton per row: they share one prompt pass, so they come cheap
 SHAPE_COPIES = 3  # noisy copies of a schema's sketch beside the tool's sketch prompt
-SPLITS = ("train", "eval", "test")
 
 
 @dataclass
@@ -93,8 +93,7 @@ def read_corpus_split(corpus: Path, split: str, max_rows: int | None = None, req
 
     InvalidInput names the file, line and field of every malformed row (up to 20), and the fix."""
     path = Path(corpus) / f"{split}.jsonl"
-    if not Path(corpus).is_dir():
-        raise InvalidInput(Problem(str(corpus), "not a folder: give the folder `wmstudio corpus --out` wrote"))
+    check_corpus_folder(corpus)
     if not path.exists():
         if required:
             raise InvalidInput(Problem(str(path), f"missing: a corpus folder holds {', '.join(s + '.jsonl' for s in SPLITS)}"))

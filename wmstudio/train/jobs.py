@@ -247,19 +247,18 @@ def train_recorded(settings: GrpoSettings, log: Callable[[str], None],
     it: `settings.run_id`) is claimed for this process, so a second trainer on it is refused; its status, metrics
     and episodes go through the job reporter, and `on_step(step, values)` hears each logged step. Returns the run
     id and the result; None in torchrun's other processes, which train beside rank 0 (it records the run)."""
+    store = open_store(settings.db)
+    row = curriculum_row(store, settings.curriculum)  # a wrong name is refused before the model libraries load
+    scenarios = curriculum_scenarios(store, settings.curriculum)
     from wmstudio.train.environments import world_model_for
     from wmstudio.train.grpo import distributed_rank, latest_checkpoint, train_grpo
 
-    store = open_store(settings.db)
     if distributed_rank() > 0:
         if settings.out is None:
             raise InvalidInput(Problem("--out", "under torchrun give the run folder, which every process shares"))
         backend = world_model_for(settings.env, settings.model, settings.world_model_url)
-        train_grpo(settings, settings.out, backend, log=lambda _: None,
-                   curriculum=curriculum_scenarios(store, settings.curriculum))
+        train_grpo(settings, settings.out, backend, log=lambda _: None, curriculum=scenarios)
         return None
-    row = curriculum_row(store, settings.curriculum)
-    scenarios = curriculum_scenarios(store, settings.curriculum)
     config = {"curriculum": settings.curriculum, "curriculum_version": row.version, "env": settings.env,
               "max_steps": settings.max_steps, "seed": settings.seed}
     config.update({key: _as_recorded(value) for key in RECORDED_SETTINGS

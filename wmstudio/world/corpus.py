@@ -46,6 +46,12 @@ DIRECTIVE_WEIGHTS = {"inject_error": 5, "empty_result": 3, "page_size": 3, "rate
 Progress = Callable[[int, int], None]
 
 
+def check_corpus_folder(corpus: str | Path) -> None:
+    """InvalidInput naming `corpus` when it is not a folder (a corpus is the folder `wmstudio corpus` writes)."""
+    if not Path(corpus).is_dir():
+        raise InvalidInput(Problem(str(corpus), "not a folder: give the folder `wmstudio corpus --out` wrote"))
+
+
 @dataclass
 class GeneratedRow:
     """One generated row and the split it belongs to; `data` is the JSON object written on its line."""
