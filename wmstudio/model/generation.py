@@ -40,6 +40,7 @@ from wmstudio.model.response_schemas import (  # noqa: F401 - where a canvas's s
     FROM_HISTORY,
     FROM_TOOL,
     FROM_TRAINING,
+    called_tool,
     response_schema,
     schema_and_source,
     schema_of_answers,
@@ -390,7 +391,7 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
                  history: Sequence[HistoryStep], settings: SamplerSettings, started: float) -> Generation:
     """Anchors become directives; the token budget is the skeleton's length (+16) or `free_length`."""
     steered = anchors_as_directives(world, anchors)
-    tool = _tool(world, call)
+    tool = called_tool(world, call)
     budget = settings.free_length
     if tool.response is not None and not settings.free:
         has_mask = backend.tokenizer.mask_token_id is not None
@@ -483,9 +484,3 @@ def copy_plan_for(backend: Backend, canvas: Canvas, prompt: Prompt):
     trained = getattr(backend, "trained_schemas", None)
     return copy_plan(canvas, prompt.sources, known_keys=trained.key_names() if trained is not None else None)
 
-
-def _tool(world: WorldSpec, call: Call):
-    try:
-        return world.tool(call.name)
-    except KeyError as err:
-        raise InvalidInput(str(err.args[0]) if err.args else f"no tool named {call.name!r}") from None

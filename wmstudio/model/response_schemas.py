@@ -27,7 +27,7 @@ def response_schema(world: WorldSpec, call: Call, history: Sequence[HistoryStep]
 def schema_and_source(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
                       trained: TrainedSchemas | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """(response_schema, where it came from: FROM_TOOL, FROM_HISTORY or FROM_TRAINING; None when there is none)."""
-    tool = _tool(world, call)
+    tool = called_tool(world, call)
     if tool.response is not None:
         return tool.response, FROM_TOOL
     answers = history_answers(call.name, history)
@@ -53,7 +53,8 @@ def schema_of_answers(answers: list[dict[str, Any]]) -> dict[str, Any]:
     return schema
 
 
-def _tool(world: WorldSpec, call: Call):
+def called_tool(world: WorldSpec, call: Call):
+    """The world's tool the call names; InvalidInput naming it when the world has none by that name."""
     try:
         return world.tool(call.name)
     except KeyError as err:

@@ -5,14 +5,13 @@ call, the initial state or the earlier turns, i.e. the five parts a prompt holds
 consistency only beside it. Every prompt is rendered under one grounding (world/grounding.py; `none` by default:
 no simulator's state or retrieval in the prompt). Columns: `raw` (the model on its own: greedy, the schema's
 grammar, its copy and outcome heads), `no_outcome_head`, `no_copy_head` (the denoiser alone writes every value),
-`steered` (plus rule-guided repair), `ar` (the autoregressive baseline of the same size (its card names its rows)), and the cheap
+`steered` (plus rule-guided repair), `ar` (the autoregressive baseline of the same size; its card names its rows), and the cheap
 answers of train/baselines.py on the same rows (constants, `echo`, `rule_status`, `nearest_train`). Also `flip`
 (status="error" pinned on calls the simulator answers ok), `free` (no response schema), `prompt_use` (content
 NLL with a row's own prompt and another's, with and without the copy head) and diversity over K samples."""
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from wmstudio.train.baselines import BASELINES, TrainingAnswers, baseline_respon
 from wmstudio.train.eval_report import RATE_NAMES, EvalReport, write_quality  # noqa: F401 (write_quality: the CLI's)
 from wmstudio.train.examples import FREE_LENGTHS, read_corpus_split, request_from_meta
 from wmstudio.train.field_kinds import FieldScores, enum_options, field_leaves, parse, prompt_values
+from wmstudio.train.model_card import corpus_stats
 from wmstudio.world.anchors import Anchor
 from wmstudio.world.checks import CheckReport
 from wmstudio.world.error_codes import contradicted
@@ -312,8 +312,6 @@ def _diversity(backend, cases: list[EvalCase], samples: int, seed: int, report: 
 
 def _corpus_seed(corpus: Path) -> int | None:
     """The seed `wmstudio corpus` made the rows with (its stats.json), the one a card must name; None if unknown."""
-    try:
-        seed = json.loads((Path(corpus) / "stats.json").read_text(encoding="utf-8")).get("seed")
-    except (OSError, ValueError, AttributeError):
-        return None
+    stats = corpus_stats(corpus)
+    seed = stats.get("seed") if isinstance(stats, dict) else None
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else None

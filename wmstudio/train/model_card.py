@@ -11,6 +11,7 @@ from pathlib import Path
 
 from wmstudio.model.copy_head import FEATURES
 from wmstudio.train.examples import SKELETON_COPIES
+from wmstudio.world.corpus import SPLITS
 
 
 def corpus_stats(corpus: Path) -> dict:
@@ -23,7 +24,7 @@ def corpus_stats(corpus: Path) -> dict:
             except json.JSONDecodeError:
                 break
     counts = {}
-    for split in ("train", "eval", "test"):
+    for split in SPLITS:
         path = corpus / f"{split}.jsonl"
         if path.exists():
             with path.open(encoding="utf-8") as handle:

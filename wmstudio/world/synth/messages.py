@@ -76,8 +76,8 @@ def say(voice: str, kind: str, **words: object) -> str:
     """The message of `kind` in `voice`, with the capitalised forms ({Entity}, {Actor}, {Verb}) filled in, and
     {quantity_left} ("stock left", but "seats left", not "seats left left")."""
     template = TEMPLATES[kind][VOICES.index(voice)]
-    if isinstance(words.get("quantity"), str):
-        quantity = str(words["quantity"])
+    quantity = words.get("quantity")
+    if isinstance(quantity, str):
         words["quantity_left"] = quantity if quantity.endswith(" left") else f"{quantity} left"
     extra = {name.capitalize(): str(value)[:1].upper() + str(value)[1:]
              for name, value in words.items() if isinstance(value, str)}
