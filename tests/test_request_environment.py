@@ -18,8 +18,10 @@ from wmstudio.model.backends import load_backend
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store import open_store
 from wmstudio.store.seeding import demo_worlds, seed_first_run
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.patronus_prompt import patronus_chat
 from wmstudio.world.prompt import render_chat
+from wmstudio.world.rules import Rule
 from wmstudio.world.spec import Call
 
 RETAIL = next(world for world in demo_worlds() if world.name == "retail")
@@ -108,6 +110,47 @@ def test_the_grpo_plugins_rollout_gets_the_tools_json_every_turn_in_both_forms(a
             messages.append({"role": "user", "content": f"<tool_response>\n{data['generated_text']}\n</tool_response>"}
                             if form == "appworld" else
                             {"role": "tool", "tool_call_id": f"call_{number}", "content": data["generated_text"]})
+
+
+PLUGIN_RULES = [  # a task's own rules as the plugin's system prompt writes them: text only, no CEL check anywhere
+    "Refunds close 30 days after delivery; an expired refund says so in its message, naming the order.",
+    "An order that has shipped cannot be cancelled (ORDER_SHIPPED).",
+    "Amounts are in cents: $12.99 is 1299.",
+]
+
+
+def test_the_patronus_plugins_episode_loop_gets_every_turn_answered(api):
+    """The paper's GRPO plugin over a whole episode, on one keep-alive connection: its tools' text rules in `##
+    DOMAIN RULES` (none of them the served world's, so none has a check), the agent's reply appended to the state
+    before each post (the pending call), the state growing by every answer. A plain-text rule once crashed the
+    message check: 1 turn of 7 answered, the rest 500s and reset connections."""
+    world = replace(task_world(), rules=[Rule(text) for text in PLUGIN_RULES])
+    calls = [Call("list_orders", {}), LOOKUP, Call("refund_order", {"order_id": "ORD-77777", "amount_cents": 1299}),
+             Call("get_order", {"order_id": "ORD-23411"}), Call("cancel_order", {"order_id": "ORD-23411"}),
+             Call("refund_order", {"order_id": "ORD-23411", "amount_cents": 99_999}),
+             Call("get_order", {"order_id": "ORD-00000"})]
+    messages = [{"role": "system", "content": "You are a shopping assistant. Call one tool per turn."},
+                {"role": "user", "content": "Refund $12.99 on ORD-77777, then cancel ORD-23411."}]
+    history: list[HistoryStep] = []
+    answered = []
+    for number, call in enumerate(calls):
+        system = patronus_chat(world, call, history)["messages"][0]["content"]
+        assert "## DOMAIN RULES\n- Refunds close 30 days" in system
+        reply = {"role": "assistant", "content": "", "tool_calls": [{"id": f"call_{number}", "type": "function",
+                 "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}]}
+        messages.append(reply)
+        answer = api.post("/v1/world/proxy", json={"input": {"system_prompt": system, "state": messages,
+                                                             "action": [reply], "max_tokens": 1024}})
+        assert answer.status_code == 200, (number, answer.text[:500])
+        data = answer.json()
+        response = json.loads(data["generated_text"])
+        assert isinstance(response, dict) and response.get("status") in ("ok", "error"), data["generated_text"]
+        assert data["wmstudio"]["sources"]["rules"] == "request"
+        answered.append(response)
+        history.append(HistoryStep(call=call, response=data["generated_text"]))
+        messages.append({"role": "tool", "tool_call_id": f"call_{number}", "content": data["generated_text"]})
+    assert len(answered) == len(calls)
+    assert any("message" in response for response in answered)  # the check that once crashed ran on each
 
 
 def test_grounding_is_none_unless_oracle_is_named_and_a_refusal_is_logged(api, caplog):

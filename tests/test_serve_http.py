@@ -18,7 +18,7 @@ import uvicorn
 from serving import free_port, wait_for_http
 
 from wmstudio.model.backends import load_backend
-from wmstudio.serve.server import create_app
+from wmstudio.serve.server import create_app, server_config
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store import open_store
 from wmstudio.store.seeding import demo_worlds, seed_first_run
@@ -30,9 +30,10 @@ ACTION = [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type
 STEP = {"world": "retail", "call": {"name": "get_order", "arguments": {"order_id": "ORD-23411"}}}
 
 
-def serve(service: WorldModelService) -> tuple[uvicorn.Server, str]:
+def serve(service: WorldModelService, app=None) -> tuple[uvicorn.Server, str]:
+    """A real uvicorn server of `app` (default: `create_app(service)`) on a free loopback port, in a thread."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="error"))
+    server = uvicorn.Server(server_config(app or create_app(service), "127.0.0.1", port, log_level="error"))
     threading.Thread(target=server.run, daemon=True).start()
     deadline = time.monotonic() + 30
     while not server.started and time.monotonic() < deadline:
@@ -84,7 +85,7 @@ def test_bad_world_step_payloads_are_422s_naming_each_field(api):
     assert locs(api.post("/v1/world/step", json={**STEP, "world": "atlantis"})) == ["world"]
     assert locs(api.post("/v1/world/step", json={**STEP, "call": {"name": "launch_rocket"}})) == ["call.name"]
     assert locs(api.post("/v1/world/step", json={**STEP, "history": [{"call": {}}]})) == ["history.0"]
-    reply = api.post("/v1/world/step", content=b'{"world": "retail", "call": ', headers={"content-type": "json"})
+    reply = api.post("/v1/world/step", content=b'{"world": "retail", "call": ', headers={"content-type": "application/json"})
     assert reply.status_code == 422 and "not JSON" in reply.json()["detail"][0]["msg"]
 
 

@@ -1,16 +1,15 @@
-"""What the served world model admits, decided before any work: the API key, the Host header on a loopback bind
-(a web page reaching 127.0.0.1 through DNS rebinding names its own host), the content type of a POST (a page's
-form or text/plain post needs no permission from the browser), the body size, and JSON within the CLI's limits
+"""What the served world model admits, decided before any work: the site a browser request comes from (Host and
+Origin, serve/site_guard.py), the API key, the content type of a POST (a page's form or text/plain post needs no
+permission from the browser: only `application/json` is read), the body size, and JSON within the CLI's limits
 (serve/request_body.py), the offending field named.
 
 Refusals are 4xx answers in FastAPI's shape (`detail: [{"loc", "msg", "type"}]`), logged on the server. The `/v1`
-routes use `admission` and request_body's `read_body` / `parse_body`; `guarded` wraps a mounted ASGI app (the
-OpenEnv server) in the same rules, its WebSocket messages included."""
+routes use `admission` and request_body's `read_body` / `parse_body`; `guard_http` holds a mounted ASGI app (the
+OpenEnv server) to the same rules (its WebSocket sessions: serve/socket_guard.py)."""
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import re
@@ -20,8 +19,10 @@ from typing import Any, Callable
 from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from wmstudio.problems import InvalidInput, Problem
-from wmstudio.serve.request_body import PayloadTooLarge, parse_body, read_body
+from wmstudio.problems import InvalidInput
+from wmstudio.serve.deadlines import BODY_SECONDS
+from wmstudio.serve.request_body import BodyTooSlow, PayloadTooLarge, parse_body, read_body
+from wmstudio.serve.site_guard import site_refusal
 from wmstudio.world.input_limits import printable
 
 log = logging.getLogger("wmstudio.serve")
@@ -54,12 +55,11 @@ def admission(service: Any) -> Callable[[Request], None]:
 
 
 def refusal(method: str, path: str, headers: Any, service: Any, query: Any = None) -> Refusal | None:
-    """Why a request is refused before its body is read (Host, key, declared size, content type), or None."""
-    host = headers.get("host")
-    if host and service_is_local(service) and not loopback_name(host):
-        return Refusal(403, ["header", "host"], f"Host {printable(host)[:100]!r} is not this server's: it listens "
-                                                "on loopback, so only localhost, 127.0.0.1 or [::1] reach it (a web "
-                                                "page using DNS rebinding names its own host)")
+    """Why a request is refused before its body is read (Host and Origin, key, declared size, content type), or
+    None."""
+    foreign = site_refusal(headers, getattr(service, "host", None))
+    if foreign is not None:
+        return Refusal(403, ["header", foreign[0]], foreign[1])
     if service.api_key and path not in PUBLIC_PATHS and not key_matches(headers, query, service.api_key):
         return Refusal(401, ["header", "authorization"], "missing or wrong API key: send Authorization: Bearer KEY "
                                                          "(or X-API-Key: KEY)")
@@ -67,32 +67,18 @@ def refusal(method: str, path: str, headers: Any, service: Any, query: Any = Non
     if declared.isdigit() and int(declared) > service.max_body_bytes:
         return Refusal(413, ["body"], f"request body of {int(declared):,} bytes is over this server's limit of "
                                       f"{service.max_body_bytes:,}")
-    if method in BODY_METHODS and declared != "0" \
-            and "json" not in headers.get("content-type", "").lower():
+    if method in BODY_METHODS and declared != "0" and not json_media_type(headers.get("content-type", "")):
         return Refusal(415, ["header", "content-type"], "send the body as JSON with Content-Type: application/json "
                                                         "(form and text/plain posts are refused: any web page can "
                                                         "send those)")
     return None
 
 
-def service_is_local(service: Any) -> bool:
-    host = getattr(service, "host", None)
-    return host is None or loopback_name(host)
-
-
-def loopback_name(host: str) -> bool:
-    """Whether a Host header (or bind address) names this machine's loopback: localhost, 127.x.x.x or ::1."""
-    name = host.strip().lower()
-    if name.startswith("["):
-        name = name[1:name.find("]")] if "]" in name else name[1:]
-    elif name.count(":") == 1:
-        name = name.split(":")[0]
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+def json_media_type(content_type: str) -> bool:
+    """Whether a Content-Type header names JSON itself (`application/json`, `application/x+json`), whatever its
+    parameters: `text/plain;charset=json`, which a page may send without asking, is not JSON."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 def key_matches(headers: Any, query: Any, key: str) -> bool:
@@ -154,22 +140,8 @@ def shorten(message: str) -> str:
     return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "…"
 
 
-def guarded(app: Any, service: Any) -> Callable:
-    """`app` (ASGI) behind the same admission, body limit and JSON limits as the `/v1` routes; WebSocket
-    connections need the key too, and each message is held to the same limits (an error message answers one
-    that is not)."""
-    async def guard(scope: dict[str, Any], receive: Callable, send: Callable) -> None:
-        if scope["type"] == "http":
-            await _guard_http(app, service, scope, receive, send)
-        elif scope["type"] == "websocket":
-            await _guard_websocket(app, service, scope, receive, send)
-        else:
-            await app(scope, receive, send)
-    guard.wrapped = app  # type: ignore[attr-defined] - the app inside, for whoever walks the route table
-    return guard
-
-
-async def _guard_http(app: Any, service: Any, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+async def guard_http(app: Any, service: Any, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+    """Run `app` (ASGI) on an HTTP request admitted as the `/v1` routes are: refusals, body limit, JSON limits."""
     request = Request(scope, receive)
     method, path = request.method, request.url.path
     refused = refusal(method, path, request.headers, service, request.query_params)
@@ -180,11 +152,14 @@ async def _guard_http(app: Any, service: Any, scope: dict[str, Any], receive: Ca
         await app(scope, receive, send)
         return
     try:
-        body = await read_body(request, service.max_body_bytes)
+        body = await read_body(request, service.max_body_bytes, getattr(service, "body_seconds", BODY_SECONDS))
         if body.strip():
             parse_body(body)
     except PayloadTooLarge as err:
         await refusal_response(413, ["body"], str(err), method, path)(scope, receive, send)
+        return
+    except BodyTooSlow as err:
+        await refusal_response(408, ["body"], str(err), method, path)(scope, receive, send)
         return
     except InvalidInput as err:
         await problems_response(err, method, path)(scope, receive, send)
@@ -199,49 +174,3 @@ async def _guard_http(app: Any, service: Any, scope: dict[str, Any], receive: Ca
         return await receive()
 
     await app(scope, replay, send)
-
-
-async def _guard_websocket(app: Any, service: Any, scope: dict[str, Any], receive: Callable,
-                           send: Callable) -> None:
-    request = Request({**scope, "type": "http", "method": "GET"})
-    refused = refusal("GET", request.url.path, request.headers, service, request.query_params)
-    if refused is not None:
-        log_refusal("WEBSOCKET", request.url.path, refused.status, refused.detail())
-        await receive()  # websocket.connect
-        await send({"type": "websocket.close", "code": 1008, "reason": refused.message[:120]})
-        return
-
-    gone = False
-
-    async def checked() -> dict[str, Any]:
-        nonlocal gone
-        while True:
-            message = await receive()
-            if message["type"] == "websocket.disconnect":
-                gone = True
-            if message["type"] != "websocket.receive":
-                return message
-            data = message.get("text") if message.get("text") is not None else message.get("bytes") or b""
-            try:
-                if len(data) > service.max_body_bytes:
-                    raise InvalidInput(Problem("", f"a message of {len(data):,} characters is over this server's "
-                                                   f"limit of {service.max_body_bytes:,}"))
-                parse_body(data)
-            except InvalidInput as err:
-                why = "; ".join(str(p) for p in err.problems)
-                log_refusal("WEBSOCKET", request.url.path, 422, [{"loc": ["message"], "msg": why}])
-                error = {"type": "error", "data": {"message": shorten(why), "code": "INVALID_JSON"}}
-                await send({"type": "websocket.send", "text": json.dumps(error)})
-                continue
-            return message
-
-    async def sending(message: dict[str, Any]) -> None:
-        if message["type"] != "websocket.close":
-            await send(message)
-        elif not gone:  # a client that has gone has nothing to close (OpenEnv's server closes anyway)
-            try:
-                await send(message)
-            except Exception:  # noqa: BLE001 - it left while we closed (uvicorn's ClientDisconnected, OSError)
-                log.info("WEBSOCKET %s: the client left before it was closed", scope.get("path", ""))
-
-    await app(scope, checked, sending)

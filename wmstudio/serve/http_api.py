@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.serve.guard import admission, log_to_stderr, problems_response, refusal_response, shorten
-from wmstudio.serve.request_body import PayloadTooLarge, parse_body, read_body
+from wmstudio.serve.request_body import BodyTooSlow, PayloadTooLarge, parse_body, read_body
 from wmstudio.serve.service import WorldModelService
 from wmstudio.settings import whole_in
 from wmstudio.studio.chat_step import ChatAnswer, chat_answer, chat_stream, read_messages, world_turn
@@ -82,7 +82,7 @@ async def _answer(request: Request, service: WorldModelService, work: Callable[[
     stream `work` returns); refusals as 413/422."""
     method, route = request.method, request.url.path
     try:
-        body = await run_in_threadpool(parse_body, await read_body(request, service.max_body_bytes))
+        body = await run_in_threadpool(parse_body, await read_body(request, service.max_body_bytes, service.body_seconds))
 
         def budgeted() -> Any:
             with request_budget(budget_at):
@@ -92,6 +92,8 @@ async def _answer(request: Request, service: WorldModelService, work: Callable[[
         return answer if isinstance(answer, StreamingResponse) else JSONResponse(answer)
     except PayloadTooLarge as err:
         return refusal_response(413, ["body"], str(err), method, route)
+    except BodyTooSlow as err:
+        return refusal_response(408, ["body"], str(err), method, route)
     except InvalidInput as err:
         return problems_response(err, method, route)
 

@@ -5,6 +5,7 @@ Infinity, no lone surrogates), a refusal naming the field it is in: `call.argume
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from fastapi import Request
 
 from wmstudio.problems import InvalidInput, Problem, join_key
+from wmstudio.serve.deadlines import BODY_SECONDS
 from wmstudio.world.input_limits import (
     MAX_JSON_DEPTH,
     MAX_NUMBER_CHARS,
@@ -29,13 +31,28 @@ class PayloadTooLarge(Exception):
     """A request body over the server's limit (answered 413 before it is parsed)."""
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, read no further than `limit` bytes (PayloadTooLarge past it)."""
+class BodyTooSlow(Exception):
+    """A request body that did not arrive within its deadline (answered 408)."""
+
+
+async def read_body(request: Request, limit: int, seconds: float = BODY_SECONDS) -> bytes:
+    """The body, read no further than `limit` bytes (PayloadTooLarge past it) and within `seconds` of the first
+    read (BodyTooSlow after)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"request body of {int(declared):,} bytes is over this server's limit of {limit:,}")
     chunks, size = [], 0
-    async for chunk in request.stream():
+    deadline = asyncio.get_running_loop().time() + seconds
+    stream = request.stream().__aiter__()
+    while True:
+        left = deadline - asyncio.get_running_loop().time()
+        try:
+            chunk = await asyncio.wait_for(stream.__anext__(), timeout=max(left, 0.0))
+        except StopAsyncIteration:
+            break
+        except asyncio.TimeoutError:
+            raise BodyTooSlow(f"the request body did not arrive within {seconds:.0f} s ({size:,} bytes came): send "
+                              "it at once") from None
         size += len(chunk)
         if size > limit:
             raise PayloadTooLarge(f"request body is over this server's limit of {limit:,} bytes")

@@ -11,6 +11,8 @@ from typing import Iterator
 
 from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.batching import ForwardBatcher
+from wmstudio.serve.deadlines import BODY_SECONDS
+from wmstudio.serve.socket_guard import SOCKET_IDLE_SECONDS, SOCKETS_PER_CLIENT
 from wmstudio.studio.chat_step import DEFAULT_FREE_TOKENS
 from wmstudio.studio.worlds import Store
 from wmstudio.world.spec import WorldSpec
@@ -30,6 +32,9 @@ class WorldModelService:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     free_tokens: int = DEFAULT_FREE_TOKENS
     host: str | None = None  # the address served on; on loopback (or None) only loopback Host headers are admitted
+    body_seconds: float = BODY_SECONDS  # a request body must arrive within this long (408 after)
+    sockets_per_client: int = SOCKETS_PER_CLIENT  # open OpenEnv WebSocket sessions one client address may hold
+    socket_idle_seconds: float = SOCKET_IDLE_SECONDS  # a WebSocket session silent this long is closed
 
     @classmethod
     def create(cls, backend: Backend | ArBaseline, batching: bool | None = None, **settings) -> WorldModelService:

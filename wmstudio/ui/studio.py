@@ -14,6 +14,7 @@ import torch
 
 from wmstudio.locations import DEFAULT_AR_MODEL
 from wmstudio.problems import InvalidInput
+from wmstudio.serve.site_guard import server_middleware
 from wmstudio.studio.context import DEFAULT_OVERLAP, StudioContext, open_context
 from wmstudio.studio.memory import limit_malloc_arenas
 from wmstudio.ui.access import exposure, single_user
@@ -70,8 +71,11 @@ def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = No
     auth = list(ctx.users.items()) or None
     launch_kwargs.setdefault("head", ANNOTATE_SHORTCUTS_HEAD)
     launch_kwargs.setdefault("max_file_size", MAX_UPLOAD_BYTES)
+    app_kwargs = dict(launch_kwargs.pop("app_kwargs", None) or {})  # Host and Origin checked before Gradio's routes
+    app_kwargs["middleware"] = [*server_middleware(host), *app_kwargs.get("middleware", [])]
     block = not launch_kwargs.pop("prevent_thread_lock", False)
-    studio.launch(server_name=host, server_port=port, auth=auth, prevent_thread_lock=True, **launch_kwargs)
+    studio.launch(server_name=host, server_port=port, auth=auth, prevent_thread_lock=True, app_kwargs=app_kwargs,
+                  **launch_kwargs)
     if on_started is not None:
         on_started(studio, ctx)
     if block:

@@ -87,7 +87,7 @@ def stray_mentions(world: WorldSpec, call: Call, response: Any, history: Sequenc
                [tool.description for tool in world.tools],
                *([step.call.arguments, step.response_value()] for step in history)]
     held = Held.of(sources)
-    periods = {int(n) for rule in world.rules for n in _DURATION.findall(rule.check)}
+    periods = {int(n) for rule in world.rules for n in _DURATION.findall(rule.check or "")}  # a text rule has none
     return list(dict.fromkeys(m.text for m in mentions(message)
                               if not held.holds(m) and not held.offset_stamp(m, periods)))
 
