@@ -131,7 +131,7 @@ def test_space_build_never_overwrites_or_deletes_what_it_did_not_write(tmp_path)
     from wmstudio.cli import app
     from wmstudio.problems import InvalidInput
     from wmstudio.serve.space import build_space
-    from wmstudio.studio.written_files import MARKER
+    from wmstudio.studio.written_files import MARKER, file_digest
 
     runner = CliRunner()
     clone = git_clone_like(tmp_path / "clone")
@@ -153,9 +153,10 @@ def test_space_build_never_overwrites_or_deletes_what_it_did_not_write(tmp_path)
     (clone / "wmstudio" / "mine.py").write_text("# the user's\n")  # beside the build's files: kept
     (clone / "wmstudio" / "gone.py").write_text("# an earlier build's file no longer built\n")
     record = json.loads((clone / MARKER).read_text())
-    (clone / MARKER).write_text(json.dumps({**record, "files": [*record["files"], "wmstudio/gone.py",
-                                                                 "../outside.txt"]}))
     (tmp_path / "outside.txt").write_text("not the build's\n")
+    (clone / MARKER).write_text(json.dumps({**record, "files": {
+        **record["files"], "wmstudio/gone.py": file_digest(clone / "wmstudio" / "gone.py"),
+        "../outside.txt": file_digest(tmp_path / "outside.txt")}}))
     build_space(clone, force=True)
     assert (clone / "wmstudio" / "mine.py").read_text() == "# the user's\n"
     assert not (clone / "wmstudio" / "gone.py").exists()  # its own earlier file, replaced by this build's set
@@ -180,3 +181,39 @@ def test_space_build_never_overwrites_or_deletes_what_it_did_not_write(tmp_path)
         assert result.exit_code == 2 and message in result.stderr, (out, result.output)
         assert "Traceback" not in result.output and isinstance(result.exception, (SystemExit, type(None)))
     assert list(target.iterdir()) == [] and (tmp_path / "file").read_text() == "x"
+
+
+def test_a_planted_or_stale_record_never_deletes_git_or_an_edited_file(tmp_path):
+    """The record lists each file with the hash of what was written: `--force` replaces only files that still hold
+    it, never anything under .git, whatever a planted `.wmstudio-written.json` says (once it deleted .git/HEAD,
+    .git/config and .git/index)."""
+    from wmstudio.problems import InvalidInput
+    from wmstudio.serve.space import build_space
+    from wmstudio.studio.written_files import MARKER, file_digest
+
+    clone = git_clone_like(tmp_path / "clone")
+    (clone / "README.md").unlink()
+    git_files = [".git/HEAD", ".git/config", ".git/index"]
+    before = {name: (clone / name).read_bytes() for name in git_files}
+    (clone / MARKER).write_text(json.dumps({"written_by": "wmstudio space build", "files": git_files}))  # old form
+    build_space(clone, force=True)
+    assert {name: (clone / name).read_bytes() for name in git_files} == before
+    record = json.loads((clone / MARKER).read_text())  # with hashes that match, beside the build's own files
+    planted = {**record["files"], **{name: file_digest(clone / name) for name in git_files}, ".GIT/HEAD": "0" * 64}
+    (clone / MARKER).write_text(json.dumps({**record, "files": planted}))
+    build_space(clone, force=True)
+    assert {name: (clone / name).read_bytes() for name in git_files} == before
+    assert subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True,
+                          text=True).returncode == 0
+    assert not any(".git" in name.lower() for name in json.loads((clone / MARKER).read_text())["files"])
+
+    (clone / "app.py").write_text("# edited by the user after the build\n")
+    with pytest.raises(InvalidInput, match="already holds app.py"):
+        build_space(clone, force=True)
+    assert (clone / "app.py").read_text() == "# edited by the user after the build\n"
+
+    old_style = {"written_by": "wmstudio space build", "files": ["app.py", "notes.txt"]}  # a list: no hashes
+    (clone / MARKER).write_text(json.dumps(old_style))
+    with pytest.raises(InvalidInput, match="already holds"):
+        build_space(clone, force=True)
+    assert (clone / "notes.txt").read_text() == "my notes\n"

@@ -20,10 +20,13 @@ from wmstudio.locations import ASSETS_DIR, REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.studio.written_files import (
     check_out_folder,
+    digests_of,
+    file_digest,
     in_the_way,
     record_written,
     refuse_in_the_way,
     remove_written,
+    text_digest,
     written_before,
 )
 
@@ -76,14 +79,16 @@ def build_space(out: Path, hardware: str = "cpu-upgrade", models: list[str] | No
                                                                            "folder and copy the Space from there")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        record_written(out, SPACE_BUILD, ours | set(planned))  # a build cut short leaves its files listed as its own
+        about_to_write = {**{name: file_digest(source) for name, source in copies.items()},
+                          **{name: text_digest(text) for name, text in texts.items()}}
+        record_written(out, SPACE_BUILD, {**digests_of(out, ours), **about_to_write})  # a build cut short: its own
         remove_written(out, ours)
         for name, source in copies.items():
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, out / name)
         for name, text in texts.items():
             (out / name).write_text(text, encoding="utf-8")
-        record_written(out, SPACE_BUILD, planned)
+        record_written(out, SPACE_BUILD, digests_of(out, planned))
     except OSError as err:
         raise InvalidInput(Problem("out", f"{err.filename or out}: cannot be written ({err.strerror or err}): "
                                           "choose a writable folder")) from None

@@ -55,7 +55,7 @@ from wmstudio.studio.datasets import (
     import_dataset,
     push_to_hub,
 )
-from wmstudio.studio.scenario_file import SCENARIOS_FILE, read_scenarios_file, write_scenarios_file
+from wmstudio.studio.scenario_file import SCENARIOS_FILE, read_scenarios_file, scenarios_text
 from wmstudio.train.curriculum_scenarios import (  # noqa: F401 - DEMO_CURRICULUM, curriculum_row re-exported
     DEMO_CURRICULUM,
     curriculum_row,
@@ -128,8 +128,7 @@ def export_curriculum(store: Store, curriculum_id: int, folder: Path | None = No
     name = f"{curriculum.name} v{curriculum.version}"
     scenarios = export_scenarios(store, curriculum_id)
     export_dataset(export_rollouts(store, curriculum_id), folder, name, scenarios=len(scenarios),
-                   also_writes=[SCENARIOS_FILE])
-    write_scenarios_file(folder, scenarios)
+                   also_writes={SCENARIOS_FILE: scenarios_text(scenarios) if scenarios else None})
     return folder, name
 
 

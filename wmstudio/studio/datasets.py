@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,11 +33,12 @@ from wmstudio.problems import InvalidInput, Problem, join_path
 from wmstudio.settings import whole_in
 from wmstudio.studio.scenario_file import SCENARIOS_FILE
 from wmstudio.studio.written_files import (
-    MARKER,
     check_out_folder,
+    digests_of,
     in_the_way,
     record_written,
     refuse_in_the_way,
+    remove_written,
     written_before,
 )
 from wmstudio.world.history import HistoryStep
@@ -110,13 +111,13 @@ def export_dataset(
     max_chars: int | None = None,
     progress: Progress | None = None,
     scenarios: int = 0,
-    also_writes: Sequence[str] = (),
+    also_writes: Mapping[str, str | None] | None = None,
 ) -> Path:
     """Write `rollouts` as a dataset folder named `name` (README card, parquet and JSONL rows); returns the folder.
 
     `max_chars` bounds each prompt (history middle-truncated); `progress(done, total)` is called per rollout;
-    `scenarios` is how many the caller writes to scenarios.jsonl beside them (the card says so); `also_writes`
-    names the files the caller writes or removes there next (recorded as the export's).
+    `scenarios` is how many scenarios.jsonl beside them holds (the card says so); `also_writes` holds more files'
+    text by name (scenarios.jsonl), None to remove an earlier export's one.
     InvalidInput names every bad rollout field (`rollouts[1].steps[0].response: ...`) before anything is written,
     and any file in the folder that an export did not write but would overwrite (a README of the user's)."""
     if not isinstance(name, str) or not name.strip():
@@ -124,8 +125,9 @@ def export_dataset(
     _check_rollouts(rollouts)
     out = Path(folder)
     check_out_folder(out, "folder")
+    also_writes = dict(also_writes or {})
     planned = [CARD_FILE, PARQUET_FILE, JSONL_FILE, *also_writes]
-    ours = written_before(out, DATASET_EXPORT) if (out / MARKER).is_file() else _earlier_export(out)
+    ours = written_before(out, DATASET_EXPORT) or _earlier_export(out)
     refuse_in_the_way(out, in_the_way(out, planned, ours), DATASET_EXPORT, "move it away, or export into a new "
                                                                           "folder")
     rows: list[dict[str, Any]] = []
@@ -139,7 +141,12 @@ def export_dataset(
     _write_atomically(out / JSONL_FILE, lambda tmp: tmp.write_text(jsonl, encoding="utf-8"))
     card = dataset_card(name.strip(), rollouts=len(rollouts), rows=len(rows), scenarios=scenarios)
     _write_atomically(out / CARD_FILE, lambda tmp: tmp.write_text(card, encoding="utf-8"))
-    record_written(out, DATASET_EXPORT, {name for name in ours if (out / name).is_file()} | set(planned))
+    for extra, text in also_writes.items():
+        if text is None:
+            remove_written(out, [extra] if extra in ours else [])
+        else:
+            _write_atomically(out / extra, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
+    record_written(out, DATASET_EXPORT, digests_of(out, ours | set(planned)))
     return out
 
 

@@ -6,7 +6,6 @@ so a bad line is refused with its line number before anything is imported."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,17 +18,9 @@ SCENARIOS_FILE = "scenarios.jsonl"
 MAX_SCENARIOS_BYTES = 500_000_000
 
 
-def write_scenarios_file(folder: Path, scenarios: Sequence[NewScenario]) -> Path | None:
-    """Write `folder/scenarios.jsonl` (atomically); with no scenarios, remove one a previous export left there."""
-    target = Path(folder) / SCENARIOS_FILE
-    if not scenarios:
-        target.unlink(missing_ok=True)
-        return None
-    partial = target.with_name(target.name + ".tmp")
-    partial.write_text("".join(json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in scenarios),
-                       encoding="utf-8")
-    os.replace(partial, target)
-    return target
+def scenarios_text(scenarios: Sequence[NewScenario]) -> str:
+    """scenarios.jsonl's text: one scenario per line (what `read_scenarios_file` reads back)."""
+    return "".join(json.dumps(s.to_json(), ensure_ascii=False) + "\n" for s in scenarios)
 
 
 def read_scenarios_file(folder: Path) -> list[NewScenario]:
