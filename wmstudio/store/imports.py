@@ -1,16 +1,21 @@
-"""Bulk imports: many rollouts with their steps and worlds written in one transaction, once per file content.
+"""Bulk imports: many rollouts with their steps and worlds, once per file content, in short write transactions.
 
-A crash (or SIGKILL) mid-import leaves nothing, since SQLite commits the whole transaction or none of it; the
-file's fingerprint is written in that same transaction, so importing the same content again returns the rollouts
-the first import made instead of copies."""
+Every rollout is checked before anything is written. Then the import writes a batch at a time (about
+BATCH_SECONDS of writing each, a pause between them), so the studio's own saves are never kept waiting longer
+than that: one transaction for 5,000 rollouts once held the lock long enough for the studio's saves to fail with
+"database is locked". The import's record (the file's fingerprint) lists the rollouts written so far in the same
+transaction as each batch: a crash (or SIGKILL) leaves whole batches and a record saying so, and importing the
+same content again goes on from where it stopped; once finished, it returns the rollouts the first import made
+instead of copies."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store
@@ -19,6 +24,9 @@ from wmstudio.store.rollouts import _status, _step_fields, _tags, _title
 from wmstudio.store.tables import DatasetImport, Rollout, RolloutTag, Step
 from wmstudio.store.worlds import world_version_in
 from wmstudio.world.spec import Call, WorldSpec
+
+BATCH_SECONDS = 0.25  # of writing per transaction: the longest the studio's own saves wait on an import
+BATCH_PAUSE_S = 0.12  # between batches: longer than SQLite's longest busy-wait sleep (100 ms), so a waiting write gets in
 
 
 @dataclass
@@ -52,30 +60,53 @@ class Imported:
 
 
 def import_rollouts(store: Store, rollouts: Sequence[NewRollout], fingerprint: str) -> Imported:
-    """Write `rollouts` (worlds saved as versions, steps, tags, status) and the `fingerprint` of their source in one
-    transaction; when that fingerprint was imported before, write nothing and return what that import made."""
+    """Write `rollouts` (worlds saved as versions, steps, tags, status) under the `fingerprint` of their source, in
+    batches; when that fingerprint was imported before, write nothing and return what that import made (or finish
+    it, when it was cut short)."""
     if not isinstance(fingerprint, str) or not fingerprint:
         raise InvalidInput(Problem("fingerprint", "give the SHA-256 of the imported content"))
     rows = [_checked(rollout, f"rollouts[{i}]") for i, rollout in enumerate(rollouts)]
+    total = sum(len(steps) for *_, steps in rows)
     with store.write() as session:
-        earlier = session.exec(select(DatasetImport).where(DatasetImport.fingerprint == fingerprint)).first()
-        if earlier is not None:
-            return Imported(list(earlier.rollout_ids), earlier.steps, repeated=True)
-        worlds: dict[str, int] = {}
-        created: list[int] = []
-        for rollout, (title, status, tags, steps) in zip(rollouts, rows, strict=True):
-            text = rollout.world.dumps()
-            if text not in worlds:
-                worlds[text] = world_version_in(session, rollout.world).id
-            row = Rollout(world_id=worlds[text], title=title, status=status)
-            session.add(row)
+        record = session.exec(select(DatasetImport).where(DatasetImport.fingerprint == fingerprint)).first()
+        if record is not None and record.finished:
+            return Imported(list(record.rollout_ids), record.steps, repeated=True)
+        if record is None:
+            record = DatasetImport(fingerprint=fingerprint, rollout_ids=[], steps=total, finished=False)
+            session.add(record)
             session.flush()
-            session.add_all(RolloutTag(rollout_id=row.id, tag=tag) for tag in tags)
-            session.add_all(Step(rollout_id=row.id, index=index, **fields) for index, fields in enumerate(steps))
-            created.append(row.id)
-        total = sum(len(steps) for *_, steps in rows)
-        session.add(DatasetImport(fingerprint=fingerprint, rollout_ids=created, steps=total))
+        record_id, created = record.id, list(record.rollout_ids)  # a cut-short import goes on after its last batch
+    worlds: dict[str, int] = {}
+    while len(created) < len(rollouts):
+        if created and BATCH_PAUSE_S:
+            time.sleep(BATCH_PAUSE_S)  # the studio's writes waiting on the lock go first
+        started = time.monotonic()
+        with store.write() as session:
+            while len(created) < len(rollouts) and (time.monotonic() - started < BATCH_SECONDS or not created):
+                created.append(_write_rollout(session, rollouts[len(created)], rows[len(created)], worlds))
+            record = session.get(DatasetImport, record_id)
+            record.rollout_ids = list(created)
+            session.add(record)
+    with store.write() as session:
+        record = session.get(DatasetImport, record_id)
+        record.finished = True
+        session.add(record)
     return Imported(created, total)
+
+
+def _write_rollout(session: Session, rollout: NewRollout, row: tuple[str, str, list[str], list[dict[str, Any]]],
+                   worlds: dict[str, int]) -> int:
+    """Add one checked rollout (its world saved once per text) in the caller's write session; its id."""
+    title, status, tags, steps = row
+    text = rollout.world.dumps()
+    if text not in worlds:
+        worlds[text] = world_version_in(session, rollout.world).id
+    made = Rollout(world_id=worlds[text], title=title, status=status)
+    session.add(made)
+    session.flush()
+    session.add_all(RolloutTag(rollout_id=made.id, tag=tag) for tag in tags)
+    session.add_all(Step(rollout_id=made.id, index=index, **fields) for index, fields in enumerate(steps))
+    return made.id
 
 
 def _checked(rollout: Any, path: str) -> tuple[str, str, list[str], list[dict[str, Any]]]:

@@ -247,8 +247,9 @@ class CurriculumScenario(SQLModel, table=True):
 
 
 class DatasetImport(SQLModel, table=True):
-    """A dataset file imported as rollouts: its content's SHA-256 and the rollouts it made, written in the same
-    transaction as they are, so an import retried after a crash or a lost reply returns them instead of copies."""
+    """A dataset file imported as rollouts: its content's SHA-256 and the rollouts it made so far, written in the
+    same transaction as each batch of them, and whether it finished: an import retried after a crash goes on from
+    where it stopped, and one retried after a lost reply returns its rollouts instead of copies."""
 
     __tablename__ = "dataset_import"
     __table_args__ = (UniqueConstraint("fingerprint", name="uq_dataset_import_fingerprint"),)
@@ -257,6 +258,7 @@ class DatasetImport(SQLModel, table=True):
     fingerprint: str
     rollout_ids: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     steps: int = 0
+    finished: bool = True
     created_at: datetime = Field(default_factory=utcnow)
 
 

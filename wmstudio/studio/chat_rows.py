@@ -105,7 +105,7 @@ def world_from_calls(name: str, steps: list[HistoryStep]) -> WorldSpec:
 
 def import_trajectories(store: Store, path: Path, world: WorldSpec | None = None) -> ImportResult:
     """Import each trajectory of a history file (OpenAI messages, tau-bench records, our steps) as a new pending
-    rollout in `world` (or one made from the calls); all or nothing, once per file and world."""
+    rollout in `world` (or one made from the calls); every row checked first, once per file and world."""
     path = Path(path)
     histories = read_trajectories_file(path)
     if not any(histories):
@@ -147,7 +147,7 @@ def _records(path: Path, problems: list[Problem]) -> list[tuple[str, Any]]:
 def _import(store: Store, path: Path, world: WorldSpec | None, rollouts: list[tuple[str, list[HistoryStep]]]) \
         -> ImportResult:
     """Write each (title, steps) as a pending rollout, every step checked and marked imported from its title;
-    one transaction, fingerprinted by the file and the world so a repeat adds nothing."""
+    in batches (store/imports.py), fingerprinted by the file and the world so a repeat adds nothing."""
     the_world = world or world_from_calls(path.stem, [step for _, steps in rollouts for step in steps])
     new = []
     for where, steps in rollouts:

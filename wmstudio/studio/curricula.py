@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ from wmstudio.store import (  # noqa: F401 - re-exported: the curricula's and th
 )
 from wmstudio.store.curricula import MAX_NAME_CHARS
 from wmstudio.store.scenarios import SUCCESS_EXAMPLE  # noqa: F401 - re-exported
+from wmstudio.studio.dataset_zip import unzip_dataset
 from wmstudio.studio.datasets import (
     CARD_FILE,
     JSONL_FILE,
@@ -65,7 +65,6 @@ from wmstudio.train.curriculum_scenarios import (  # noqa: F401 - DEMO_CURRICULU
 from wmstudio.world.input_limits import InputRefused, yaml_limited
 from wmstudio.world.spec import Call
 
-MAX_IMPORT_BYTES = 1_000_000_000
 HF_TOKEN_ENV = "HF_TOKEN"
 
 
@@ -166,15 +165,17 @@ def push_curriculum(store: Store, curriculum_id: int, repo_id: str, token: str |
 
 def import_dataset_file(store: Store, path: Path) -> ImportResult:
     """Import an exported dataset (its folder, the zip, its parquet or its JSONL) as new rollouts; worlds are
-    saved as versions. All or nothing, in one transaction; rows imported before (the same rows file, also from
-    another zip of the same folder) return the rollouts their first import made (`repeated`) instead of copies.
+    saved as versions. Every row is checked before anything is written, then written in short batches (the studio
+    keeps saving meanwhile); an import cut short is finished by importing the same rows again, and rows imported
+    before (the same rows file, also from another zip of the same folder) return the rollouts their first import
+    made (`repeated`) instead of copies. A zip is checked while it unpacks (studio/dataset_zip.py).
 
     A folder or zip with scenarios.jsonl also becomes the next version of its curriculum (named in its card), holding
     the new rollouts and those scenarios; a bad scenario line is refused, with its number, before anything is
     imported."""
     path = Path(path)
     with tempfile.TemporaryDirectory(prefix="wmstudio-import-") as scratch:
-        source = _unzip_dataset(path, Path(scratch)) if path.suffix.lower() == ".zip" else path
+        source = unzip_dataset(path, Path(scratch)) if path.suffix.lower() == ".zip" else path
         rollouts = import_dataset(source)
         fingerprint = rows_fingerprint(source)
         scenarios = read_scenarios_file(source) if source.is_dir() else []
@@ -236,23 +237,3 @@ def rows_fingerprint(source: Path) -> str:
     except OSError as err:
         raise InvalidInput(f"{rows}: cannot be read ({err.strerror or err})") from None
     return digest.hexdigest()
-
-
-def _unzip_dataset(archive: Path, into: Path) -> Path:
-    """Extract an exported zip safely (no paths outside, bounded size) and return the dataset folder inside it."""
-    try:
-        with zipfile.ZipFile(archive) as bundle:
-            members = bundle.infolist()
-            if sum(m.file_size for m in members) > MAX_IMPORT_BYTES:
-                raise InvalidInput(Problem("file", f"the zip unpacks to over {MAX_IMPORT_BYTES:,} bytes: split it"))
-            for member in members:
-                target = (into / member.filename).resolve()
-                if not target.is_relative_to(into.resolve()):
-                    raise InvalidInput(Problem("file", f"the zip holds an unsafe path {member.filename!r}"))
-            bundle.extractall(into)
-    except zipfile.BadZipFile:
-        raise InvalidInput(Problem("file", f"{archive.name} is not a readable zip: upload the zip the export made"))
-    for candidate in sorted(into.rglob("data"), key=lambda p: len(p.parts)):
-        if candidate.is_dir():
-            return candidate.parent
-    raise InvalidInput(Problem("file", f"{archive.name} holds no data/ folder: it is not an exported dataset"))
