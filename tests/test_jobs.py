@@ -61,7 +61,8 @@ try:
 except InvalidInput as err:
     print(f"error: {err}", flush=True)
     sys.exit(2)
-first = checkpoint_step(checkpoints(run_id)[-1]) if resume and checkpoints(run_id) else 0
+db = option("--db")
+first = checkpoint_step(checkpoints(run_id, db)[-1]) if resume and checkpoints(run_id, db) else 0
 reporter.start(resumed_from=first if resume else None)
 with reporter:
     for step in range(first + 1, steps + 1):
@@ -71,7 +72,7 @@ with reporter:
                                   "reward": step / 10, "success": bool(step % 2)}])
         print(f"wrote {step}", flush=True)
         if step % 2 == 0:
-            saved = run_folder(run_id) / "checkpoints" / f"checkpoint-{step}"
+            saved = run_folder(run_id, db) / "checkpoints" / f"checkpoint-{step}"
             saved.mkdir(parents=True, exist_ok=True)
             (saved / "trainer_state.json").write_text("{}")
         time.sleep(pause)
@@ -154,9 +155,9 @@ def test_a_killed_process_keeps_every_metric_it_wrote_and_is_marked_failed(store
     try:
         wait_until(lambda: len(wrote_steps(out)) >= 5, what="five steps")
         assert get_run(store, run_id).status == "running" and get_run(store, run_id).pid == child.pid
-        assert job_alive(run_id)
+        assert job_alive(run_id, store.path)
         os.kill(child.pid, signal.SIGKILL)
-        wait_until(lambda: not job_alive(run_id), what="the kill")  # a zombie (not reaped yet) is dead
+        wait_until(lambda: not job_alive(run_id, store.path), what="the kill")  # a zombie (not reaped yet) is dead
         written = wrote_steps(out)  # read after the kill: everything the child confirmed before it died
         rewards = {m.step: m.value for m in run_metrics(store, run_id, "reward")}
         assert set(written) <= set(rewards), f"steps confirmed but lost: {sorted(set(written) - set(rewards))}"
@@ -201,12 +202,12 @@ def test_a_process_that_ignores_sigterm_is_killed_and_a_stranger_is_never_signal
         update_run(store, reused_run, status="running", pid=stranger.pid)
         record = run_owner.write_record(reused_run, stranger.pid, store.path)  # its trainer had this pid once...
         record.started = "another boot:12345"  # ...but that process started at another time
-        (run_folder(reused_run) / run_owner.RECORD_FILE).write_text(json.dumps(record.to_json()))
+        (run_folder(reused_run, store.path) / run_owner.RECORD_FILE).write_text(json.dumps(record.to_json()))
         started = time.monotonic()
         assert cancel_job(store, stubborn_run, grace_s=0.5).status == "cancelled"
         assert stubborn.wait(timeout=10) == -signal.SIGKILL and time.monotonic() - started < 8
 
-        assert not job_alive(stranger_run) and not job_alive(reused_run)
+        assert not job_alive(stranger_run, store.path) and not job_alive(reused_run, store.path)
         assert cancel_job(store, stranger_run).status == "cancelled"
         assert cancel_job(store, reused_run).status == "cancelled"
         assert stranger.poll() is None, "cancel_job signalled a process that is not the run's"
@@ -238,15 +239,15 @@ def test_start_job_runs_the_trainer_in_the_background_to_the_end_and_reaps_it(st
     run = start_job(store, env="hybrid", max_steps=4, seed=7)
     assert run.config == {"curriculum": "demo", "env": "hybrid", "max_steps": 4, "seed": 7, "curriculum_version": 1}
     assert run.curriculum_id == demo_curriculum(store).id and run.pid is not None
-    assert run.log_path == str(run_folder(run.id) / "log.txt")
+    assert run.log_path == str(run_folder(run.id, store.path) / "log.txt")
     wait_until(lambda: get_run(store, run.id).status == "finished", what="the run to finish")
     assert sorted({m.step for m in run_metrics(store, run.id, "reward")}) == [1, 2, 3, 4]
-    episodes = latest_episodes(run.id, n=3)
+    episodes = latest_episodes(run.id, store.path, n=3)
     assert [e["step"] for e in episodes] == [2, 3, 4] and episodes[-1]["transcript"][0] == "agent: refund_order {}"
     log = Path(run.log_path).read_text()
     assert "--env hybrid --max-steps 4" in log and "--seed 7" in log and "wrote 4" in log
-    assert [p.name for p in checkpoints(run.id)] == ["checkpoint-2", "checkpoint-4"]
-    wait_until(lambda: not job_alive(run.id), what="the process to end")
+    assert [p.name for p in checkpoints(run.id, store.path)] == ["checkpoint-2", "checkpoint-4"]
+    wait_until(lambda: not job_alive(run.id, store.path), what="the process to end")
     wait_until(lambda: process_state(run.pid) is None, 10, "the studio to reap its finished child")  # no zombie
 
 
@@ -256,8 +257,8 @@ def test_resume_is_refused_for_live_finished_and_checkpointless_runs_and_continu
     update_run(store, running, status="running")
     update_run(store, bare, status="failed", error="boom")
     for run_id in (finished, bare):
-        (run_folder(run_id) / "checkpoints" / "checkpoint-2").mkdir(parents=True)  # bare's is partial: no state
-    (run_folder(finished) / "checkpoints" / "checkpoint-2" / "trainer_state.json").write_text("{}")
+        (run_folder(run_id, store.path) / "checkpoints" / "checkpoint-2").mkdir(parents=True)  # bare's is partial: no state
+    (run_folder(finished, store.path) / "checkpoints" / "checkpoint-2" / "trainer_state.json").write_text("{}")
     with pytest.raises(InvalidInput, match="run_id: run .* already finished: start a new run"):
         resume_job(store, finished)
     with pytest.raises(InvalidInput, match="no checkpoint to resume from"):
@@ -268,8 +269,8 @@ def test_resume_is_refused_for_live_finished_and_checkpointless_runs_and_continu
         with pytest.raises(InvalidInput, match="still running: cancel it first"):
             resume_job(store, running)
         update_run(store, running, status="failed", error="marked failed while it trained")  # an old studio did so
-        (run_folder(running) / "checkpoints" / "checkpoint-2").mkdir(parents=True)
-        (run_folder(running) / "checkpoints" / "checkpoint-2" / "trainer_state.json").write_text("{}")
+        (run_folder(running, store.path) / "checkpoints" / "checkpoint-2").mkdir(parents=True)
+        (run_folder(running, store.path) / "checkpoints" / "checkpoint-2" / "trainer_state.json").write_text("{}")
         with pytest.raises(InvalidInput, match=f"run {running} is being trained by process {sleeper.pid}"):
             resume_job(store, running)
     finally:
@@ -277,7 +278,7 @@ def test_resume_is_refused_for_live_finished_and_checkpointless_runs_and_continu
         sleeper.wait()
 
     run = start_job(store, max_steps=6)
-    wait_until(lambda: len(checkpoints(run.id)) >= 1, what="a checkpoint")
+    wait_until(lambda: len(checkpoints(run.id, store.path)) >= 1, what="a checkpoint")
     cancel_job(store, run.id)
     wait_until(lambda: process_state(run.pid) is None, 10, "the studio to reap its cancelled child")  # no zombie
     resumed = resume_job(store, run.id)
@@ -330,19 +331,37 @@ def test_demo_curriculum_is_made_once(store):
 
 
 def test_latest_episodes_skips_a_torn_last_line_and_leftovers_are_moved_aside(store, fake_trainer):
-    path = run_folder(41) / "episodes.jsonl"
+    path = run_folder(41, store.path) / "episodes.jsonl"
     lines = [json.dumps({"step": s, "scenario": "x", "task": "t", "transcript": [], "reward": 0, "success": False})
              for s in range(7)]
     path.write_text("\n".join(lines) + '\n{"step": 7, "scen')
-    assert [e["step"] for e in latest_episodes(41, n=3)] == [4, 5, 6]
-    assert latest_episodes(42) == [] and latest_episodes(41, n=0) == []
+    assert [e["step"] for e in latest_episodes(41, store.path, n=3)] == [4, 5, 6]
+    assert latest_episodes(42, store.path) == [] and latest_episodes(41, store.path, n=0) == []
 
-    (run_folder(1) / "log.txt").write_text("a run of another database\n")
+    (run_folder(1, store.path) / "log.txt").write_text("a run of a deleted database of the same path\n")
     run = start_job(store, max_steps=1)
-    assert run.id == 1 and "another database" not in Path(run.log_path).read_text()
-    moved = [p for p in run_folder(1).parent.iterdir() if p.name.startswith("1.moved-")]
-    assert len(moved) == 1 and (moved[0] / "log.txt").read_text() == "a run of another database\n"
+    assert run.id == 1 and "deleted database" not in Path(run.log_path).read_text()
+    moved = [p for p in run_folder(1, store.path).parent.iterdir() if p.name.startswith("1.moved-")]
+    assert len(moved) == 1 and "deleted database" in (moved[0] / "log.txt").read_text()
     wait_until(lambda: get_run(store, run.id).status == "finished", what="the run to finish")
+
+
+def test_two_databases_in_one_home_never_share_a_run_folder(store, tmp_path, fake_trainer):
+    """Run 1 of a second database (one WMSTUDIO_HOME) once renamed the first database's live run folder and
+    overwrote its final policy; each database's runs now live in a folder of their own."""
+    other = open_store(tmp_path / "other" / "studio.db")  # the same file name in another folder
+    first = start_job(store, max_steps=30)
+    wait_until(lambda: len(run_metrics(store, first.id, "reward")) >= 2, what="the first run's steps")
+    second = start_job(other, max_steps=1)
+    assert first.id == second.id == 1
+    assert run_folder(1, store.path) != run_folder(1, other.path)
+    assert Path(first.log_path).parent == run_folder(1, store.path) and Path(first.log_path).is_file()
+    wait_until(lambda: get_run(other, 1).status == "finished", what="the second run")
+    assert not any(p.name.startswith("1.moved-") for p in run_folder(1, store.path).parent.iterdir())
+    wait_until(lambda: not job_alive(1, other.path), what="the second run's process to end")
+    assert job_alive(1, store.path) and get_run(store, 1).status == "running"  # the first trains on, unmoved
+    cancel_job(store, 1, grace_s=10)
+    assert [e["step"] for e in latest_episodes(1, other.path, n=5)] == [1]  # its own episodes only
 
 
 def test_a_run_started_outside_the_studio_stays_running_has_one_trainer_and_resumes_once_per_step(store, tmp_path,
@@ -364,7 +383,7 @@ def test_a_run_started_outside_the_studio_stays_running_has_one_trainer_and_resu
         assert second.returncode == 2 and f"run {run_id} is being trained by process {first.pid}" in second.stdout
         with pytest.raises(InvalidInput, match="still running: cancel it first"):
             resume_job(store, run_id)
-        newest = checkpoint_step(checkpoints(run_id)[-1])
+        newest = checkpoint_step(checkpoints(run_id, store.path)[-1])
         assert max(wrote_steps(out)) > newest  # steps past the newest checkpoint: a resume trains them again
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
@@ -376,7 +395,7 @@ def test_a_run_started_outside_the_studio_stays_running_has_one_trainer_and_resu
         assert get_run(store, run_id).error == ""  # the kill's message went with it
         rows = [(m.step, m.name) for m in run_metrics(store, run_id)]
         assert len(rows) == len(set(rows)) and {step for step, _ in rows} == set(range(1, 9))
-        episode_steps = [json.loads(line)["step"] for line in (run_folder(run_id) / "episodes.jsonl").open()]
+        episode_steps = [json.loads(line)["step"] for line in (run_folder(run_id, store.path) / "episodes.jsonl").open()]
         assert episode_steps == list(range(1, 9))
     finally:
         first.kill()
@@ -390,7 +409,7 @@ def test_the_runs_commands_list_show_cancel_and_resume_as_the_train_tab_does(sto
 
     runner, db = CliRunner(), ["--db", str(store.path)]
     run = start_job(store, max_steps=60)
-    wait_until(lambda: checkpoints(run.id), what="a checkpoint")
+    wait_until(lambda: checkpoints(run.id, store.path), what="a checkpoint")
     listed = runner.invoke(app, ["runs", "list", *db])
     assert listed.exit_code == 0 and [(r["id"], r["status"]) for r in json.loads(listed.stdout)] == [(1, "running")]
     shown = json.loads(runner.invoke(app, ["runs", "show", "1", *db]).stdout)
@@ -449,7 +468,7 @@ def test_a_real_run_started_from_the_cli_stays_running_has_one_trainer_and_resum
         def past_checkpoint() -> bool:
             steps = {m.step for m in run_metrics(store, 1, "reward")}
             assert first.poll() is None, log.read_text()[-3000:]
-            return bool(checkpoints(1)) and max(steps, default=0) > 3
+            return bool(checkpoints(1, store.path)) and max(steps, default=0) > 3
         wait_until(past_checkpoint, 180, "a step past checkpoint-3")
         os.kill(first.pid, signal.SIGSTOP)  # frozen mid-run: alive and holding its run
         assert refresh_jobs(store) == [] and get_run(store, 1).status == "running"
@@ -459,7 +478,7 @@ def test_a_real_run_started_from_the_cli_stays_running_has_one_trainer_and_resum
         with pytest.raises(InvalidInput, match="still running: cancel it first"):
             resume_job(store, 1)
 
-        assert [p.name for p in checkpoints(1)] == ["checkpoint-3"]
+        assert [p.name for p in checkpoints(1, store.path)] == ["checkpoint-3"]
         logged_before = {m.step for m in run_metrics(store, 1, "reward")}
         assert max(logged_before) > 3  # the steps a resume from checkpoint-3 trains again
         os.kill(first.pid, signal.SIGKILL)
@@ -478,7 +497,7 @@ def test_a_real_run_started_from_the_cli_stays_running_has_one_trainer_and_resum
         rows = [(m.step, m.name) for m in run_metrics(store, 1)]
         assert len(rows) == len(set(rows)), "a step has two rows of one metric"
         assert {step for step, name in rows if name == "reward"} == set(range(1, 10))
-        episode_steps = [json.loads(line)["step"] for line in (run_folder(1) / "episodes.jsonl").open()]
+        episode_steps = [json.loads(line)["step"] for line in (run_folder(1, store.path) / "episodes.jsonl").open()]
         assert episode_steps == sorted(episode_steps) and set(episode_steps) == set(range(1, 10))
         assert all(episode_steps.count(step) == 4 for step in range(1, 10))  # four shown per step, once
         resumed_log = Path(final.log_path).read_text()

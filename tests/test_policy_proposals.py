@@ -85,7 +85,7 @@ def test_the_shipped_policy_then_finished_runs_are_offered(store, rollout):
     curriculum = demo_curriculum(store)
     trained = create_run(store, curriculum.id, {"curriculum": "demo", "env": "world-model", "max_steps": 2})
     create_run(store, curriculum.id, {"curriculum": "demo", "env": "simulator", "max_steps": 2})  # no policy yet
-    folder = run_folder(trained.id) / POLICY_DIR
+    folder = run_folder(trained.id, store.path) / POLICY_DIR
     shutil.copytree(SHIPPED_POLICY, folder)  # what a finished run leaves
     choices = policy_choices(store)
     assert choices == [("agent-small · shipped SFT policy", str(SHIPPED_POLICY)),

@@ -39,7 +39,7 @@ def studio(tmp_path_factory):
     yield Client(url, verbose=False), ctx
     app.close()
     for run in list_runs(ctx.store):  # never leave a training process behind
-        if run.pid and job_alive(run.pid, run.id):
+        if run.pid and job_alive(run.id, ctx.store.path):
             os.kill(run.pid, 9)
     patch.undo()
 

@@ -52,7 +52,7 @@ def studio(tmp_path, monkeypatch):
     yield url, store
     app.close()
     for run in list_runs(store):  # never leave a training process behind
-        if run.pid and job_alive(run.id):
+        if run.pid and job_alive(run.id, store.path):
             os.kill(run.pid, 9)
 
 
@@ -104,7 +104,7 @@ def test_start_watch_and_cancel_a_training_run(studio):
 
     run = get_run(store, 1)
     assert run.status == "cancelled" and run.config["env"] == "simulator"
-    assert not job_alive(run.id)
+    assert not job_alive(run.id, store.path)
     assert refresh_jobs(store) == [] and get_run(store, 1).status == "cancelled"
     logged = {m.step for m in run_metrics(store, 1, "reward")}
     assert grown <= len(logged) < MAX_STEPS

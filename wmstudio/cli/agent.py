@@ -92,7 +92,7 @@ def runs_resume(
 
     store = open_store(db)
     run = resume_job(store, run_id)
-    emit({**run_json(store, run), "from_checkpoint": run_checkpoints(run)[-1].name, "log": run.log_path})
+    emit({**run_json(store, run), "from_checkpoint": run_checkpoints(run, store.path)[-1].name, "log": run.log_path})
 
 
 @commands.command("evaluate")

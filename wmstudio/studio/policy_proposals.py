@@ -44,7 +44,7 @@ def policy_choices(store: Store) -> list[tuple[str, str]]:
     whose final policy exists, newest first (`run #3 · world-model · GRPO`)."""
     choices = [(f"{SHIPPED_POLICY.name} · shipped SFT policy", str(SHIPPED_POLICY))]
     for run in list_runs(store):
-        folder = run_folder(run.id) / POLICY_DIR
+        folder = run_folder(run.id, store.path) / POLICY_DIR
         if (folder / POLICY_MARKER).is_file():
             choices.append((f"run #{run.id} · {run.config.get('env', '?')} · GRPO", str(folder)))
     return choices

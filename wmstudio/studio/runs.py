@@ -43,8 +43,9 @@ def run_json(store: Store, run: TrainingRun, detail: bool = False) -> dict[str, 
         last: dict[str, dict[str, float]] = {}
         for metric in run_metrics(store, run.id):
             last[metric.name] = {"step": metric.step, "value": metric.value}
-        data.update({"config": run.config, "folder": str(run_files_folder(run)), "last_values": last,
-                     "checkpoints": [p.name for p in run_checkpoints(run)], "log_tail": log_tail(run.id, 20)})
+        data.update({"config": run.config, "folder": str(run_files_folder(run, store.path)), "last_values": last,
+                     "checkpoints": [p.name for p in run_checkpoints(run, store.path)],
+                     "log_tail": log_tail(run.id, store.path, 20)})
     return data
 
 

@@ -139,7 +139,7 @@ class JobReporter:
             pass
         if resumed_from is not None:
             self._write(lambda: drop_metrics_after(self.store, self.run_id, resumed_from))
-            drop_episodes_after(self.run_id, resumed_from)
+            drop_episodes_after(self.run_id, self.store.path, resumed_from)
         self._write(lambda: update_run(self.store, self.run_id, status="running", pid=os.getpid(), error=""))
 
     def metrics(self, step: int, values: Mapping[str, Any]) -> None:
@@ -158,7 +158,7 @@ class JobReporter:
     def episodes(self, step: int, episodes: Sequence[Mapping[str, Any]]) -> None:
         """Append each episode (`scenario`, `task`, `transcript`, `reward`, `success`, ...) with its step to the
         run's episodes.jsonl."""
-        append_episodes(self.run_id, step, episodes)
+        append_episodes(self.run_id, self.store.path, step, episodes)
 
     def finish(self) -> None:
         """Mark the run finished (a run already recorded as cancelled stays cancelled)."""
@@ -222,7 +222,7 @@ def begin_job(store: Store, run_id: int | None, resume: bool, curriculum_id: int
     InvalidInput (nothing recorded) when another process trains the run or it is not one to train now."""
     if run_id is None:
         run_id = create_run(store, curriculum_id, config).id
-        move_aside_leftovers(run_id)
+        move_aside_leftovers(run_id, store.path)
     get_run(store, run_id)  # one that exists, before its folder is made
     reporter = JobReporter(store, run_id)
     reporter.claim()
@@ -264,7 +264,7 @@ def train_recorded(settings: GrpoSettings, log: Callable[[str], None],
     config.update({key: _as_recorded(value) for key in RECORDED_SETTINGS
                    if (value := getattr(settings, key)) is not None})  # `wmstudio runs resume` passes them on
     reporter = begin_job(store, settings.run_id, settings.resume, row.id, config)
-    folder = settings.out or run_folder(reporter.run_id)
+    folder = settings.out or run_folder(reporter.run_id, store.path)
     folder.mkdir(parents=True, exist_ok=True)
     newest = latest_checkpoint(folder) if settings.resume else None
 
@@ -348,7 +348,7 @@ def start_job(store: Store, *, curriculum: str = DEMO_CURRICULUM, env: str = "si
     row = curriculum_row(store, config["curriculum"])
     config["curriculum_version"] = row.version
     run = create_run(store, row.id, config)
-    move_aside_leftovers(run.id)
+    move_aside_leftovers(run.id, store.path)
     return _launch(store, run, db_path or store.path, resume=False)
 
 
@@ -361,10 +361,10 @@ def resume_job(store: Store, run_id: int) -> TrainingRun:
     if run.status == "finished":
         raise InvalidInput(Problem("run_id", f"run {run_id} already finished: start a new run to train further"))
     if trainer_alive(run_id, store.path):  # marked ended, yet a process still trains it: never a second one
-        raise InvalidInput(Problem("run_id", busy_message(run_id)))
-    if not run_checkpoints(run):
+        raise InvalidInput(Problem("run_id", busy_message(run_id, store.path)))
+    if not run_checkpoints(run, store.path):
         raise InvalidInput(Problem("run_id", f"run {run_id} has no checkpoint to resume from (none in "
-                                             f"{run_files_folder(run) / CHECKPOINTS_DIR}): start a new run instead"))
+                                             f"{run_files_folder(run, store.path) / CHECKPOINTS_DIR}): start a new run instead"))
     job_settings(**{k: run.config.get(k) for k in ("curriculum", "env", "max_steps", "seed", "policy", "save_every")})
     _refuse_when_busy(store)
     run = update_run(store, run_id, status="queued", error="")
@@ -383,10 +383,10 @@ def cancel_job(store: Store, run_id: int, grace_s: float = CANCEL_GRACE_S) -> Tr
         _cancelling.add(key)
     try:
         if job_alive(run_id, store.path):
-            pid = trainer_pid(run_id)
+            pid = trainer_pid(run_id, store.path)
             if pid is None:
                 raise InvalidInput(Problem("run_id", f"run {run_id} is training but its process is not recorded "
-                                                     f"in {run_folder(run_id)}: stop that process yourself"))
+                                                     f"in {run_folder(run_id, store.path)}: stop that process yourself"))
             _stop(pid, run_id, store.path, grace_s)
         now = get_run(store, run_id)
         if now.status in LIVE_STATUSES or (now.status == "failed" and now.error == ENDED_UNREPORTED):
@@ -410,7 +410,7 @@ def refresh_jobs(store: Store) -> list[TrainingRun]:
                 continue
         if job_alive(run.id, store.path):
             continue
-        if run.pid is None and not (run_folder(run.id) / RECORD_FILE).is_file():
+        if run.pid is None and not (run_folder(run.id, store.path) / RECORD_FILE).is_file():
             if _age(run.created_at) > START_GRACE_S:
                 changed.append(update_run(store, run.id, status="failed", error=NEVER_STARTED))
         elif get_run(store, run.id).status in LIVE_STATUSES:
@@ -418,15 +418,15 @@ def refresh_jobs(store: Store) -> list[TrainingRun]:
     return changed
 
 
-def job_alive(run_id: int, database: str | Path | None = None) -> bool:
-    """Whether run `run_id` (of `database`, when given) has a live training process: the process that claimed
+def job_alive(run_id: int, database: str | Path) -> bool:
+    """Whether run `run_id` of `database` has a live training process: the process that claimed
     it holds its lock, or the one the studio launched for it is still starting (the same pid and start time, so
     a pid the system gave to another process since does not count)."""
     return trainer_alive(run_id, database)
 
 
 def _launch(store: Store, run: TrainingRun, db_path: str | Path, resume: bool) -> TrainingRun:
-    log_path = run_folder(run.id) / LOG_FILE
+    log_path = run_folder(run.id, store.path) / LOG_FILE
     command = training_command(run.id, run.config, db_path, resume)
     env = {**os.environ, "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}

@@ -18,14 +18,14 @@ from typing import IO
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import whole_in
-from wmstudio.train.run_files import run_folder
+from wmstudio.train.run_files import RECORD_FILE, resolved_database, run_folder
 
 try:
     import fcntl
 except ImportError:  # Windows: no flock; the record alone says who trains
     fcntl = None
 
-LOCK_FILE, RECORD_FILE = "trainer.lock", "trainer.json"
+LOCK_FILE = "trainer.lock"
 CLAIM_WAIT_S = 3.0  # a reader holds the lock for microseconds; a trainer retries this long before it gives up
 _PROC = Path("/proc")
 
@@ -86,19 +86,19 @@ def process_running(pid: int, started: str | None = None) -> bool:
 
 def write_record(run_id: int, pid: int, database: str | Path) -> TrainerRecord:
     """Write who trains run `run_id` (atomically: a reader sees the old record or the new one)."""
-    record = TrainerRecord(pid, process_start(pid), _database(database),
+    record = TrainerRecord(pid, process_start(pid), resolved_database(database),
                            datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
-    target = run_folder(run_id) / RECORD_FILE
+    target = run_folder(run_id, database) / RECORD_FILE
     partial = target.with_name(f".{RECORD_FILE}.{os.getpid()}.tmp")
     partial.write_text(json.dumps(record.to_json()) + "\n", encoding="utf-8")
     partial.replace(target)
     return record
 
 
-def read_record(run_id: int) -> TrainerRecord | None:
+def read_record(run_id: int, database: str | Path) -> TrainerRecord | None:
     """The run's trainer record, or None when there is none (or it is not one we wrote)."""
     try:
-        data = json.loads((run_folder(run_id) / RECORD_FILE).read_text(encoding="utf-8"))
+        data = json.loads((run_folder(run_id, database) / RECORD_FILE).read_text(encoding="utf-8"))
         record = TrainerRecord(**data)
     except (OSError, ValueError, TypeError):
         return None
@@ -107,12 +107,12 @@ def read_record(run_id: int) -> TrainerRecord | None:
     return record
 
 
-def lock_held(run_id: int) -> bool:
+def lock_held(run_id: int, database: str | Path) -> bool:
     """Whether a live process holds run `run_id`'s lock (it is training the run now)."""
     if fcntl is None:
         return False
     try:
-        handle = (run_folder(run_id) / LOCK_FILE).open("rb")
+        handle = (run_folder(run_id, database) / LOCK_FILE).open("rb")
     except OSError:
         return False  # no lock file: no trainer ever took it
     with handle:
@@ -124,20 +124,20 @@ def lock_held(run_id: int) -> bool:
         return False
 
 
-def trainer_alive(run_id: int, database: str | Path | None = None) -> bool:
-    """Whether run `run_id` of `database` (any, when None) has a live trainer: one holds its lock, or the process
-    its record names (the launcher's, before the trainer locks) is still the one that started then."""
-    record = read_record(run_id)
-    if database is not None and record is not None and record.database != _database(database):
-        return False  # the folder is another database's run of the same id
-    if lock_held(run_id):
+def trainer_alive(run_id: int, database: str | Path) -> bool:
+    """Whether run `run_id` of `database` has a live trainer: one holds its lock, or the process its record names
+    (the launcher's, before the trainer locks) is still the one that started then."""
+    record = read_record(run_id, database)
+    if record is not None and record.database != resolved_database(database):
+        return False  # a folder another database's run of the same id left (a database made again)
+    if lock_held(run_id, database):
         return True
     return record is not None and process_running(record.pid, record.started)
 
 
-def trainer_pid(run_id: int) -> int | None:
+def trainer_pid(run_id: int, database: str | Path) -> int | None:
     """The pid of run `run_id`'s live trainer (from its record), or None when none lives."""
-    record = read_record(run_id)
+    record = read_record(run_id, database)
     if record is None or not process_running(record.pid, record.started):
         return None
     return record.pid
@@ -149,7 +149,7 @@ def claim_run(run_id: int, database: str | Path, wait_s: float = CLAIM_WAIT_S) -
     if fcntl is None:
         write_record(run_id, os.getpid(), database)
         return Claim(run_id, None)
-    handle = (run_folder(run_id) / LOCK_FILE).open("ab")
+    handle = (run_folder(run_id, database) / LOCK_FILE).open("ab")
     deadline = time.monotonic() + wait_s
     while True:
         try:
@@ -158,19 +158,15 @@ def claim_run(run_id: int, database: str | Path, wait_s: float = CLAIM_WAIT_S) -
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 handle.close()
-                raise InvalidInput(Problem("run_id", busy_message(run_id))) from None
+                raise InvalidInput(Problem("run_id", busy_message(run_id, database))) from None
             time.sleep(0.05)
     write_record(run_id, os.getpid(), database)
     return Claim(run_id, handle)
 
 
-def busy_message(run_id: int) -> str:
+def busy_message(run_id: int, database: str | Path) -> str:
     """Why run `run_id` cannot get another trainer, naming the one it has."""
-    record = read_record(run_id)
+    record = read_record(run_id, database)
     who = f"process {record.pid} (since {record.written_at})" if record else "another process"
     return (f"run {run_id} is being trained by {who}: one run has one trainer. Wait for it to end, or stop it with "
             f"`wmstudio runs cancel {run_id}` and then `wmstudio runs resume {run_id}`")
-
-
-def _database(path: str | Path) -> str:
-    return str(Path(path).expanduser().resolve())

@@ -131,9 +131,9 @@ def run_view(store: Store, run_id: int | None) -> RunView:
         return RunView("Start a run, or pick one in the list.", figure, "", "", "none")
     run = get_run(store, run_id)
     figure, points = curves_figure(store, run_id)
-    episodes = latest_episodes(run_id, EPISODES_SHOWN)
-    log = log_tail(run_id)
-    saved = run_checkpoints(run)
+    episodes = latest_episodes(run_id, store.path, EPISODES_SHOWN)
+    log = log_tail(run_id, store.path)
+    saved = run_checkpoints(run, store.path)
     parts = [f"**Run #{run.id}** · {run.status}",
              f"env `{run.config.get('env', '?')}`", f"curriculum `{run.config.get('curriculum', '?')}`",
              f"max steps {run.config.get('max_steps', '?')}", f"pid {run.pid or '—'}",
@@ -205,7 +205,7 @@ def cancel_run(store: Store, run_id: Any) -> str:
 def resume_run(store: Store, run_id: Any) -> str:
     """Resume the selected run from its newest checkpoint; a message saying so."""
     run = resume_job(store, read_run_id(run_id))
-    newest = run_checkpoints(run)[-1].name
+    newest = run_checkpoints(run, store.path)[-1].name
     return f"Resuming run #{run.id} from `{newest}` (pid {run.pid})."
 
 
