@@ -131,3 +131,26 @@ def test_asking_the_model_for_a_schema_gives_a_trained_tools_own_and_otherwise_s
     fields[0] = name
     _, refused = client.predict("launch_rocket", *fields, api_name="/sketch_schema")
     assert "no tool 'launch_rocket'" in refused and "refund_order" in refused
+
+
+def test_a_long_world_name_downloads_under_a_capped_name_from_a_private_folder(tmp_path):
+    """A 300-character name once broke the download (file name too long); the file's path was predictable, so a
+    file another user planted there was served as the world."""
+    import hashlib
+    import os
+    import stat
+    import tempfile
+
+    from wmstudio.ui.world_tab import MAX_FILE_STEM, downloads_folder
+
+    retail = load_world(DEMO_WORLDS_DIR / "retail.json")
+    planted = Path(tempfile.gettempdir()) / f"wmstudio-world-{hashlib.sha256(retail.dumps().encode()).hexdigest()[:16]}"
+    planted.mkdir(exist_ok=True)
+    (planted / "retail.json").write_text('{"name": "retail", "task": "planted by someone else"}')
+    path = Path(world_file_for_download(*world_to_fields(retail)))
+    assert load_world(path) == retail and planted not in path.parents
+    assert downloads_folder() in path.parents and stat.S_IMODE(os.stat(downloads_folder()).st_mode) == 0o700
+
+    long = dataclasses.replace(retail, name="r" * 300)
+    path = Path(world_file_for_download(*world_to_fields(long)))
+    assert len(path.stem) <= MAX_FILE_STEM and load_world(path) == long

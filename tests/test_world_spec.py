@@ -245,3 +245,22 @@ def test_cli_validate_reports_ok_or_every_problem(tmp_path):
     assert result.exit_code == 2
     assert "rules[0].check: CEL syntax error at line 1, column" in result.stderr
     assert "directives: must be a list of strings" in result.stderr and "Traceback" not in result.output
+
+
+def test_world_names_are_normalised_and_hidden_characters_refused(tmp_path):
+    """Look-alike names (full-width, zero-width, direction marks) once saved as separate worlds: a full-width name is
+    the same world, one with characters nobody can see is refused naming `name`."""
+    from wmstudio.store import list_worlds, open_store, save_world_version
+
+    assert parse_world({"name": "\uff52\uff45\uff54\uff41\uff49\uff4c"}).name == "retail"  # ｒｅｔａｉｌ
+    assert parse_world({"name": "  Caf\u0065\u0301 "}).name == "Caf\u00e9"  # composed
+    for hidden in ("retail\u200b", "\u202eliater", "ret\u200dail", "retail\u2066", "re\x07tail", "\ufeffretail"):
+        with pytest.raises(InvalidInput) as refused:
+            parse_world({"name": hidden})
+        assert refused.value.problems[0].path == "name" and "cannot see" in refused.value.problems[0].message
+    store = open_store(tmp_path / "studio.db")
+    save_world_version(store, parse_world({"name": "retail"}))
+    save_world_version(store, WorldSpec(name="\uff52\uff45\uff54\uff41\uff49\uff4c"))  # built without parse_world
+    assert [summary.name for summary in list_worlds(store)] == ["retail"]
+    with pytest.raises(InvalidInput, match="cannot see"):
+        save_world_version(store, WorldSpec(name="retail\u200b"))

@@ -4,7 +4,7 @@ Versions are never overwritten; saving a world whose text equals its latest vers
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sqlalchemy as sa
 from sqlmodel import Session, select
@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.tables import World
-from wmstudio.world.spec import WorldSpec
+from wmstudio.world.spec import WorldSpec, normal_world_name, world_name_problem
 
 
 @dataclass
@@ -34,7 +34,12 @@ def save_world_version(store: Store, world: WorldSpec) -> World:
 
 
 def world_version_in(session: Session, world: WorldSpec) -> World:
-    """`save_world_version` inside a write session the caller holds (a bulk import saves its worlds with its rows)."""
+    """`save_world_version` inside a write session the caller holds (a bulk import saves its worlds with its rows).
+    The name is saved normalised (NFKC), so look-alike names are one world; one with hidden characters is refused."""
+    if (why := world_name_problem(world.name)) is not None:
+        raise InvalidInput(Problem("name", why))
+    if world.name != normal_world_name(world.name):
+        world = replace(world, name=normal_world_name(world.name))
     text = world.dumps()
     latest = session.exec(
         select(World).where(World.name == world.name).order_by(World.version.desc()).limit(1)

@@ -5,6 +5,7 @@ without a browser); problems come back as a list with JSON paths, never a traceb
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -36,6 +37,7 @@ FIELDS = ("name", "description", "simulator", "task", "initial_state", "tools", 
 NO_SIMULATOR = "(none)"
 
 KEPT = "nothing was saved, your edits are kept"
+MAX_FILE_STEM = 80  # characters of a download's file name taken from the world's name (a name may be longer)
 
 
 def world_to_fields(world: WorldSpec) -> tuple[str, ...]:
@@ -177,19 +179,27 @@ def save_version(ctx: StudioContext, *fields) -> tuple[str, Any, Any]:
 
 
 def world_file_for_download(*fields) -> str | None:
-    """The fields as a canonical world file (in a temp folder named by its content), or None while they do not
-    make a valid world. Kept current as the fields change, so the download button always holds what is shown."""
+    """The fields as a canonical world file, or None while they do not make a valid world. Kept current as the
+    fields change, so the download button always holds what is shown. The file lies in this studio's own private
+    temporary folder (a folder named by its content, the name a capped slug of the world's): another user of the
+    machine can neither predict its path nor plant a file there."""
     try:
         world = fields_to_world(*fields)
     except InvalidInput:
         return None
     text = world.dumps()
-    folder = Path(tempfile.gettempdir()) / f"wmstudio-world-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", world.name).strip("-.") or "world"
+    folder = downloads_folder() / hashlib.sha256(text.encode()).hexdigest()[:16]
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", world.name).strip("-.")[:MAX_FILE_STEM].strip("-.") or "world"
     path = folder / f"{stem}.json"
     if path.is_file():  # named by its content: written before (one field change fires this once per field)
         return str(path)
     return str(save_world(world, path))
+
+
+@functools.cache
+def downloads_folder() -> Path:
+    """This process's private folder for files the studio offers for download (mode 0700, made once)."""
+    return Path(tempfile.mkdtemp(prefix="wmstudio-downloads-"))
 
 
 def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[str, str]:

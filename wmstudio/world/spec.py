@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from wmstudio.world.rules import Rule, cel_syntax_problem
 from wmstudio.world.tools import Tool, parse_tools
 
 MAX_WORLD_BYTES = 5_000_000
+HIDDEN_CATEGORIES = ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp")  # controls, format marks (zero-width, bidi), unassigned
 WORLD_FIELDS = ("name", "description", "simulator", "initial_state", "task", "tools", "rules", "directives")
 
 
@@ -120,6 +122,10 @@ def parse_world(data: Any, source: str | None = None) -> WorldSpec:
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         problems.append(Problem("name", "missing or empty: give the world a name"))
+    elif (why := world_name_problem(name)) is not None:
+        problems.append(Problem("name", why))
+    else:
+        name = normal_world_name(name)
     for key in ("task", "description"):
         if key in data and not isinstance(data[key], str):
             problems.append(Problem(key, f"must be text, got {describe_value(data[key])}"))
@@ -145,7 +151,7 @@ def parse_world(data: Any, source: str | None = None) -> WorldSpec:
     if problems:
         raise InvalidInput(problems, source)
     return WorldSpec(
-        name=name.strip(),
+        name=name,
         task=data.get("task", ""),
         initial_state=data.get("initial_state", {}),
         tools=tools,
@@ -154,6 +160,23 @@ def parse_world(data: Any, source: str | None = None) -> WorldSpec:
         description=data.get("description", ""),
         simulator=data.get("simulator"),
     )
+
+
+def normal_world_name(name: str) -> str:
+    """A world's name as it is saved: Unicode NFKC (full-width `ｒｅｔａｉｌ` is `retail`), spaces trimmed."""
+    return unicodedata.normalize("NFKC", name).strip()
+
+
+def world_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a world, or None: characters one cannot see (zero-width, direction marks, controls)
+    would make two names that look the same."""
+    hidden = [char for char in unicodedata.normalize("NFKC", name)
+              if unicodedata.category(char) in HIDDEN_CATEGORIES]
+    if hidden:
+        shown = ", ".join(f"U+{ord(char):04X} ({unicodedata.name(char, 'unnamed')})" for char in dict.fromkeys(hidden))
+        return (f"holds characters one cannot see ({shown}): two worlds would look alike; type the name again "
+                "without them")
+    return None
 
 
 def _parse_rules(raw: Any, problems: list[Problem]) -> list[Rule]:
