@@ -5,7 +5,8 @@ It starts `wmstudio serve-wm` as a real process (fresh database, demo worlds see
 step (retail `get_order`), times that request alone, then for each costly body sends it and, 0.2 s later, the
 normal request, and prints each one's status and seconds. The bodies: 20 distinct CEL rules of 4,000 characters
 each that would each run their 2-second budget, three short rules that each would run 2 s (under the request's
-shared 2-second budget for checks), a 7.1 MB initial state, a 7.1 MB `state`, a tool schema of `$ref`/`anyOf`
+shared 2-second budget for checks), twenty legal rules of 1,430 characters that take seconds to parse and to check
+(their compiling counts against that budget too), a 7.1 MB initial state, a 7.1 MB `state`, a tool schema of `$ref`/`anyOf`
 4 branches x 10 levels, and a body nested 10,000 deep. Targets: each costly body answered (a 4xx naming the
 limit) within 5 s, the normal request within 3 s.
 
@@ -47,6 +48,11 @@ def costly_bodies() -> dict[str, bytes]:
             made.append({"text": f"rule {k}", "check": check + " || true" * max(0, (size - len(check)) // 8)})
         return made
 
+    def slow_to_parse(count: int) -> list[dict]:  # 28,600 characters in all: within the limits, seconds to parse
+        group = "(" * 60 + "response.status == 'ok' || {k} > 0" + ")" * 60
+        loops = f"{nested}.all(a, {nested}.all(b, a + b >= 0))"  # and a tenth of a second or so to check
+        return [{"text": f"rule {k}", "check": " && ".join([loops, *[group.format(k=k)] * 6])} for k in range(count)]
+
     orders = [{**retail["initial_state"]["orders"][0], "id": f"ORD-{i:06d}"} for i in range(24_000)]
     state = {**retail["initial_state"], "orders": orders}
     defs = {f"n{level}": {"anyOf": [{"anyOf": [{"$ref": f"#/$defs/n{level + 1}"}], "title": f"b{branch}"}
@@ -57,6 +63,7 @@ def costly_bodies() -> dict[str, bytes]:
     bodies = {
         "20 rules x 4,000 chars": {**NORMAL, "world": {**retail, "rules": rules(20, 4_000)}},
         "3 rules x 2 s each": {**NORMAL, "world": {**retail, "rules": rules(3, 0)}},
+        "20 legal rules, slow to parse": {**NORMAL, "world": {**retail, "rules": slow_to_parse(20)}},
         "7.1 MB initial_state": {**NORMAL, "world": {**retail, "initial_state": state}},
         "7.1 MB state": {**NORMAL, "state": state},
         "$ref/anyOf 4x10 schema": {"world": {"name": "bomb", "tools": [bomb]},

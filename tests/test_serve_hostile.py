@@ -252,6 +252,25 @@ def test_each_requests_work_is_bounded_and_the_4xx_names_the_limit(api):
     assert f"{MAX_SCHEMA_NODES:,} schema nodes" in reply.json()["detail"][0]["msg"]
 
 
+def test_compiling_a_requests_rules_counts_against_its_check_budget(api, monkeypatch):
+    """Twenty legal rules whose CEL takes seconds to parse once held a request 7.6 s (a normal one waited 7 s): the
+    parse was outside the budget. With the budget cut to 0.2 s they are refused naming the rules; a world's rules
+    compiled once (a trainer sends the same world every step) cost nothing the next time."""
+    from wmstudio.studio import request_budget
+
+    rules = [{"text": f"rule {k}", "check": " && ".join(["(" * 60 + f"response.status == 'ok' || {k} > 0" + ")" * 60]
+                                                            * 9)} for k in range(20)]
+    body = {**STEP, "world": {**RETAIL.to_json(), "rules": rules}, "sampler": {"steps": 2}}
+    monkeypatch.setattr(request_budget, "CHECK_SECONDS", 0.2)
+    refused = api.post("/v1/world/step", json=body)
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["body", "world", "rules"]
+    assert "0.2-second CPU budget" in refused.json()["detail"][0]["msg"]
+    monkeypatch.setattr(request_budget, "CHECK_SECONDS", 60.0)
+    assert api.post("/v1/world/step", json=body).status_code == 200  # compiled now, and kept
+    monkeypatch.setattr(request_budget, "CHECK_SECONDS", 0.2)
+    assert api.post("/v1/world/step", json=body).status_code == 200
+
+
 def test_a_loopback_server_refuses_foreign_hosts_and_form_posts_and_health_shows_no_path(api, served):
     for path in ("/v1/models", "/openenv/health"):
         assert api.get(path, headers={"Host": "evil.example"}).status_code == 403

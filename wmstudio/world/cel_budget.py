@@ -2,8 +2,8 @@
 
 cel-python interprets the parsed check node by node (macros such as `.all()` in evaluators of their own); this
 evaluator counts the nodes that all of them visit and, every few hundred, reads the thread's CPU clock. A served
-request may also bound all its checks together (`shared_budget`): twenty rules of two seconds each are not one
-request's to spend. The clock leaves out the time the thread spends in Python's garbage collector: a full collection
+request may also bound all its checks together (`shared_budget`), compiling them included: twenty rules of two
+seconds each are not one request's to spend, nor are twenty rules that take seconds to parse. The clock leaves out the time the thread spends in Python's garbage collector: a full collection
 in a large process (a test run, a studio holding several models) can take seconds and is not the check's doing."""
 
 from __future__ import annotations
@@ -80,6 +80,17 @@ def shared_budget(seconds: float) -> Iterator[None]:
         yield
     finally:
         _SHARED.reset(token)
+
+
+def charge_shared(seconds: float) -> None:
+    """Count `seconds` of CPU spent on checks outside an evaluation (compiling one) against the shared budget in
+    force, if any; SharedOverBudget when that passes it."""
+    shared = _SHARED.get()
+    if shared is None:
+        return
+    shared.spent += seconds
+    if shared.spent > shared.seconds:
+        raise SharedOverBudget(shared.seconds)
 
 
 class _Budget:

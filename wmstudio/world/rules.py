@@ -20,7 +20,7 @@ from celpy import celtypes
 from celpy.evaluation import base_functions
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.cel_budget import OverBudget, evaluate_within
+from wmstudio.world.cel_budget import OverBudget, charge_shared, check_clock, evaluate_within
 from wmstudio.world.input_limits import CHECK_SECONDS_ENV, MAX_CHECK_CHARS, check_seconds
 
 CEL_VARIABLES = ("state", "call", "response", "history", "directives")
@@ -147,7 +147,11 @@ def _compiled(expression: str) -> Any:
         if program is not None:
             _CACHE.move_to_end(expression)
             return program
-    program = _ENV.program(_ENV.compile(expression), functions=JSON_NUMBERS)
+    started = check_clock()
+    try:
+        program = _ENV.program(_ENV.compile(expression), functions=JSON_NUMBERS)
+    finally:
+        charge_shared(check_clock() - started)  # a request's compiling is part of its checks' CPU budget
     with _CACHE_LOCK:
         _CACHE[expression] = program
         held = sum(map(len, _CACHE))
