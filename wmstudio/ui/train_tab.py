@@ -260,7 +260,7 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     store = ctx.store
     tab = Context.block
     gr.Markdown("Train the agent with GRPO on a curriculum. The run goes on in the background (`wmstudio "
-                "train-grpo`); its checkpoints, episodes and log live in the studio's `runs/<id>` folder.")
+                "train-grpo`); its checkpoints, episodes and log live in the studio's `runs/<database>/<id>` folder.")
     with gr.Row(equal_height=True):
         curriculum = gr.Dropdown(trainable_curricula(store), value=DEMO_CURRICULUM, label="Curriculum",
                                  min_width=120, info="demo, or any curriculum saved in Rollouts (a run plays its "
