@@ -3,7 +3,7 @@ answers as history (grounding none, default SamplerSettings), the simulator step
 
 1. Error cascade: N 5-step rollouts per world kind (the 5 demo worlds in turn; synthetic worlds `synthetic:<seed>:<i>`,
    one per rollout, of a generator seed training never used). The calls come from the simulator's scripted agent on
-   the true state; step 2 carries the `error-cascade` preset (world/presets.py: its directives, among them
+   the true state; step 2 carries the `error-cascade` preset (world/steering/presets.py: its directives, among them
    `inject_error: SERVICE_UNAVAILABLE`, and its anchors status=error, error=SERVICE_UNAVAILABLE); the simulator gets
    the same `inject_error` directive there. Reported: of steps 3-5 the simulator answers ok, the share the model
    answers error (target <= 10%).
@@ -28,12 +28,13 @@ from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.model.backends import load_backend
 from wmstudio.model.generation import generate
 from wmstudio.model.sampler import SamplerSettings
-from wmstudio.world.checks import parse_response
+from wmstudio.world.checks.report import parse_response
+from wmstudio.world.corpus.stress import PAGE_NUMBER, is_session_key, paging_keys, signed_in_episode
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.presets import CASCADE_ERROR, apply_preset
-from wmstudio.world.sims import SIMULATORS, Simulator
+from wmstudio.world.sims import Simulator
+from wmstudio.world.simulators import SIMULATORS
 from wmstudio.world.spec import Call
-from wmstudio.world.stress import PAGE_NUMBER, is_session_key, paging_keys, signed_in_episode
+from wmstudio.world.steering.presets import CASCADE_ERROR, apply_preset
 from wmstudio.world.synth.registry import synthetic_ref
 
 STEPS, ERROR_STEP = 5, 2

@@ -18,7 +18,7 @@ from transformers import AutoTokenizer
 
 from wmstudio.locations import DEFAULT_MODEL
 from wmstudio.train.examples import build_examples, read_corpus_split
-from wmstudio.world.corpus import write_corpus
+from wmstudio.world.corpus.rows import write_corpus
 
 
 def main() -> None:

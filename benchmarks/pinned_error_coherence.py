@@ -5,9 +5,9 @@ On the 5 demo worlds, N ok calls (default 50, balanced over the worlds, seeded) 
 corpus` are answered with `status` pinned to "error" by the shipped MDLM, raw and steered (repair), and by its
 autoregressive baseline (the pin as a directive; it has no repair). Printed per model, as rates over the calls:
 - code contradicted: an error code whose cause a rule states and the state (with the history) contradicts
-  (REFUND_WINDOW_EXPIRED for an order delivered 4 days ago; world/error_codes.py);
-- stray mention: a message naming an id or number (of 100 or more) that nothing holds (world/message_mentions.py);
-- not JSON, status kept (the pin honoured), all checks pass, repeated words (world/text_quality.py), seconds/call.
+  (REFUND_WINDOW_EXPIRED for an order delivered 4 days ago; world/checks/error_codes.py);
+- stray mention: a message naming an id or number (of 100 or more) that nothing holds (world/checks/message_mentions.py);
+- not JSON, status kept (the pin honoured), all checks pass, repeated words (world/checks/text_quality.py), seconds/call.
 Target (issue 31): steered 0 and 0. Run: `python benchmarks/pinned_error_coherence.py [--calls 50] [--seed 0]
 [--rows 2000] [--model PATH] [--ar PATH] [--text-penalty 1.3] [--json]`."""
 
@@ -26,14 +26,14 @@ from wmstudio.model import text_penalty
 from wmstudio.model.backends import load_backend
 from wmstudio.model.generation import generate
 from wmstudio.model.sampler import SamplerSettings
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.checks import parse_response
-from wmstudio.world.corpus import iter_corpus
-from wmstudio.world.error_codes import contradicted
+from wmstudio.world.checks.error_codes import contradicted
+from wmstudio.world.checks.report import parse_response
+from wmstudio.world.checks.text_quality import response_repeats
+from wmstudio.world.corpus.rows import iter_corpus
 from wmstudio.world.history import HistoryStep, parse_history
-from wmstudio.world.sims import SIMULATORS, get_simulator
+from wmstudio.world.simulators import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call, WorldSpec
-from wmstudio.world.text_quality import response_repeats
+from wmstudio.world.steering.anchors import Anchor
 
 PIN = Anchor("status", "error")
 

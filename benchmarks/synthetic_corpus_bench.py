@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from wmstudio.world.corpus import write_corpus
+from wmstudio.world.corpus.rows import write_corpus
 from wmstudio.world.synth.generate import generate_blueprint
 from wmstudio.world.synth.simulator import SyntheticSimulator
 

@@ -22,7 +22,7 @@ from wmstudio.model.canvas import build_canvas
 from wmstudio.model.sampler import SamplerSettings, denoise
 from wmstudio.model.tokenizer import encode_prompt, train_tokenizer
 from wmstudio.problems import InvalidInput
-from wmstudio.world.anchors import parse_anchors
+from wmstudio.world.steering.anchors import parse_anchors
 
 SCHEMA = {
     "type": "object",

@@ -3,7 +3,14 @@ collection gives up records first when a budget needs it."""
 
 from __future__ import annotations
 
-from wmstudio.world.call_local import call_local, drop_last_record, needles_of, record_ids, touches, with_references
+from wmstudio.world.prompt.call_local import (
+    call_local,
+    drop_last_record,
+    needles_of,
+    record_ids,
+    touches,
+    with_references,
+)
 
 ORDERS = {"today": "2025-03-01", "customer": {"id": "CUS-1", "name": "Ada"},
           "orders": [{"id": f"ORD-{i}", "status": "delivered" if i % 2 else "pending", "total_cents": 1000 + i,

@@ -18,7 +18,7 @@ from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, Qu
 from wmstudio.model.sampler import SamplerSettings, denoise
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
-from wmstudio.world.anchors import parse_anchors
+from wmstudio.world.steering.anchors import parse_anchors
 
 REFUND = {
     "type": "object",

@@ -13,7 +13,7 @@ from wmstudio.store import filter_rollouts, open_store, rollout_steps
 from wmstudio.studio.chat_rows import looks_like_chat_rows
 from wmstudio.ui.rollouts_tab import import_upload
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.patronus_prompt import patronus_chat
+from wmstudio.world.prompt.patronus import patronus_chat
 from wmstudio.world.spec import Call, load_world
 
 RETAIL = DEMO_WORLDS_DIR / "retail.json"

@@ -9,10 +9,10 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.problems import InvalidInput
-from wmstudio.world.anchors import Anchor, anchor_problems, parse_anchor, parse_anchors
-from wmstudio.world.checks import CheckReport, check_step, json_equal
+from wmstudio.world.checks.report import CheckReport, check_step, json_equal
 from wmstudio.world.history import parse_history
 from wmstudio.world.spec import Call, parse_world
+from wmstudio.world.steering.anchors import Anchor, anchor_problems, parse_anchor, parse_anchors
 
 REFUND_RULE = "an error status means no refund was processed"
 REFUND_CHECK = 'response.status != "error" || response.refund_processed == false'

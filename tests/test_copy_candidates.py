@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from wmstudio.world.copy_candidates import MAX_DERIVED, copy_candidates
-from wmstudio.world.copy_sources import MAX_CANDIDATES
-from wmstudio.world.prompt import Shown, render
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.heads.copy_candidates import MAX_DERIVED, copy_candidates
+from wmstudio.world.heads.copy_sources import MAX_CANDIDATES
+from wmstudio.world.prompt.render import Shown, render
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 
@@ -87,7 +87,7 @@ def test_a_plan_marks_the_computed_total_as_the_true_choice_and_tells_the_head_h
     from wmstudio.model.canvas import build_canvas
     from wmstudio.model.copy_head import SHOWN_FEATURES, copy_plan
     from wmstudio.model.sources import resolve_model_path
-    from wmstudio.world.copy_candidates import DERIVED_OPS
+    from wmstudio.world.heads.copy_candidates import DERIVED_OPS
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(DEFAULT_MODEL))
     simulator = get_simulator("airline")

@@ -23,10 +23,10 @@ from wmstudio.model.copy_head import (
     value_tokens,
 )
 from wmstudio.model.generation import generate
-from wmstudio.world.copy_sources import copy_sources
+from wmstudio.world.heads.copy_sources import copy_sources
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt import render
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.prompt.render import render
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from wmstudio.problems import InvalidInput
-from wmstudio.world.checks import check_step
-from wmstudio.world.corpus import SPLITS, write_corpus
-from wmstudio.world.directives import parse_directive
+from wmstudio.world.checks.report import check_step
+from wmstudio.world.corpus.rows import SPLITS, write_corpus
 from wmstudio.world.history import compact_json, parse_history
-from wmstudio.world.rules import rule_codes
-from wmstudio.world.sims import SIMULATORS, get_simulator
+from wmstudio.world.rules.cel import rule_codes
+from wmstudio.world.simulators import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.directives import parse_directive
 
 ROWS, SEED = 2000, 5
 

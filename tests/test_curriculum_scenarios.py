@@ -46,7 +46,7 @@ from wmstudio.ui.scenarios_panel import (
     trainable_curricula,
 )
 from wmstudio.ui.train_tab import start_run
-from wmstudio.world.anchors import Anchor
+from wmstudio.world.steering.anchors import Anchor
 
 PREVIOUS_HEAD = "0005"
 DONE = 'trajectory.final_answer.startsWith("Done")'

@@ -26,7 +26,7 @@ from wmstudio.studio.datasets import (
     push_to_hub,
 )
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt import render_chat
+from wmstudio.world.prompt.render import render_chat
 from wmstudio.world.spec import Call, parse_world
 from wmstudio.world.tools import parse_tools
 

@@ -19,9 +19,9 @@ from wmstudio.train.evaluation import (
     load_cases,
     write_quality,
 )
-from wmstudio.world.checks import check_step
-from wmstudio.world.corpus import write_corpus
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.checks.report import check_step
+from wmstudio.world.corpus.rows import write_corpus
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 RATE_KEYS = {"json_valid", "schema_valid", "rule_consistent", "same_status", "rule_and_status", "nonempty_recall",

@@ -22,8 +22,8 @@ from wmstudio.studio.world_step import read_step_request, world_step
 from wmstudio.train.environments import WORLD_MODEL, EpisodeWorld
 from wmstudio.train.scenarios import Scenario
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt import ORACLE_QUERY_LABEL, ORACLE_STATE_LABEL
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.prompt.render import ORACLE_QUERY_LABEL, ORACLE_STATE_LABEL
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 pytestmark = pytest.mark.usefixtures("one_thread")

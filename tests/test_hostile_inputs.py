@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.locations import ASSETS_DIR
-from wmstudio.world.checks import check_step
+from wmstudio.world.checks.report import check_step
 from wmstudio.world.spec import Call, load_world
 
 EXAMPLES = ASSETS_DIR / "examples"

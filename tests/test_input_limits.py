@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from wmstudio.problems import InvalidInput
-from wmstudio.world.cel_budget import check_clock
 from wmstudio.world.input_limits import (
     MAX_JSON_DEPTH,
     MAX_NUMBER_CHARS,
@@ -25,7 +24,8 @@ from wmstudio.world.input_limits import (
     read_limited,
     yaml_limited,
 )
-from wmstudio.world.rules import cel_syntax_problem, evaluate_check
+from wmstudio.world.rules.budget import check_clock
+from wmstudio.world.rules.cel import cel_syntax_problem, evaluate_check
 from wmstudio.world.spec import parse_world
 
 
@@ -160,7 +160,7 @@ def test_values_a_check_cannot_read_are_reported_not_raised():
 
 
 def test_compiled_checks_are_cached_within_a_character_budget(monkeypatch):
-    from wmstudio.world import rules
+    from wmstudio.world.rules import cel as rules
 
     monkeypatch.setattr(rules, "CACHE_CHARS", 5_000)
     monkeypatch.setattr(rules, "_CACHE", type(rules._CACHE)())

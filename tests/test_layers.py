@@ -105,3 +105,18 @@ def test_the_rule_catches_an_upward_import_even_inside_a_function(tmp_path):
     (package / "world" / "__init__.py").write_text("")
     (package / "world" / "spec.py").write_text("def load():\n    from wmstudio.store import open_store\n")
     assert upward_imports(package) == ["wmstudio.world.spec (line 2) imports wmstudio.store"]
+
+
+def test_world_is_kept_in_wings():
+    """world/ holds at its top level only what every wing uses (docs/architecture.md, "world/ by wing"); a new
+    module goes into the wing of its concept. Wings import one another one way only."""
+    world = PACKAGE / "world"
+    top = sorted(p.stem for p in world.glob("*.py") if p.stem != "__init__")
+    assert len(top) <= 12, f"world/ has {len(top)} modules at its top level: {top}"
+    wing_of = {}
+    for src, dst, _ in package_imports():
+        parts, target = src.split("."), dst.split(".")
+        if parts[1] == target[1] == "world" and len(parts) > 3 and len(target) > 3 and parts[2] != target[2]:
+            wing_of.setdefault((parts[2], target[2]), []).append(f"{src} imports {dst}")
+    both_ways = [pair for pair in wing_of if pair[::-1] in wing_of]
+    assert not both_ways, "wings importing each other: " + "; ".join(wing_of[pair][0] for pair in both_ways)

@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from wmstudio.world.checks import check_step
+from wmstudio.world.checks.message_mentions import Mention, mentions, message_strays
+from wmstudio.world.checks.report import check_step
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.message_mentions import Mention, mentions, message_strays
-from wmstudio.world.sims import SIMULATORS, get_simulator
+from wmstudio.world.simulators import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call
 
 

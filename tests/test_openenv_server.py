@@ -17,8 +17,8 @@ from wmstudio.store.rollouts import set_status
 from wmstudio.store.seeding import demo_worlds
 from wmstudio.store.worlds import save_world_version
 from wmstudio.train.scenarios import demo_scenarios, split_of
-from wmstudio.world.anchors import Anchor
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.anchors import Anchor
 
 
 @pytest.fixture(scope="module")

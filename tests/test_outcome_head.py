@@ -15,11 +15,11 @@ from wmstudio.model.outcome_head import CONFIG_FILE, HEAD_FILE, Outcome, Outcome
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.train.examples import read_corpus_split, request_from_meta
 from wmstudio.train.outcome_fitting import fit_outcome_head
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.corpus import write_corpus
-from wmstudio.world.outcome_features import outcome_features
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.corpus.rows import write_corpus
+from wmstudio.world.heads.outcome_features import outcome_features
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.anchors import Anchor
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from wmstudio.cli import app
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.patronus_prompt import patronus_chat
+from wmstudio.world.prompt.patronus import patronus_chat
 from wmstudio.world.spec import Call, load_world
 from wmstudio.world.trajectories import chat_row_step, messages_from_steps, steps_from_messages
 

@@ -20,8 +20,8 @@ from wmstudio.studio.policy_proposals import SHIPPED_POLICY, policy_choices, pro
 from wmstudio.train.jobs import demo_curriculum
 from wmstudio.train.run_files import POLICY_DIR, run_folder
 from wmstudio.ui.rollouts_tab import propose_call
-from wmstudio.world.checks import check_step
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.checks.report import check_step
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, load_world
 
 RETAIL = load_world(DEMO_WORLDS_DIR / "retail.json")

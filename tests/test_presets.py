@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.locations import DEMO_WORLDS_DIR
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.presets import PRESETS, apply_preset, preset_request, stress_preset
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, load_world, save_world
+from wmstudio.world.steering.anchors import Anchor
+from wmstudio.world.steering.presets import PRESETS, apply_preset, preset_request, stress_preset
 from wmstudio.world.tools import Tool
 
 runner = CliRunner()

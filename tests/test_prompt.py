@@ -11,7 +11,7 @@ from wmstudio.cli import app
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.problems import InvalidInput
 from wmstudio.world.history import HistoryStep, parse_history
-from wmstudio.world.prompt import (
+from wmstudio.world.prompt.render import (
     SECTION_HEADERS,
     PromptBudget,
     render,
@@ -123,7 +123,7 @@ def test_text_state_is_shown_as_written():
 
 
 def _refunded_world():
-    from wmstudio.world.sims import get_simulator
+    from wmstudio.world.simulators import get_simulator
 
     simulator = get_simulator("retail")
     world = simulator.world()
@@ -345,7 +345,7 @@ def test_a_budget_smaller_than_the_call_and_its_tool_says_so():
 
 
 def test_a_booking_lookup_shows_the_booked_flight_and_its_references_give_way_first_to_a_budget():
-    from wmstudio.world.sims import get_simulator
+    from wmstudio.world.simulators import get_simulator
 
     world = get_simulator("airline").world()
     booking = world.initial_state["bookings"][0]
@@ -365,7 +365,7 @@ def test_a_booking_lookup_shows_the_booked_flight_and_its_references_give_way_fi
 
 
 def test_a_called_tool_too_big_for_the_state_beside_it_waits_for_the_state_without_its_response_schema():
-    from wmstudio.world.prompt import RESPONSE_CUT
+    from wmstudio.world.prompt.render import RESPONSE_CUT
 
     data = shop_world()
     response = data["tools"][0]["function"]["response"]

@@ -1,4 +1,4 @@
-"""Reading back what a request states (world/prompt_sections.py, world/row_turns.py, studio/request_world.py): the
+"""Reading back what a request states (world/prompt/sections.py, world/prompt/row_turns.py, studio/request_world.py): the
 system sections in our layout and the paper's give back the world they were rendered from, the turns in every
 layout give the call and the history, a state ending with the pending call is its history, and the merge over a
 served world says where each part came from."""
@@ -15,14 +15,14 @@ import pytest
 from wmstudio.problems import InvalidInput
 from wmstudio.store.seeding import demo_worlds
 from wmstudio.studio.request_world import request_world
-from wmstudio.world.corpus import corpus_row
+from wmstudio.world.corpus.rows import corpus_row
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.patronus_prompt import patronus_chat
-from wmstudio.world.prompt import render_chat, render_prompt
-from wmstudio.world.prompt_sections import read_sections, shape_schema
-from wmstudio.world.row_turns import read_row, read_turns
-from wmstudio.world.rules import rules_for_tool
-from wmstudio.world.sims import SIMULATORS
+from wmstudio.world.prompt.patronus import patronus_chat
+from wmstudio.world.prompt.render import render_chat, render_prompt
+from wmstudio.world.prompt.row_turns import read_row, read_turns
+from wmstudio.world.prompt.sections import read_sections, shape_schema
+from wmstudio.world.rules.cel import rules_for_tool
+from wmstudio.world.simulators import SIMULATORS
 from wmstudio.world.spec import Call
 
 RETAIL = next(world for world in demo_worlds() if world.name == "retail")

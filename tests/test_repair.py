@@ -14,13 +14,13 @@ from wmstudio.model.backends import load_backend
 from wmstudio.model.generation import generate
 from wmstudio.model.repair import fields_to_remask, held_anchors, solve_by_rules
 from wmstudio.model.sampler import SamplerSettings
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.checks import check_step
+from wmstudio.world.checks.report import check_step
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.rule_equations import implied_values
-from wmstudio.world.rule_patterns import implied_texts, nearest_match
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.rules.equations import implied_values
+from wmstudio.world.rules.patterns import implied_texts, nearest_match
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.anchors import Anchor
 
 COUNT_RULE = "ls and find count every match, also those a truncated answer leaves out"
 LS_CHECK = ('call.name == "ls" ? (response.truncated ? size(response.entries) < response.count : '

@@ -19,9 +19,9 @@ from wmstudio.serve.service import WorldModelService
 from wmstudio.store import open_store
 from wmstudio.store.seeding import demo_worlds, seed_first_run
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.patronus_prompt import patronus_chat
-from wmstudio.world.prompt import render_chat
-from wmstudio.world.rules import Rule
+from wmstudio.world.prompt.patronus import patronus_chat
+from wmstudio.world.prompt.render import render_chat
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.spec import Call
 
 RETAIL = next(world for world in demo_worlds() if world.name == "retail")
@@ -180,8 +180,8 @@ def test_our_own_rows_are_answered_by_the_chat_endpoint_and_the_proxy(api, tmp_p
 
     from wmstudio.cli import app
     from wmstudio.locations import DEMO_WORLDS_DIR
-    from wmstudio.world.corpus import corpus_row
-    from wmstudio.world.sims import SIMULATORS
+    from wmstudio.world.corpus.rows import corpus_row
+    from wmstudio.world.simulators import SIMULATORS
 
     rows = [corpus_row(SIMULATORS[name], random.Random(seed)) for seed, name in enumerate(sorted(SIMULATORS))]
     call = tmp_path / "call.json"

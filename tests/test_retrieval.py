@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from wmstudio.world.prompt import RETRIEVAL_LABEL, render
-from wmstudio.world.retrieval import listing_records
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.prompt.render import RETRIEVAL_LABEL, render
+from wmstudio.world.prompt.retrieval import listing_records
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, parse_world
 from wmstudio.world.tools import Tool
 

@@ -31,8 +31,8 @@ from wmstudio.store import (
 from wmstudio.store.seeding import seed_first_run
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.rollouts_tab import build_rollouts_tab, generate_step
-from wmstudio.world.anchors import parse_anchors
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.steering.anchors import parse_anchors
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.problems import InvalidInput
 from wmstudio.ui.world_tab import validate_fields
-from wmstudio.world.rule_references import reference_findings, references
+from wmstudio.world.rules.references import reference_findings, references
 from wmstudio.world.spec import load_world, parse_world
 
 RETAIL = json.loads((DEMO_WORLDS_DIR / "retail.json").read_text())

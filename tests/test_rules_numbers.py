@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wmstudio.world.checks import check_step
-from wmstudio.world.rules import evaluate_check
+from wmstudio.world.checks.report import check_step
+from wmstudio.world.rules.cel import evaluate_check
 from wmstudio.world.spec import Call, parse_world
 
 VARIABLES = {

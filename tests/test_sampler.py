@@ -18,10 +18,10 @@ from wmstudio.model.sampler import Frame, SamplerSettings, choose, denoise, pena
 from wmstudio.model.text_penalty import TEXT_REPETITION_PENALTY, penalise_span_repeats, text_spans
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
-from wmstudio.world.anchors import parse_anchor, parse_anchors
-from wmstudio.world.prompt import render_prompt
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.prompt.render import render_prompt
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.anchors import parse_anchor, parse_anchors
 
 SCHEMA = {
     "type": "object",

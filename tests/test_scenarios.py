@@ -15,7 +15,7 @@ from wmstudio.train.environments import HYBRID, SIMULATOR, WORLD_MODEL, run_epis
 from wmstudio.train.off_policy import evaluate_policy, wilson_interval
 from wmstudio.train.scenarios import HELDOUT, TRAIN, Step, Trajectory, _logged_in, demo_scenarios, split_of, succeeded
 from wmstudio.train.scripted_policies import expert, noisy, random_agent
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 SCENARIOS = demo_scenarios()

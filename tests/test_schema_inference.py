@@ -9,7 +9,7 @@ from jsonschema import Draft202012Validator
 
 from wmstudio.problems import InvalidInput
 from wmstudio.ui.world_tab import infer_from_example
-from wmstudio.world.schema_inference import infer_schema
+from wmstudio.world.tools.schema_inference import infer_schema
 
 EXAMPLES = [
     {"order_id": "#W1", "placed": "2025-03-01", "total": 12, "items": [{"sku": "A", "qty": 1}], "gift": True},
@@ -42,8 +42,8 @@ def test_the_world_tab_puts_the_schema_on_the_named_tool_and_names_a_wrong_one()
 
 def test_a_tool_the_history_shows_answering_gets_the_schema_of_its_answers_with_spans_sized_by_them():
     from wmstudio.world.history import HistoryStep
-    from wmstudio.world.schema_inference import history_answers, sized_schema
     from wmstudio.world.spec import Call
+    from wmstudio.world.tools.schema_inference import history_answers, sized_schema
 
     history = [HistoryStep(Call("get_order", {"order_id": "A1"}), json.dumps({"order_id": "A1", "status": "ok"})),
                HistoryStep(Call("cancel_order", {"order_id": "A1"}), "not JSON"),
@@ -66,7 +66,7 @@ def test_generation_for_a_schema_less_tool_keeps_the_keys_it_answered_with_befor
     from wmstudio.model.canvas import SKELETON
     from wmstudio.model.generation import generate
     from wmstudio.world.history import HistoryStep
-    from wmstudio.world.sims import get_simulator
+    from wmstudio.world.simulators import get_simulator
     from wmstudio.world.spec import Call
 
     simulator = get_simulator("retail")

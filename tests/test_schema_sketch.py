@@ -9,8 +9,8 @@ import random
 import jsonschema
 import pytest
 
-from wmstudio.world.schema_sketch import schema_from_sketch_text, sketch_of, sketch_text
-from wmstudio.world.sims import SIMULATORS
+from wmstudio.world.heads.schema_sketch import schema_from_sketch_text, sketch_of, sketch_text
+from wmstudio.world.simulators import SIMULATORS
 
 
 def _tools():

@@ -26,9 +26,9 @@ from wmstudio.store.seeding import (
     seed_first_run,
     simulated_rollout,
 )
-from wmstudio.world.checks import check_step
+from wmstudio.world.checks.report import check_step
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import load_world
 
 

@@ -14,9 +14,9 @@ from wmstudio.model.sampler import SamplerSettings
 from wmstudio.model.shape_canvas import SHAPE_LEAD, SHAPE_LENGTH, lead_ids, read_sketch, shape_canvas
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.train.examples import build_examples, read_corpus_split
-from wmstudio.world.corpus import write_corpus
-from wmstudio.world.schema_sketch import sketch_text
-from wmstudio.world.sims import SIMULATORS
+from wmstudio.world.corpus.rows import write_corpus
+from wmstudio.world.heads.schema_sketch import sketch_text
+from wmstudio.world.simulators import SIMULATORS
 from wmstudio.world.spec import Call
 
 

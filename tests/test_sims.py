@@ -13,11 +13,17 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from wmstudio.problems import InvalidInput
-from wmstudio.world.checks import check_step
-from wmstudio.world.directives import DIRECTIVE_VOCABULARY, Directive, parse_directive, parse_directives, steering
+from wmstudio.world.checks.report import check_step
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.sims import SIMULATORS, get_simulator
+from wmstudio.world.simulators import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call, load_world
+from wmstudio.world.steering.directives import (
+    DIRECTIVE_VOCABULARY,
+    Directive,
+    parse_directive,
+    parse_directives,
+    steering,
+)
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "worlds"
 WORLDS = sorted(SIMULATORS)

@@ -48,8 +48,8 @@ from wmstudio.ui.forms import (
     show_value,
 )
 from wmstudio.ui.simulate_tab import ANCHOR_SLOTS, build_simulate_tab, finished_view
-from wmstudio.world.anchors import Anchor, parse_anchors
 from wmstudio.world.spec import Call, WorldSpec, load_world
+from wmstudio.world.steering.anchors import Anchor, parse_anchors
 from wmstudio.world.tools import import_tools_file
 
 DEMO_WORLDS = sorted(DEMO_WORLDS_DIR.glob("*.json"))

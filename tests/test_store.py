@@ -61,7 +61,7 @@ from wmstudio.store import (
 from wmstudio.store.database import current_revision, head_revision, upgrade_database
 from wmstudio.store.tables import STORE_TABLES, include_object
 from wmstudio.store.text_index import STALE_BATCH
-from wmstudio.world.checks import CheckReport
+from wmstudio.world.checks.report import CheckReport
 from wmstudio.world.spec import Call, parse_world
 
 SHOP = {

@@ -18,7 +18,7 @@ from wmstudio.store import open_store, save_world_version, world_versions
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.studio import build_studio
 from wmstudio.ui.world_tab import FIELDS, world_file_for_download, world_to_fields
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import load_world
 
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"

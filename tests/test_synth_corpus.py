@@ -15,12 +15,12 @@ from typer.testing import CliRunner
 from wmstudio.cli import app
 from wmstudio.problems import InvalidInput
 from wmstudio.train.examples import request_from_meta
-from wmstudio.world.checks import check_step
-from wmstudio.world.corpus import SPLITS, write_corpus
-from wmstudio.world.presets import PRESETS, stress_preset
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.checks.report import check_step
+from wmstudio.world.corpus.rows import SPLITS, write_corpus
+from wmstudio.world.corpus.stress import neighbour_answer, paging_keys
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, load_world
-from wmstudio.world.stress import neighbour_answer, paging_keys
+from wmstudio.world.steering.presets import PRESETS, stress_preset
 from wmstudio.world.synth import is_synthetic
 
 runner = CliRunner()

@@ -14,10 +14,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from wmstudio.problems import InvalidInput
-from wmstudio.world.checks import check_step
+from wmstudio.world.checks.report import check_step
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt import ORACLE_QUERY_LABEL, render
-from wmstudio.world.sims import SIMULATORS, get_simulator
+from wmstudio.world.prompt.render import ORACLE_QUERY_LABEL, render
+from wmstudio.world.simulators import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call, load_world
 from wmstudio.world.synth import synthetic_ref
 from wmstudio.world.synth.agent import create_args, live_token, login_call

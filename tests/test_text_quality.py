@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wmstudio.world.text_quality import repeated_words, response_repeats
+from wmstudio.world.checks.text_quality import repeated_words, response_repeats
 
 
 def test_a_word_repeated_with_only_spaces_between_counts_once_per_repeat():

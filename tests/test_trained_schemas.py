@@ -12,8 +12,8 @@ from wmstudio.model.backends import load_backend
 from wmstudio.model.canvas import SKELETON
 from wmstudio.model.generation import FROM_TRAINING, generate, schema_of_answers
 from wmstudio.model.trained_schemas import SCHEMAS_FILE, TrainedSchemas, load_trained_schemas
-from wmstudio.world.corpus import write_corpus
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.corpus.rows import write_corpus
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -19,9 +19,9 @@ from wmstudio.train.batch_stream import BatchStream, stream_batches
 from wmstudio.train.batches import _attention_mask, ar_batch, mdlm_batch, mdlm_split_batch, noise_canvas, plan_batches
 from wmstudio.train.examples import CanvasTarget, TrainingExample
 from wmstudio.train.training import TrainConfig, batch_loss, train_world_model, uses_split_batches
-from wmstudio.world.corpus import write_corpus
+from wmstudio.world.corpus.rows import write_corpus
 from wmstudio.world.history import parse_history
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 pytestmark = pytest.mark.slow

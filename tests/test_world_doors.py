@@ -30,11 +30,11 @@ from wmstudio.store.seeding import seed_first_run
 from wmstudio.studio.context import open_context
 from wmstudio.studio.simulation import run_simulation
 from wmstudio.studio.worlds import save_world_version
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.checks import check_step
-from wmstudio.world.patronus_prompt import patronus_chat
-from wmstudio.world.prompt import render_chat
+from wmstudio.world.checks.report import check_step
+from wmstudio.world.prompt.patronus import patronus_chat
+from wmstudio.world.prompt.render import render_chat
 from wmstudio.world.spec import Call, WorldSpec, parse_world
+from wmstudio.world.steering.anchors import Anchor
 
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "wmstudio-hypothesis")
 JSON = {"content-type": "application/json"}

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from wmstudio.cli import app
 from wmstudio.problems import InvalidInput
 from wmstudio.world.jsonpath import format_path, get_path, parse_path, set_path
-from wmstudio.world.rules import Rule, cel_syntax_problem, compile_rules, evaluate_check
+from wmstudio.world.rules.cel import Rule, cel_syntax_problem, compile_rules, evaluate_check
 from wmstudio.world.spec import Call, WorldSpec, load_world, parse_world, read_json_file, save_world
 
 

@@ -17,8 +17,8 @@ from wmstudio.store import MadeBy, append_step, create_rollout, list_runs, open_
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.rollouts_tab import build_rollouts_tab
 from wmstudio.ui.train_tab import build_train_tab
-from wmstudio.world.checks import check_step
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.checks.report import check_step
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, load_world
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

@@ -19,8 +19,8 @@ from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import open_store, save_world_version
 from wmstudio.studio.context import StudioContext
 from wmstudio.ui.simulate_tab import build_simulate_tab
-from wmstudio.world.presets import PRESETS, preset_request
 from wmstudio.world.spec import load_world
+from wmstudio.world.steering.presets import PRESETS, preset_request
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 LISTING = {"long-output", "pagination"}  # presets about listings run on search_records, the others on get_record

@@ -22,7 +22,7 @@ from wmstudio.train import jobs
 from wmstudio.train.curriculum_scenarios import curriculum_scenarios
 from wmstudio.train.jobs import job_alive, refresh_jobs
 from wmstudio.ui.train_tab import build_train_tab
-from wmstudio.world.anchors import Anchor
+from wmstudio.world.steering.anchors import Anchor
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MAX_STEPS = 1000  # far more than the test waits for: the run is still going when it is cancelled

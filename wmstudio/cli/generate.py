@@ -38,14 +38,14 @@ def generate_cmd(
     settings: dict[str, Any] = None,
 ) -> None:
     """Generate the response to a call with the world model: a live view of the denoising, or --json."""
-    from wmstudio.world.anchors import parse_anchors
+    from wmstudio.world.steering.anchors import parse_anchors
 
     # the input first: a mistake in it is named before CEL (a second), torch and the model (seconds) load
     anchors = parse_anchors(anchor)
     spec = load_world(world)
     the_call = read_call(call)
     if preset is not None:
-        from wmstudio.world.presets import apply_preset
+        from wmstudio.world.steering.presets import apply_preset
 
         spec, anchors = apply_preset(preset, spec, the_call, anchors)
         typer.echo(f"preset {preset}: anchors {', '.join(map(str, anchors)) or 'none'}; directives "

@@ -98,7 +98,7 @@ def eval_wm(
     mode, whether it reads its prompt, and diversity. A corpus of chat rows without
     `meta` (another project's) is scored by the Patronus protocol: exact, JSON-semantic and ROUGE-L match."""
     from wmstudio.model.sources import check_model_source, resolve_model_path
-    from wmstudio.world.corpus import check_corpus_folder
+    from wmstudio.world.corpus.rows import check_corpus_folder
 
     check_corpus_folder(corpus)  # the inputs first: the model libraries take seconds to load
     for source in [model, ar] if ar else [model]:

@@ -64,10 +64,10 @@ def check(
     history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
 ) -> None:
     """Check a response against JSON, the tool's response schema, the world's rules and the anchors."""
-    from wmstudio.world.anchors import anchor_problems, parse_anchor
+    from wmstudio.world.steering.anchors import anchor_problems, parse_anchor
 
     anchors = [parse_anchor(text) for text in anchor]  # named before the world's CEL rules load (a second)
-    from wmstudio.world.checks import check_step
+    from wmstudio.world.checks.report import check_step
 
     spec = load_world(world)
     the_call = read_call(call)
@@ -113,8 +113,8 @@ def prompt(
                                  "Patronus paper's layout: user turn `State: ...\\n\\nAction: ...`)."),
 ) -> None:
     """Render the world-model prompt for a call, in the section format or as a chat row."""
-    from wmstudio.world.patronus_prompt import render_patronus
-    from wmstudio.world.prompt import PromptBudget, render
+    from wmstudio.world.prompt.patronus import render_patronus
+    from wmstudio.world.prompt.render import PromptBudget, render
 
     if fmt not in ("sections", "chat", "patronus"):
         fail(f"--format {fmt!r} is not known: use sections, chat or patronus")
@@ -147,7 +147,7 @@ def corpus(
     preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP),
 ) -> None:
     """Write a world-model corpus from the simulated worlds (and synthetic ones), in the public chat format."""
-    from wmstudio.world.corpus import write_corpus
+    from wmstudio.world.corpus.rows import write_corpus
 
     check_parents(out)
     emit(write_corpus(out, rows=rows, seed=seed, synthetic=synthetic, synthetic_seed=synthetic_seed,
@@ -160,7 +160,7 @@ def presets_cmd(
     tool: Optional[str] = typer.Option(None, "--tool", help="The tool to be called (with --world)."),
 ) -> None:
     """List the stress presets: the directives and anchors each adds (`generate`/`corpus --preset NAME`)."""
-    from wmstudio.world.presets import presets_json
+    from wmstudio.world.steering.presets import presets_json
 
     chosen = None
     if world is not None:

@@ -33,9 +33,9 @@ from wmstudio.model.sampler import SamplerSettings, denoise
 from wmstudio.model.sources import resolve_model_path
 from wmstudio.model.tokenizer import train_tokenizer
 from wmstudio.problems import InvalidInput
-from wmstudio.world.corpus import iter_corpus
+from wmstudio.world.corpus.rows import iter_corpus
 from wmstudio.world.history import parse_history
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 PRESETS = ("default", "llada-8b")

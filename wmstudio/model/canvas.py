@@ -28,8 +28,8 @@ from wmstudio.model.sampler_settings import MAX_CANVAS_TOKENS
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import is_number, is_whole
-from wmstudio.world.anchors import Anchor, anchor_problems
 from wmstudio.world.jsonpath import format_path, parse_path
+from wmstudio.world.steering.anchors import Anchor, anchor_problems
 
 SKELETON, FREE = "skeleton", "free"
 OUTCOME_KEY = "status"  # the response's outcome (ok / error): decided from the prompt, the other values follow it

@@ -2,7 +2,7 @@
 
 Copying an id by attention alone (induction heads) does not emerge in a small model trained minutes on a CPU, so
 copying has explicit structure. For each masked value span the candidates are the prompt's JSON leaves
-(world/copy_sources.py) whose value fits the span (type, grammar, length). The head scores each pair from
+(world/heads/copy_sources.py) whose value fits the span (type, grammar, length). The head scores each pair from
 features a few minutes of training can use (key-name agreement such as `order_id` ↔ `arguments.order_id`, path
 and index agreement, the candidate's source, type and record) plus learned key-word embeddings and the model's
 hidden state at the span; a gate scored from the hidden state ("generate") competes with the candidates, as in
@@ -28,8 +28,8 @@ from wmstudio.model.canvas import OUTCOME_KEY, Canvas, Span
 from wmstudio.model.constraints import completable
 from wmstudio.model.layout import KEY, ascii_json, dump
 from wmstudio.model.tokenizer import encode_text
-from wmstudio.world.copy_candidates import DERIVED_OPS
-from wmstudio.world.copy_sources import SOURCES, CopySource
+from wmstudio.world.heads.copy_candidates import DERIVED_OPS
+from wmstudio.world.heads.copy_sources import SOURCES, CopySource
 from wmstudio.world.json_types import value_at
 from wmstudio.world.jsonpath import parse_path
 

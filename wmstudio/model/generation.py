@@ -50,16 +50,16 @@ from wmstudio.model.shape_canvas import WrittenSketch, read_sketch, shape_canvas
 from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text, prompt_budget
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.checks import CheckReport, check_step
-from wmstudio.world.copy_candidates import copy_candidates
-from wmstudio.world.copy_sources import CopySource
+from wmstudio.world.checks.report import CheckReport, check_step
 from wmstudio.world.grounding import NONE
+from wmstudio.world.heads.copy_candidates import copy_candidates
+from wmstudio.world.heads.copy_sources import CopySource
+from wmstudio.world.heads.schema_sketch import sketch_world
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.json_types import json_or
-from wmstudio.world.prompt import RenderedPrompt, render
-from wmstudio.world.schema_sketch import sketch_world
+from wmstudio.world.prompt.render import RenderedPrompt, render
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.anchors import Anchor
 
 MIN_PROMPT_TOKENS = 32  # a prompt shorter than this cannot even hold the call
 # where the schema a skeleton is laid out from came from

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable
 
-from wmstudio.world.regex_automata import automaton, search_regex
+from wmstudio.world.tools.regex_automata import automaton, search_regex
 
 
 @dataclass(frozen=True)

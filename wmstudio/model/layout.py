@@ -37,8 +37,8 @@ from wmstudio.model.grammars import (
 )
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.problems import InvalidInput
-from wmstudio.world.anchors import Anchor
 from wmstudio.world.jsonpath import format_path, parse_path
+from wmstudio.world.steering.anchors import Anchor
 
 MAX_DEPTH = 12
 # a string's budget by what its key says it holds (first match wins), measured on the simulated worlds' corpus

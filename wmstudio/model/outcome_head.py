@@ -1,7 +1,7 @@
 """The outcome head: a response's status and error code, chosen from the call and the state before denoising.
 
 Whether a call succeeds turns on lookups, a record's flags, a date's age and comparisons of numbers
-(world/outcome_features.py names them). The 1.6M-parameter denoiser learns the response's form and copies its
+(world/heads/outcome_features.py names them). The 1.6M-parameter denoiser learns the response's form and copies its
 values, but decides ok / error from those facts only a little better than a lookup table; a linear scorer over the
 named facts, crossed with the tool and hashed (the hashing trick), learns them from the training corpus in two
 minutes. Its choice is written into the canvas's own status and error slots before denoising (the layout the model was
@@ -28,11 +28,11 @@ import torch
 from jsonschema import validators
 
 from wmstudio.model.canvas import OUTCOME_KEY, OUTCOME_VALUES
-from wmstudio.world.anchors import Anchor
 from wmstudio.world.grounding import NONE
+from wmstudio.world.heads.outcome_features import DIRECTIVE, outcome_features
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.outcome_features import DIRECTIVE, outcome_features
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.anchors import Anchor
 
 HEAD_FILE, CONFIG_FILE = "outcome_head.safetensors", "outcome_head.json"
 ERROR_KEY = "error"  # the top-level field that names what went wrong (`ORDER_NOT_FOUND`), "" when nothing did

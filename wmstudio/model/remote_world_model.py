@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.anchors import Anchor
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.anchors import Anchor
 
 STEP_PATH = "/v1/world/step"
 TIMEOUT_S = 300.0

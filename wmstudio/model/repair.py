@@ -5,10 +5,10 @@ After denoising, the deterministic checks say what is wrong. The fields a failed
 written (pinned like a user anchor) and K candidates are denoised in one batch; the first that passes every check
 is kept, else the one with the fewest problems goes into the next round (R rounds). Before each round, fields a
 failed rule states as an equality (`response.count == size(response.entries)`) are set to the value it implies
-(world/rule_equations.py), and text a failed rule's `matches` rejects is brought to the nearest text of that
-shape (world/rule_patterns.py); an error code whose stated cause the state contradicts becomes a code the state
-allows, or an outage when none does (world/error_codes.py); a message naming what nothing holds loses those
-sentences (world/message_mentions.py): each kept only where it leaves fewer problems, as arithmetic, exact token
+(world/rules/equations.py), and text a failed rule's `matches` rejects is brought to the nearest text of that
+shape (world/rules/patterns.py); an error code whose stated cause the state contradicts becomes a code the state
+allows, or an outage when none does (world/checks/error_codes.py); a message naming what nothing holds loses those
+sentences (world/checks/message_mentions.py): each kept only where it leaves fewer problems, as arithmetic, exact token
 shapes and a state's causes are what the small model does not do. Remasking what a verifier flags follows ReMDM (arXiv 2503.00307) and RemeDi (arXiv
 2509.23653); picking among candidates by the checks is PRISM-like (arXiv 2505.18456). Reported apart from the
 model's raw output (`eval-wm`'s `steered` row)."""
@@ -21,16 +21,16 @@ from typing import Any
 
 from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.layout import dump
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.checks import CheckReport, check_step, check_variables, parse_response
-from wmstudio.world.error_codes import allowed_codes, failure_message, outage_code
+from wmstudio.world.checks.error_codes import allowed_codes, failure_message, outage_code
+from wmstudio.world.checks.message_mentions import MESSAGE_KEY, stray_mentions
+from wmstudio.world.checks.report import CheckReport, check_step, check_variables, parse_response
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.message_mentions import MESSAGE_KEY, stray_mentions
-from wmstudio.world.rule_equations import implied_values
-from wmstudio.world.rule_patterns import implied_texts
-from wmstudio.world.rule_references import references
-from wmstudio.world.rules import rule_codes
+from wmstudio.world.rules.cel import rule_codes
+from wmstudio.world.rules.equations import implied_values
+from wmstudio.world.rules.patterns import implied_texts
+from wmstudio.world.rules.references import references
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.anchors import Anchor
 
 REPAIR_CANDIDATES = 4  # K: candidates denoised together per round
 REPAIR_ROUNDS = 2  # R
@@ -146,7 +146,7 @@ def _one_solving_step(world: WorldSpec, call: Call, value: dict[str, Any], repor
 def error_trials(world: WorldSpec, call: Call, value: dict[str, Any], report: CheckReport, pinned_roots: set[str],
                  history: list[HistoryStep]) -> list[dict[str, Any]]:
     """When a failed rule states an error code's cause and the error is not pinned: each code the state allows for
-    the call (world/error_codes.py), then a code with no cause in the state (an outage), each with the plain message
+    the call (world/checks/error_codes.py), then a code with no cause in the state (an outage), each with the plain message
     of that failure unless the message is pinned (the old one explained the old code)."""
     rules = {rule.text: rule for rule in world.rules}
     if ERROR_KEY in pinned_roots or not isinstance(value.get(ERROR_KEY), str) or not any(

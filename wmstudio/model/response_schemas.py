@@ -10,8 +10,8 @@ from wmstudio.model.canvas import OUTCOME_KEY, OUTCOME_VALUES
 from wmstudio.model.trained_schemas import TrainedSchemas
 from wmstudio.problems import InvalidInput
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.schema_inference import history_answers, sized_schema
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.tools.schema_inference import history_answers, sized_schema
 
 FROM_TOOL, FROM_HISTORY, FROM_TRAINING = "tool", "history", "training"
 MAX_OTHER_OUTCOMES, MAX_OUTCOME_CHARS = 3, 16  # a status besides ok / error that is still an outcome word

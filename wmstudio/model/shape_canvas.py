@@ -3,7 +3,7 @@
 For a tool without a response schema (and no earlier answers to infer one from), a free canvas leaves a small
 model to place every key where the values before it push it, and it loses them. A model trained with shape
 canvases (`train-wm --shape-share`, its config says `writes_shape`) first denoises one: the lead text `shape:`
-then a JSON span in which it writes the tool's sketch (world/schema_sketch.py: keys and placeholders, the same text
+then a JSON span in which it writes the tool's sketch (world/heads/schema_sketch.py: keys and placeholders, the same text
 every time the tool answers), from the prompt alone. The sketch's schema then lays out an ordinary skeleton."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from wmstudio.model.canvas import FREE, Canvas, build_canvas
 from wmstudio.model.tokenizer import encode_text
-from wmstudio.world.schema_sketch import schema_from_sketch_text
+from wmstudio.world.heads.schema_sketch import schema_from_sketch_text
 
 SHAPE_LEAD = "shape:"  # the canvas's fixed first text: what tells the model to write a sketch, not a response
 SHAPE_LENGTH = 96  # slots for the sketch (the simulated worlds' longest is 66 tokens)

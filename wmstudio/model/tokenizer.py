@@ -11,7 +11,7 @@ from typing import Iterable
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
-from wmstudio.world.prompt import PromptBudget
+from wmstudio.world.prompt.render import PromptBudget
 
 MASK_TOKEN = "<|mask|>"  # a masked canvas slot, still to be denoised
 PAD_TOKEN = "<|pad|>"  # span filler removed after sampling (variable-length values); also batch padding

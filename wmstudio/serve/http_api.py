@@ -28,7 +28,7 @@ from wmstudio.settings import whole_in
 from wmstudio.studio.chat_step import ChatAnswer, chat_answer, chat_stream, read_messages, world_turn
 from wmstudio.studio.request_budget import request_budget
 from wmstudio.studio.world_step import read_sampler, read_step_request, resolve_world, world_step
-from wmstudio.world.row_turns import read_turns
+from wmstudio.world.prompt.row_turns import read_turns
 
 PROXY_REPETITION_PENALTY = 1.3  # the paper's serving default, kept for plugins written against it
 PROXY_MAX_TOKENS = 768

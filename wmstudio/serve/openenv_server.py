@@ -30,7 +30,7 @@ from wmstudio.serve.guard import log_refusal, problems_response
 from wmstudio.serve.service import WorldModelService
 from wmstudio.settings import is_whole, whole_in
 from wmstudio.studio.serving import TRAIN, Scenario, Step, Trajectory, episode_scenarios, model_answer, succeeded
-from wmstudio.world.checks import argument_problems
+from wmstudio.world.checks.report import argument_problems
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.anchors import Anchor
+from wmstudio.world.steering.anchors import Anchor
 
 MADE_BY_KINDS = ("model", "human", "human edit", "imported")
 

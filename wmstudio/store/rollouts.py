@@ -26,7 +26,7 @@ from wmstudio.store.tables import (
     utcnow,
 )
 from wmstudio.store.trace import pack_trace, unpack_trace
-from wmstudio.world.checks import CheckReport
+from wmstudio.world.checks.report import CheckReport
 from wmstudio.world.input_limits import find_lone_surrogate, surrogate_message
 from wmstudio.world.spec import Call
 

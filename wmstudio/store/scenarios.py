@@ -16,10 +16,10 @@ from sqlmodel import delete, select
 from wmstudio.problems import InvalidInput, Problem, join_path
 from wmstudio.store.database import Store, fetch_row
 from wmstudio.store.tables import SCENARIO_SPLITS, Curriculum, CurriculumScenario, utcnow
-from wmstudio.world.anchors import EXAMPLE as ANCHOR_EXAMPLE
-from wmstudio.world.anchors import anchor_problems, parse_anchor
-from wmstudio.world.rules import cel_syntax_problem, evaluate_check
+from wmstudio.world.rules.cel import cel_syntax_problem, evaluate_check
 from wmstudio.world.spec import Call, WorldSpec, parse_world
+from wmstudio.world.steering.anchors import EXAMPLE as ANCHOR_EXAMPLE
+from wmstudio.world.steering.anchors import anchor_problems, parse_anchor
 
 MAX_KEY_CHARS = 100
 MAX_TASK_CHARS = 4000

@@ -16,9 +16,9 @@ from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store.database import Store
 from wmstudio.store.provenance import MadeBy
 from wmstudio.store.tables import Rollout, RolloutTag, Step, World, utcnow
-from wmstudio.world.checks import CheckReport, check_step
+from wmstudio.world.checks.report import CheckReport, check_step
 from wmstudio.world.history import HistoryStep, compact_json
-from wmstudio.world.sims import SIMULATORS
+from wmstudio.world.simulators import SIMULATORS
 from wmstudio.world.spec import Call, WorldSpec, load_world
 
 EXAMPLE_TAG = "example"

@@ -19,10 +19,10 @@ from typing import Any
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import MadeBy, NewRollout, NewStep, Store, import_rollouts
 from wmstudio.studio.curricula import ImportResult
-from wmstudio.world.checks import check_step
+from wmstudio.world.checks.report import check_step
 from wmstudio.world.history import HistoryStep, response_text
 from wmstudio.world.input_limits import InputRefused, loads_limited
-from wmstudio.world.row_turns import read_row
+from wmstudio.world.prompt.row_turns import read_row
 from wmstudio.world.spec import WorldSpec
 from wmstudio.world.tools import Tool
 from wmstudio.world.trajectories import STATE_PREFIX, read_trajectories_file

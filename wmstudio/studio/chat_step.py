@@ -20,8 +20,8 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.studio.request_budget import limit_history, limit_state
 from wmstudio.studio.request_world import request_world
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt_sections import read_sections
-from wmstudio.world.row_turns import Turns, read_row
+from wmstudio.world.prompt.row_turns import Turns, read_row
+from wmstudio.world.prompt.sections import read_sections
 from wmstudio.world.spec import Call, WorldSpec
 
 DEFAULT_FREE_TOKENS = 256  # a free canvas's length at most, whatever max_tokens says (pads trail a shorter answer)

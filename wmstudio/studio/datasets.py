@@ -43,7 +43,7 @@ from wmstudio.studio.written_files import (
 )
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.input_limits import InputRefused, loads_limited
-from wmstudio.world.prompt import render_chat
+from wmstudio.world.prompt.render import render_chat
 from wmstudio.world.spec import Call, WorldSpec, parse_world
 
 PARQUET_FILE = "data/train-00000-of-00001.parquet"

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.cel_budget import SharedOverBudget, shared_budget
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.rules.budget import SharedOverBudget, shared_budget
 
 MAX_STATE_CHARS = 256_000  # a request's environment state as JSON (~2 s of prompt choice and checks on a CPU)
 MAX_HISTORY_CHARS = 256_000  # a request's earlier steps as JSON

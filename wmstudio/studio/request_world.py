@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt_sections import StatedEnvironment
-from wmstudio.world.rules import Rule
+from wmstudio.world.prompt.sections import StatedEnvironment
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 

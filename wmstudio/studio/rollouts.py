@@ -29,10 +29,10 @@ from wmstudio.store import (  # noqa: F401 - re-exported: the Rollouts tab's and
     set_tags,
 )
 from wmstudio.studio.datasets import ExportRollout, ExportStep
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.checks import CheckReport, check_step
+from wmstudio.world.checks.report import CheckReport, check_step
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.anchors import Anchor
 
 if TYPE_CHECKING:  # the models load torch: only a command that generates needs them
     from wmstudio.studio.context import StudioContext

@@ -29,9 +29,9 @@ from wmstudio.train.scenarios import (  # noqa: F401 - re-exported: an episode's
     split_of,
     succeeded,
 )
-from wmstudio.world.anchors import Anchor
 from wmstudio.world.json_types import json_or
 from wmstudio.world.spec import WorldSpec
+from wmstudio.world.steering.anchors import Anchor
 
 DEMO = "demo"  # the demo curriculum's name: its scenarios are made, not saved
 

@@ -20,11 +20,11 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import whole_in
 from wmstudio.store import MadeBy, Step, Store, append_step, create_rollout, get_rollout, get_world
 from wmstudio.studio.context import StudioContext
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.checks import argument_problems
-from wmstudio.world.directives import parse_directives
+from wmstudio.world.checks.report import argument_problems
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.anchors import Anchor
+from wmstudio.world.steering.directives import parse_directives
 from wmstudio.world.tools import Tool
 
 

@@ -20,10 +20,10 @@ from wmstudio.store.worlds import latest_world
 from wmstudio.studio.request_budget import limit_history, limit_state, limit_world_data
 from wmstudio.studio.request_world import request_world
 from wmstudio.studio.simulation import tool_of, world_spec
-from wmstudio.world.anchors import Anchor, parse_anchor
 from wmstudio.world.history import HistoryStep, parse_history
-from wmstudio.world.prompt_sections import StatedEnvironment
+from wmstudio.world.prompt.sections import StatedEnvironment
 from wmstudio.world.spec import Call, WorldSpec, parse_world
+from wmstudio.world.steering.anchors import Anchor, parse_anchor
 
 STEP_FIELDS = ("world", "state", "history", "call", "anchors", "sampler", "repair")
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id names no saved world

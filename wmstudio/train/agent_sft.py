@@ -22,7 +22,7 @@ from wmstudio.train.environments import SIMULATOR, run_episode
 from wmstudio.train.policy_card import heldout_success, write_policy_card
 from wmstudio.train.scenarios import Scenario, make_scenario
 from wmstudio.train.scripted_policies import expert
-from wmstudio.world.sims import SIMULATORS
+from wmstudio.world.simulators import SIMULATORS
 
 SFT_SEED_OFFSET = 50_000  # scenario seeds of the SFT episodes: apart from the curriculum's train and held-out states
 IGNORE = -100

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.train.field_kinds import parse
-from wmstudio.world.call_local import needles_of
-from wmstudio.world.checks import argument_problems
-from wmstudio.world.directives import parse_directive
+from wmstudio.world.checks.report import argument_problems
+from wmstudio.world.prompt.call_local import needles_of
 from wmstudio.world.sims.base import neutral_value
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.directives import parse_directive
 
 BASELINES = ("neutral_error", "neutral_ok", "echo", "rule_status", "nearest_train")
 ERROR_DIRECTIVES = ("inject_error", "rate_limit", "auth_failure")

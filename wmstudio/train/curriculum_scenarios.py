@@ -20,8 +20,8 @@ from wmstudio.store import (
     save_scenarios,
 )
 from wmstudio.train.scenarios import Scenario, demo_scenarios
-from wmstudio.world.anchors import parse_anchors
-from wmstudio.world.sims import SIMULATORS
+from wmstudio.world.simulators import SIMULATORS
+from wmstudio.world.steering.anchors import parse_anchors
 
 DEMO_CURRICULUM = "demo"
 DEMO_DESCRIPTION = (f"Built in: the scenarios of the five simulated worlds ({', '.join(sorted(SIMULATORS))}), "

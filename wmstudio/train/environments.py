@@ -24,7 +24,7 @@ from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.scenarios import TASKS, Scenario, Step, Trajectory
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.sims import get_simulator
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 WORLD_MODEL, SIMULATOR, HYBRID = "world-model", "simulator", "hybrid"

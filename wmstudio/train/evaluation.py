@@ -27,14 +27,14 @@ from wmstudio.train.eval_report import RATE_NAMES, EvalReport, write_quality  # 
 from wmstudio.train.examples import FREE_LENGTHS, read_corpus_split, request_from_meta
 from wmstudio.train.field_kinds import FieldScores, enum_options, field_leaves, parse, prompt_values
 from wmstudio.train.model_card import corpus_stats
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.checks import CheckReport
-from wmstudio.world.error_codes import contradicted
+from wmstudio.world.checks.error_codes import contradicted
+from wmstudio.world.checks.report import CheckReport
+from wmstudio.world.checks.text_quality import response_repeats
 from wmstudio.world.grounding import NONE, ORACLE, parse_grounding
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt import current_state
+from wmstudio.world.prompt.render import current_state
 from wmstudio.world.spec import Call, WorldSpec
-from wmstudio.world.text_quality import response_repeats
+from wmstudio.world.steering.anchors import Anchor
 
 ERROR_STATUS = "error"
 
@@ -162,7 +162,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     from wmstudio.model.backends import load_backend
     from wmstudio.model.generation import generate
     from wmstudio.train.prompt_use import prompt_use
-    from wmstudio.world.checks import check_step
+    from wmstudio.world.checks.report import check_step
 
     grounding = parse_grounding(grounding)
     started = time.perf_counter()
@@ -257,7 +257,7 @@ def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport,
     trained to, of the sketch it writes of the tool's schema (`from_sketch`), else a free canvas. The free canvas
     alone, every time (`canvas_*`), is what the denoiser does with no skeleton to fill."""
     from wmstudio.model.generation import FROM_HISTORY, FROM_SKETCH, FROM_TRAINING, generate
-    from wmstudio.world.checks import schema_errors_of
+    from wmstudio.world.checks.report import schema_errors_of
 
     real = next((tool for tool in case.world.tools if tool.name == case.call.name), None)
     world = case.world.without_response_schema(case.call.name)

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.corpus import SPLITS, check_corpus_folder
+from wmstudio.world.corpus.rows import SPLITS, check_corpus_folder
 
 MAX_ROW_BYTES = 2_000_000
 FREE_LENGTHS = (64, 96, 128, 192, 256)  # free canvas sizes a user picks; a response is padded up to one of them
@@ -151,7 +151,7 @@ def parse_row(data: Any, where: str) -> CorpusRow:
 
 def world_from_meta(meta: dict[str, Any], where: str = "meta"):
     """Rebuild the simulated world a row was made in: its simulator's world with the row's state and directives."""
-    from wmstudio.world.sims import get_simulator
+    from wmstudio.world.simulators import get_simulator
 
     try:
         simulator = get_simulator(meta["world"])
@@ -183,7 +183,7 @@ def request_from_meta(meta: dict[str, Any], where: str = "meta") -> RowRequest:
 
 def prompt_from_meta(meta: dict[str, Any], where: str = "meta") -> str:
     """The whole sections prompt of a wmstudio row (no budget): what tokenizers are trained on."""
-    from wmstudio.world.prompt import render
+    from wmstudio.world.prompt.render import render
 
     request = request_from_meta(meta, where)
     return render(request.world, request.call, request.history, grounding=request.grounding).text
@@ -219,7 +219,7 @@ def shape_target(tokenizer, schema: dict[str, Any]) -> CanvasTarget | None:
     pads, all scored; None when the sketch is longer than the canvas."""
     from wmstudio.model.shape_canvas import SHAPE_LENGTH, lead_ids
     from wmstudio.model.tokenizer import encode_text
-    from wmstudio.world.schema_sketch import sketch_text
+    from wmstudio.world.heads.schema_sketch import sketch_text
 
     lead, sketch = lead_ids(tokenizer), encode_text(tokenizer, sketch_text(schema))
     if len(sketch) > SHAPE_LENGTH:
@@ -291,9 +291,9 @@ def build_examples(rows: list[CorpusRow], tokenizer, arch: str, max_positions: i
         return _build_in_processes(rows, tokenizer, arch, max_positions, prompt_tokens, seed, copy, workers,
                                    shape_share)
     from wmstudio.model.tokenizer import encode_prompt, encode_text, prompt_budget
-    from wmstudio.world.copy_candidates import copy_candidates
-    from wmstudio.world.prompt import render
-    from wmstudio.world.schema_sketch import sketch_world
+    from wmstudio.world.heads.copy_candidates import copy_candidates
+    from wmstudio.world.heads.schema_sketch import sketch_world
+    from wmstudio.world.prompt.render import render
 
     result = ExampleSet(examples=[])
     for row in rows:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from wmstudio.model.copy_head import FEATURES
 from wmstudio.train.examples import SKELETON_COPIES
-from wmstudio.world.corpus import SPLITS
+from wmstudio.world.corpus.rows import SPLITS
 
 
 def corpus_stats(corpus: Path) -> dict:

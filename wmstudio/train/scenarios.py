@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.rules import evaluate_check
-from wmstudio.world.sims import SIMULATORS, get_simulator
+from wmstudio.world.rules.cel import evaluate_check
+from wmstudio.world.simulators import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.anchors import Anchor
 
 TRAIN, HELDOUT = "train", "heldout"
 SESSION_ARGUMENT = "session_token"

@@ -32,8 +32,8 @@ from wmstudio.studio.worlds import get_world, list_worlds
 from wmstudio.ui.forms import parse_json_field
 from wmstudio.ui.identity import request_username, resolve_identity
 from wmstudio.ui.train_tab import start_run
-from wmstudio.world.anchors import parse_anchors
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.anchors import parse_anchors
 
 API_NAMES = ("worlds", "tools", "simulate", "save_step", "next_to_rate", "rate", "start_run", "run_status")
 KEPT_SIMULATIONS = 32  # finished simulations a later save_step may name, newest kept (each holds its frames)

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from wmstudio.metrics.diversity import distinct_n, self_bleu
 from wmstudio.model.generation import FROM_HISTORY, FROM_SKETCH, FROM_TRAINING, Generation
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.checks import CheckReport
+from wmstudio.world.checks.report import CheckReport
 from wmstudio.world.spec import WorldSpec
+from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.tools import Tool
 
 BADGE_CHARS = 240

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.anchors import Anchor, parse_anchors
 from wmstudio.world.input_limits import InputRefused, loads_limited
 from wmstudio.world.jsonpath import format_path
+from wmstudio.world.steering.anchors import Anchor, parse_anchors
 
 MASKED = "masked"  # what an anchor field shows when the model is free to fill it
 KIND_WORDS = {"string": "text", "integer": "whole number", "number": "number", "boolean": "true/false",

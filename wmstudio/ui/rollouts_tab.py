@@ -47,8 +47,8 @@ from wmstudio.ui.forms import parse_json_field
 from wmstudio.ui.identity import on_spaces, request_username
 from wmstudio.ui.messages import as_uploaded, failure_markdown
 from wmstudio.ui.rollout_view import RolloutView, render_rollout
-from wmstudio.world.anchors import parse_anchors
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.anchors import parse_anchors
 
 PAGE_SIZE = 15
 TABLE_COLUMNS = ["id", "world", "title", "status", "tags", "steps", "failed", "created"]

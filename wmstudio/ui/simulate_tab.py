@@ -53,8 +53,8 @@ from wmstudio.ui.forms import (
     show_value,
 )
 from wmstudio.ui.messages import failure_markdown, markdown_as_html
-from wmstudio.world.presets import PRESETS, preset_request
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.presets import PRESETS, preset_request
 from wmstudio.world.tools import Tool
 
 ARG_SLOTS = 10  # argument inputs in the form; further arguments are edited in the JSON

@@ -21,9 +21,8 @@ from wmstudio.studio.context import StudioContext
 from wmstudio.studio.rollouts import saved_responses
 from wmstudio.studio.worlds import get_world, list_worlds, save_world_version, world_versions
 from wmstudio.ui.messages import as_uploaded, failure_markdown
-from wmstudio.world.rule_references import reference_findings
-from wmstudio.world.schema_inference import infer_schema
-from wmstudio.world.sims import SIMULATORS
+from wmstudio.world.rules.references import reference_findings
+from wmstudio.world.simulators import SIMULATORS
 from wmstudio.world.spec import (
     WorldSpec,
     load_world,
@@ -32,6 +31,7 @@ from wmstudio.world.spec import (
     save_world,
 )
 from wmstudio.world.tools import FORMATS, import_tools_file
+from wmstudio.world.tools.schema_inference import infer_schema
 
 FIELDS = ("name", "description", "simulator", "task", "initial_state", "tools", "rules", "directives")
 NO_SIMULATOR = "(none)"

@@ -21,8 +21,8 @@ from wmstudio.world.input_limits import (
     surrogate_message,
 )
 from wmstudio.world.json_types import describe_value
-from wmstudio.world.rule_references import reference_findings
-from wmstudio.world.rules import Rule, cel_syntax_problem
+from wmstudio.world.rules.cel import Rule, cel_syntax_problem
+from wmstudio.world.rules.references import reference_findings
 from wmstudio.world.tools import Tool, parse_tools
 
 MAX_WORLD_BYTES = 5_000_000

@@ -1,9 +1,7 @@
 """Built-in simulated worlds: deterministic ground truth for corpora, checks and the demo world files.
 
-`SIMULATORS` maps each demo world's name to its simulator (iterating it lists the five demo worlds); looking a
-synthetic world's simulator name up in it (`synthetic:<seed>:<index>`, world/synth) builds that world's generic
-simulator, so every reader of a world's `simulator` field handles synthetic worlds too. `get_simulator(name)` names
-the known worlds on a typo."""
+`DEMO_SIMULATORS` holds the five demo worlds' simulators; world/simulators.py looks any simulator up by name,
+synthetic worlds' included."""
 
 from __future__ import annotations
 
@@ -14,35 +12,7 @@ from wmstudio.world.sims.payments import PaymentsSimulator
 from wmstudio.world.sims.records import RecordsSimulator
 from wmstudio.world.sims.retail import RetailSimulator
 
+DEMO_SIMULATORS: tuple[Simulator, ...] = (RetailSimulator(), AirlineSimulator(), FilesystemSimulator(),
+                                          RecordsSimulator(), PaymentsSimulator())
 
-class SimulatorRegistry(dict):
-    """The demo simulators by name; `[name]` and `.get(name)` also resolve synthetic worlds' simulator names."""
-
-    def __missing__(self, name: str) -> Simulator:
-        from wmstudio.world.synth.worlds import synthetic_simulator  # it builds on sims.base
-
-        return synthetic_simulator(name)
-
-    def get(self, name, default=None):
-        try:
-            return self[name]
-        except (KeyError, TypeError):
-            return default
-
-
-SIMULATORS: dict[str, Simulator] = SimulatorRegistry(
-    (sim.name, sim)
-    for sim in (RetailSimulator(), AirlineSimulator(), FilesystemSimulator(), RecordsSimulator(), PaymentsSimulator())
-)
-
-
-def get_simulator(name: str) -> Simulator:
-    """The simulator called `name`; KeyError lists the known names."""
-    try:
-        return SIMULATORS[name]
-    except KeyError:
-        raise KeyError(f"no simulator named {name!r}; known: {', '.join(SIMULATORS)} and synthetic:<seed>:<index>"
-                       ) from None
-
-
-__all__ = ["SIMULATORS", "Simulator", "get_simulator"]
+__all__ = ["DEMO_SIMULATORS", "Simulator"]

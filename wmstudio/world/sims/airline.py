@@ -9,8 +9,7 @@ import datetime as dt
 import hashlib
 import random
 
-from wmstudio.world.directives import Steering
-from wmstudio.world.rules import Rule
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.sims.base import (
     ERROR,
     JSON,
@@ -31,6 +30,7 @@ from wmstudio.world.sims.base import (
 )
 from wmstudio.world.sims.preconditions import argument_rules, precondition
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.directives import Steering
 from wmstudio.world.tools import Tool
 
 FARES = ["basic", "standard", "flex"]

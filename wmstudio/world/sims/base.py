@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.directives import Directive, Steering, steering
 from wmstudio.world.json_types import json_type
-from wmstudio.world.rules import Rule
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.directives import Directive, Steering, steering
 from wmstudio.world.tools import Tool
 
 JSON = dict[str, Any]

@@ -9,8 +9,7 @@ import fnmatch
 import posixpath
 import random
 
-from wmstudio.world.directives import Steering
-from wmstudio.world.rules import Rule
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.sims import path_rules as paths
 from wmstudio.world.sims.base import (
     ERROR,
@@ -32,6 +31,7 @@ from wmstudio.world.sims.base import (
 from wmstudio.world.sims.path_rules import WRITABLE
 from wmstudio.world.sims.preconditions import argument_rules, precondition
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.directives import Steering
 from wmstudio.world.tools import Tool
 
 DEFAULT_LIMIT = 8

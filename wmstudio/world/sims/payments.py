@@ -10,8 +10,7 @@ import hashlib
 import random
 import string as text_chars
 
-from wmstudio.world.directives import Steering
-from wmstudio.world.rules import Rule
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.sims.base import (
     ERROR,
     JSON,
@@ -32,6 +31,7 @@ from wmstudio.world.sims.base import (
 )
 from wmstudio.world.sims.preconditions import argument_rules, precondition
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.directives import Steering
 from wmstudio.world.tools import Tool
 
 SESSION_PREFIX, SESSION_CHARS = "plsess_", 32

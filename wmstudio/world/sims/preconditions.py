@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from wmstudio.world.rules import Rule
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.tools import Tool
 
 JSON = dict[str, Any]

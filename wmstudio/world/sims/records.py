@@ -11,8 +11,7 @@ import json
 import random
 import re
 
-from wmstudio.world.directives import Steering
-from wmstudio.world.rules import Rule
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.sims.base import (
     ERROR,
     JSON,
@@ -32,6 +31,7 @@ from wmstudio.world.sims.base import (
 )
 from wmstudio.world.sims.preconditions import argument_rules, precondition
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.directives import Steering
 from wmstudio.world.tools import Tool
 
 DEFAULT_PAGE_SIZE = 5

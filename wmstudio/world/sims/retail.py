@@ -8,8 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from wmstudio.world.directives import Steering
-from wmstudio.world.rules import Rule
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.sims.base import (
     ERROR,
     JSON,
@@ -30,6 +29,7 @@ from wmstudio.world.sims.base import (
 )
 from wmstudio.world.sims.preconditions import argument_rules, precondition
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.directives import Steering
 from wmstudio.world.tools import Tool
 
 REFUND_WINDOW_DAYS = 30

@@ -8,8 +8,8 @@ import datetime as dt
 import random
 from typing import Any
 
-from wmstudio.world.directives import Steering
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.directives import Steering
 from wmstudio.world.synth import names
 from wmstudio.world.synth.blueprint import JSON, Blueprint, Entity, ToolPlan
 from wmstudio.world.synth.handlers import matching, page_window, search

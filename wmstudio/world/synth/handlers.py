@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from wmstudio.world.directives import Steering
 from wmstudio.world.sims.base import OK, PARTIAL, Reply, fail
+from wmstudio.world.steering.directives import Steering
 from wmstudio.world.synth import formulas
 from wmstudio.world.synth.blueprint import JSON, Blueprint, Entity, ToolPlan
 from wmstudio.world.synth.entities import value_of

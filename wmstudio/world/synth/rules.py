@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from wmstudio.world.rules import Rule
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.synth import formulas
 from wmstudio.world.synth.blueprint import Blueprint, Entity, ToolPlan
 from wmstudio.world.synth.naming import RFC3339_PATTERN, period_text, slug

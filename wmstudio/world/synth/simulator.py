@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from wmstudio.world.directives import Directive, steering
-from wmstudio.world.rules import Rule
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.sims.base import JSON, Reply, Simulator, fail, make_tool
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.directives import Directive, steering
 from wmstudio.world.synth import agent
 from wmstudio.world.synth.blueprint import Blueprint
 from wmstudio.world.synth.entities import make_records

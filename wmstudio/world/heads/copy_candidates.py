@@ -14,9 +14,9 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from wmstudio.world.call_local import needles_of
-from wmstudio.world.copy_sources import MAX_CANDIDATES, CopySource, copy_sources, shown_leaves
-from wmstudio.world.prompt import Shown
+from wmstudio.world.heads.copy_sources import MAX_CANDIDATES, CopySource, copy_sources, shown_leaves
+from wmstudio.world.prompt.call_local import needles_of
+from wmstudio.world.prompt.render import Shown
 
 DERIVED_OPS = ("times", "length", "join", "hour later", "day later", "week later", "plus", "minus")
 LATER = {"hour later": timedelta(hours=1), "day later": timedelta(days=1), "week later": timedelta(weeks=1)}

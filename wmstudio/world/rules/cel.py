@@ -20,8 +20,8 @@ from celpy import celtypes
 from celpy.evaluation import base_functions
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.cel_budget import OverBudget, charge_shared, check_clock, evaluate_within
 from wmstudio.world.input_limits import CHECK_SECONDS_ENV, MAX_CHECK_CHARS, check_seconds
+from wmstudio.world.rules.budget import OverBudget, charge_shared, check_clock, evaluate_within
 
 CEL_VARIABLES = ("state", "call", "response", "history", "directives")
 PLACES = {"response": "the response", "state": "the initial state", "call": "the call", "history": "the history",

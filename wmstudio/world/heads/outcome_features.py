@@ -16,10 +16,10 @@ from typing import Any
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
-from wmstudio.world.call_local import is_collection, needles_of
 from wmstudio.world.grounding import NONE, ORACLE, parse_grounding
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt import current_state
+from wmstudio.world.prompt.call_local import is_collection, needles_of
+from wmstudio.world.prompt.render import current_state
 from wmstudio.world.spec import Call, WorldSpec
 
 DIRECTIVE = "directive:"  # features of the steering directives, which mean the same for every tool

@@ -13,11 +13,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from wmstudio.world.checks import argument_problems
+from wmstudio.world.checks.report import argument_problems
 from wmstudio.world.grounding import NONE
 from wmstudio.world.history import HistoryStep, compact_json
-from wmstudio.world.prompt import ORACLE_STATE_LABEL, SECTION_HEADERS, PromptBudget, RenderedPrompt, render
-from wmstudio.world.rules import rules_for_tool
+from wmstudio.world.prompt.render import ORACLE_STATE_LABEL, SECTION_HEADERS, PromptBudget, RenderedPrompt, render
+from wmstudio.world.rules.cel import rules_for_tool
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 from wmstudio.world.trajectories import messages_from_steps, tool_call_message

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import number_in, whole_in
-from wmstudio.world.sims import SIMULATORS
+from wmstudio.world.simulators import SIMULATORS
 from wmstudio.world.synth.registry import synthetic_ref
 
 SPLITS = ("train", "eval", "test")

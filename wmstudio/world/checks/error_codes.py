@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from wmstudio.world.checks import check_variables, steering_texts
+from wmstudio.world.checks.report import check_variables, steering_texts
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.rules import Rule, evaluate_check, rule_codes, rule_tools
+from wmstudio.world.rules.cel import Rule, evaluate_check, rule_codes, rule_tools
 from wmstudio.world.spec import Call, WorldSpec
 
 OUTAGE_CODE = "SERVICE_UNAVAILABLE"  # a failure with no cause in the state, when the world names none of its own

@@ -15,13 +15,13 @@ from jsonschema import exceptions as schema_exceptions
 from jsonschema.validators import validator_for
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.anchors import Anchor
-from wmstudio.world.directives import parse_directive
+from wmstudio.world.checks.message_mentions import message_strays
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path, get_path
-from wmstudio.world.message_mentions import message_strays
-from wmstudio.world.rules import cel_activation, evaluate_check
+from wmstudio.world.rules.cel import cel_activation, evaluate_check
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.anchors import Anchor
+from wmstudio.world.steering.directives import parse_directive
 from wmstudio.world.tools import Tool
 
 MAX_MESSAGE_CHARS = 500
@@ -30,7 +30,7 @@ MAX_MESSAGE_CHARS = 500
 @dataclass
 class CheckReport:
     """What held and what did not for one response; `ok` only when it is JSON and nothing was violated.
-    `message_strays`: ids and numbers the response's message names that nothing holds (world/message_mentions.py)."""
+    `message_strays`: ids and numbers the response's message names that nothing holds (world/checks/message_mentions.py)."""
 
     ok: bool
     json_valid: bool

@@ -11,10 +11,10 @@ it (call-local), within a budget counted in the model's own tokens:
     ## TASK CONTEXT             the task, then the earlier turns (newest kept first; a line counts those cut)
     ## TOOL SCHEMAS             the called tool in full (name, description, parameters, response); the others by
                                 name, with their descriptions when there is room
-    ## DOMAIN RULES             "- <rule text>" per rule that may bear on the called tool (world/rules.py
+    ## DOMAIN RULES             "- <rule text>" per rule that may bear on the called tool (world/rules/cel.py
                                 rules_for_tool; the CEL checks are for the checker, not the model)
     ## COMPUTED QUERY STATE     one the caller gives; else with grounding `oracle` the simulator's retrieval, so
-                                labelled; else a listing's records found in the initial state (world/retrieval.py)
+                                labelled; else a listing's records found in the initial state (world/prompt/retrieval.py)
     ## STEERING DIRECTIVES      "- <directive>" per directive
     PREDICTION TARGET: ...      the tool whose JSON response is to be predicted
 
@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.call_local import call_local, drop_last_record, needles_of, with_references
-from wmstudio.world.checks import argument_problems
+from wmstudio.world.checks.report import argument_problems
 from wmstudio.world.grounding import NONE, ORACLE, parse_grounding
 from wmstudio.world.history import HistoryStep, compact_json, response_text
-from wmstudio.world.retrieval import listing_records
-from wmstudio.world.rules import rules_for_tool
+from wmstudio.world.prompt.call_local import call_local, drop_last_record, needles_of, with_references
+from wmstudio.world.prompt.retrieval import listing_records
+from wmstudio.world.rules.cel import rules_for_tool
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 
@@ -168,7 +168,7 @@ def render(
 
     `grounding` `oracle` adds the world's simulator's replayed state and retrieval, labelled as the oracle's;
     `computed_state` is a query state the caller gives (shown as given); else, with `retrieval`, a listing's records
-    found in the state shown (world/retrieval.py). `chat` budgets the chat row (system + user turn) instead of the
+    found in the state shown (world/prompt/retrieval.py). `chat` budgets the chat row (system + user turn) instead of the
     sections text."""
     grounding = parse_grounding(grounding)
     steps = list(history)
@@ -285,7 +285,7 @@ def render_prompt(world: WorldSpec, call: Call, history: Sequence[HistoryStep] =
 def render_chat(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
                 response: Any = None, grounding: str = NONE, computed_state: Any = None) -> dict[str, list[dict]]:
     """One chat row `{"messages": [system, user(, assistant)]}` within `max_chars` (system + user) when given (the
-    Patronus paper's own layout: world/patronus_prompt.py's `patronus_chat`)."""
+    Patronus paper's own layout: world/prompt/patronus.py's `patronus_chat`)."""
     budget = PromptBudget(max_chars) if max_chars is not None else None
     return render(world, call, history, budget, grounding, computed_state, chat=True).chat(response)
 
@@ -333,7 +333,7 @@ def target_line(world: WorldSpec, call: Call) -> str:
 def current_state(world: WorldSpec, history: Sequence[HistoryStep]) -> Any:
     """The state after `history`, replayed by the world's simulator from its initial state; None when there is
     no history, the world has no simulator, or its state has another shape (then e0 is what there is)."""
-    from wmstudio.world.sims import SIMULATORS
+    from wmstudio.world.simulators import SIMULATORS
 
     simulator = SIMULATORS.get(world.simulator or "")
     if not history or simulator is None or not isinstance(world.initial_state, dict):
@@ -349,7 +349,7 @@ def current_state(world: WorldSpec, history: Sequence[HistoryStep]) -> Any:
 
 def query_state(world: WorldSpec, state: Any, call: Call) -> Any:
     """The world's simulator's retrieval for `call` over `state` (records a listing pages through), or None."""
-    from wmstudio.world.sims import SIMULATORS
+    from wmstudio.world.simulators import SIMULATORS
 
     simulator = SIMULATORS.get(world.simulator or "")
     return simulator.query_state(state, call) if simulator is not None and isinstance(state, dict) else None

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem, join_path
-from wmstudio.world.call_local import OMITTED_KEY
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.input_limits import InputRefused, loads_limited
 from wmstudio.world.json_types import describe_value
-from wmstudio.world.prompt import NO_HISTORY
+from wmstudio.world.prompt.call_local import OMITTED_KEY
+from wmstudio.world.prompt.render import NO_HISTORY
 from wmstudio.world.spec import Call
 from wmstudio.world.trajectories import ACTION_MARK, STATE_PREFIX, TOOL_RESPONSE_TAGS, steps_from_messages
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.presets import CASCADE_ERROR, stress_preset
 from wmstudio.world.sims.base import Simulator, argument_error
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.presets import CASCADE_ERROR, stress_preset
 
 TRIES = 40
 HISTORY_STEPS = 2

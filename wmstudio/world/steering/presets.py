@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.anchors import Anchor
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.tools import Tool
 
 CASCADE_ERROR = "SERVICE_UNAVAILABLE"

@@ -16,8 +16,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from wmstudio.world.call_local import is_collection
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.prompt.call_local import is_collection
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
 

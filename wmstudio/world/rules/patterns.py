@@ -13,8 +13,8 @@ import re
 from collections import deque
 from typing import Any
 
-from wmstudio.world.regex_automata import pattern_automaton
-from wmstudio.world.rule_references import STRING_LITERAL
+from wmstudio.world.rules.references import STRING_LITERAL
+from wmstudio.world.tools.regex_automata import pattern_automaton
 
 _FIELD_MATCHES = re.compile(r"response\.([A-Za-z_]\w*)\.matches\(\s*(" + STRING_LITERAL.pattern + r")\s*\)")
 MAX_PATTERN_TEXT = 256  # longer completions are not a token's shape: left to the model

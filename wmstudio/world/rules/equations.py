@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from wmstudio.world.rule_references import STRING_LITERAL
-from wmstudio.world.rules import evaluate_value
+from wmstudio.world.rules.cel import evaluate_value
+from wmstudio.world.rules.references import STRING_LITERAL
 
 _LONE_FIELD_LEFT = re.compile(r"response\.([A-Za-z_]\w*)\s*==(?!=)")
 _LONE_FIELD_RIGHT = re.compile(r"(?<![=!<>])==\s*response\.([A-Za-z_]\w*)")

@@ -1,5 +1,5 @@
-"""What a world-model system prompt states, read back section by section: our layout (world/prompt.py) or the
-Patronus paper's (world/patronus_prompt.py), so the environment a request carries is what the model conditions on.
+"""What a world-model system prompt states, read back section by section: our layout (world/prompt/render.py) or the
+Patronus paper's (world/prompt/patronus.py), so the environment a request carries is what the model conditions on.
 
 Read: the environment state (`State:` / `Database records:`, other lines of the section as a text state), the
 task (`## TASK CONTEXT`, or `Active task:`), the tools (our JSON lines with their schemas; the paper's signature
@@ -17,8 +17,8 @@ from typing import Any
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.input_limits import InputRefused, loads_limited
-from wmstudio.world.prompt import NO_TASK, ORACLE_QUERY_LABEL, ORACLE_STATE_LABEL, SECTION_HEADERS, TARGET_PREFIX
-from wmstudio.world.row_turns import HISTORY_HEAD, history_from_text, without_markers
+from wmstudio.world.prompt.render import NO_TASK, ORACLE_QUERY_LABEL, ORACLE_STATE_LABEL, SECTION_HEADERS, TARGET_PREFIX
+from wmstudio.world.prompt.row_turns import HISTORY_HEAD, history_from_text, without_markers
 from wmstudio.world.tools import Tool, parse_tools
 
 ENVIRONMENT, TASK, TOOLS, RULES, QUERY, DIRECTIVES = SECTION_HEADERS

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from wmstudio.world.call_local import FIELD_NAME, OMITTED_KEY, is_collection, needles_of, touches
-from wmstudio.world.prompt import Shown
+from wmstudio.world.prompt.call_local import FIELD_NAME, OMITTED_KEY, is_collection, needles_of, touches
+from wmstudio.world.prompt.render import Shown
 
 SOURCES = ("call", "state", "query", "turn_call", "turn_response", "directive")
 MAX_TEXT = 120  # longer text is prose, not a value to copy
@@ -31,7 +31,7 @@ class CopySource:
     turns_back: int = 0
     call_record: bool = False
     call_key: bool = False  # a key on its path is a value the call sends (`fares.standard` for fare "standard")
-    derived: str = ""  # the operation that computed it from a shown value (world/copy_candidates.py), "" if shown
+    derived: str = ""  # the operation that computed it from a shown value (world/heads/copy_candidates.py), "" if shown
 
     @property
     def key(self) -> str:

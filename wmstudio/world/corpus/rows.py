@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.corpus_plan import SYNTHETIC_SHARE, corpus_plan, split_plan, world_splits
-from wmstudio.world.directives import Directive
+from wmstudio.world.corpus.plan import SYNTHETIC_SHARE, corpus_plan, split_plan, world_splits
+from wmstudio.world.corpus.stress import stress_episode
 from wmstudio.world.grounding import NONE, ORACLE
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.presets import stress_preset
-from wmstudio.world.prompt import render_chat
-from wmstudio.world.sims import SIMULATORS, Simulator
-from wmstudio.world.stress import stress_episode
+from wmstudio.world.prompt.render import render_chat
+from wmstudio.world.sims import Simulator
+from wmstudio.world.simulators import SIMULATORS
+from wmstudio.world.steering.directives import Directive
+from wmstudio.world.steering.presets import stress_preset
 from wmstudio.world.synth.registry import is_synthetic
 
 SPLITS = ("train", "eval", "test")

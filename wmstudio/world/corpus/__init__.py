@@ -1,0 +1,1 @@
+"""Corpora: chat rows for training made from simulators, their plan, and trajectory files read into histories."""

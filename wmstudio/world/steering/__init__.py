@@ -1,0 +1,1 @@
+"""Steering: pinned anchor fields, directives, and the stress presets built from them."""
