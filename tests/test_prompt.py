@@ -158,9 +158,21 @@ def test_grounding_none_by_default_shows_only_the_initial_state_and_the_history(
     assert render(world, Call("list_orders", {"status": "delivered"}), grounding="none").text == listing.text
 
 
-def test_an_unknown_grounding_is_refused_naming_the_setting():
-    with pytest.raises(InvalidInput, match="grounding: 'hindsight' is not a grounding: use none or oracle"):
-        render_prompt(parse_world(shop_world()), CALL, grounding="hindsight")
+def test_an_unknown_grounding_is_refused_at_the_door_naming_the_setting(tmp_path):
+    """Grounding is read from outside once (the sampler settings, `wmstudio prompt --grounding`); inside, functions
+    take a Grounding."""
+    from typer.testing import CliRunner
+
+    from wmstudio.cli import app
+    from wmstudio.model.sampler_settings import SamplerSettings
+
+    with pytest.raises(InvalidInput, match="grounding: 'hindsight' is not known: use one of none, oracle"):
+        SamplerSettings(grounding="hindsight")
+    (tmp_path / "w.json").write_text(json.dumps(shop_world()))
+    (tmp_path / "c.json").write_text(json.dumps(CALL.to_json()))
+    refused = CliRunner().invoke(app, ["prompt", str(tmp_path / "w.json"), "--call", str(tmp_path / "c.json"),
+                                       "--grounding", "hindsight"])
+    assert refused.exit_code == 2 and "--grounding: 'hindsight' is not a grounding" in refused.stderr
 
 
 def test_computed_query_state_appears_only_when_given_between_rules_and_directives():

@@ -142,7 +142,7 @@ def test_commits_that_would_break_a_span_wait_for_a_later_step(backend, canvas):
 
 
 def test_threshold_commits_every_confident_slot_and_at_least_one(backend, free):
-    assert len(run(backend, free, threshold=0.0, steps=100)) == 1  # every confidence is >= 0
+    assert len(run(backend, free, threshold=1e-9, steps=100)) == 1  # every confidence is above it (0 is "off")
     frames = run(backend, free, threshold=None, steps=20)
     assert len(frames) == 20 and all(len(f.unmasked[0]) == 1 for f in frames)
 
@@ -158,7 +158,7 @@ def test_an_in_order_model_writes_values_left_to_right_and_commits_a_sure_run_in
     ordered = PrefixCausalBackend(model, tokenizer, "in order", tokenizer.mask_token_id, tokenizer.pad_token_id, 4096)
     ordered.span_order = "left_to_right"
     runs = {threshold: list(denoise(ordered, PROMPT, canvas, SamplerSettings(threshold=threshold)))
-            for threshold in (1.0, 0.0)}
+            for threshold in (1.0, 1e-9)}
     for frames in runs.values():
         masked = set(canvas.masked_positions)
         for frame in frames:  # a value's written slots are always a prefix of its span: no hole
@@ -167,9 +167,9 @@ def test_an_in_order_model_writes_values_left_to_right_and_commits_a_sure_run_in
                 open_slots = [p in masked for p in range(span.start, span.end)]
                 assert open_slots == sorted(open_slots)
         json.loads(canvas.decode(frames[-1].tokens[0]))
-    # every slot is "sure" at threshold 0: each value's run is chained into one step
-    assert len(runs[1.0]) > 2 and len(runs[0.0]) < len(runs[1.0])
-    assert len(runs[0.0][0].unmasked[0]) > len(canvas.spans)
+    # every slot is "sure" at a threshold near 0 (0 itself is "off"): each value's run is chained into one step
+    assert len(runs[1.0]) > 2 and len(runs[1e-9]) < len(runs[1.0])
+    assert len(runs[1e-9][0].unmasked[0]) > len(canvas.spans)
 
 
 def test_blocks_fill_left_to_right(backend, canvas):
@@ -430,3 +430,18 @@ def test_bench_llada_preset_refuses_the_cpu():
     unknown = CliRunner().invoke(app, ["bench", "denoise", "--preset", "huge", "--device", "cpu"])
     assert unknown.exit_code == 2 and "unknown preset 'huge'" in unknown.stderr
 
+
+
+def test_every_strategy_the_settings_admit_has_a_scorer_and_an_unknown_one_is_refused():
+    import torch
+
+    from wmstudio.model.sampler import SCORERS, score
+    from wmstudio.model.sampler_settings import STRATEGIES
+
+    assert set(SCORERS) | {"random"} == set(STRATEGIES)
+    logits, guess = torch.randn(2, 5, 11), torch.zeros(2, 5, dtype=torch.long)
+    for strategy in STRATEGIES:
+        confidence = score(logits, guess, strategy, torch.Generator().manual_seed(0))
+        assert confidence.shape == (2, 5) and bool(((confidence >= 0) & (confidence <= 1)).all())
+    with pytest.raises(ValueError, match="no scorer for strategy 'fastest'"):
+        score(logits, guess, "fastest", torch.Generator())

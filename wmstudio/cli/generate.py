@@ -26,7 +26,6 @@ def generate_cmd(
     anchor: list[str] = typer.Option([], "--anchor", help=ANCHOR_HELP),
     model: Optional[str] = typer.Option(None, "--model", help="Model folder or hub id (default: the shipped MDLM)."),
     history: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
-    no_threshold: bool = typer.Option(False, "--no-threshold", help="Linear schedule only (LLaDA's)."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Allow LLaDA/Dream model code."),
     approximate_cache: bool = typer.Option(
         False, "--approximate-cache", help="Cache the prompt of a fully bidirectional model (inexact, faster)."
@@ -51,7 +50,7 @@ def generate_cmd(
         typer.echo(f"preset {preset}: anchors {', '.join(map(str, anchors)) or 'none'}; directives "
                    f"{'; '.join(spec.directives)}", err=True)
     steps_before = read_history(history)
-    sampler = settings_from_options(SamplerSettings, {**settings, **({"threshold": None} if no_threshold else {})})
+    sampler = settings_from_options(SamplerSettings, settings)
     from wmstudio.model.backends import load_backend  # torch and transformers: only once the input is read
     from wmstudio.model.generation import Generation, generate_stream
 

@@ -5,7 +5,6 @@ A field `name` becomes `--name` (underscores as dashes); a bool that defaults to
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import typing
 from collections.abc import Callable, Iterable
@@ -15,6 +14,7 @@ import typer
 
 from wmstudio.cli.common import fail
 from wmstudio.problems import InvalidInput
+from wmstudio.settings import setting_specs
 
 
 def option_parameters(config_type: type, skip: Iterable[str] = ()) -> list[inspect.Parameter]:
@@ -22,15 +22,16 @@ def option_parameters(config_type: type, skip: Iterable[str] = ()) -> list[inspe
     field's default and help text (a field named in the class's REQUIRED has no default)."""
     hints = typing.get_type_hints(config_type)
     parameters = []
-    for item in dataclasses.fields(config_type):
-        if item.name in skip:
+    for spec in setting_specs(config_type):
+        if spec.name in skip:
             continue
-        default = ... if item.default is None and item.name in getattr(config_type, "REQUIRED", ()) else item.default
-        flag = "--" + item.name.replace("_", "-")
-        names = [f"{flag}/--no-{flag[2:]}"] if item.default is True else [flag]
-        option = typer.Option(default, *names, help=item.metadata.get("help", ""))
-        parameters.append(inspect.Parameter(item.name, inspect.Parameter.KEYWORD_ONLY, default=option,
-                                            annotation=hints[item.name]))
+        required = spec.default is None and spec.name in getattr(config_type, "REQUIRED", ())
+        default = ... if required else spec.form_default  # 0 where 0 means automatic or off, as every door says
+        flag = "--" + spec.name.replace("_", "-")
+        names = [f"{flag}/--no-{flag[2:]}"] if spec.default is True else [flag]
+        option = typer.Option(default, *names, help=spec.help)
+        parameters.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=option,
+                                            annotation=hints[spec.name]))
     return parameters
 
 

@@ -111,21 +111,31 @@ def prompt(
     fmt: str = typer.Option("sections", "--format",
                             help="sections (plain prompt), chat (one messages row) or patronus (a chat row in the "
                                  "Patronus paper's layout: user turn `State: ...\\n\\nAction: ...`)."),
+    grounding: str = typer.Option("none", "--grounding",
+                                  help="none (the five parts and the history: what the world model gets wherever it "
+                                       "stands in for an environment) or oracle (adds a simulator's replayed state "
+                                       "and retrieval, labelled as the oracle's)."),
 ) -> None:
-    """Render the world-model prompt for a call, in the section format or as a chat row."""
+    """Render the world-model prompt for a call, in the section format or as a chat row; --grounding shows what
+    each grounding puts in it."""
+    from wmstudio.world.grounding import parse_grounding
     from wmstudio.world.prompt.patronus import render_patronus
     from wmstudio.world.prompt.render import PromptBudget, render
 
     if fmt not in ("sections", "chat", "patronus"):
         fail(f"--format {fmt!r} is not known: use sections, chat or patronus")
+    try:
+        grounded = parse_grounding(grounding, "--grounding")
+    except InvalidInput as err:
+        fail(str(err))
     spec = load_world(world)
     the_call = read_call(call)
     steps = read_history(history)
     budget = PromptBudget(max_chars) if max_chars is not None else None
     if fmt == "patronus":
-        rendered = render_patronus(spec, the_call, steps, budget)
+        rendered = render_patronus(spec, the_call, steps, budget, grounded)
     else:
-        rendered = render(spec, the_call, steps, budget, chat=fmt == "chat")
+        rendered = render(spec, the_call, steps, budget, grounded, chat=fmt == "chat")
     if rendered.cut:  # with no limit, only what is not call-local is left out (records the call does not name)
         reason = f"to fit {max_chars} characters " if max_chars is not None else ""
         typer.echo(f"note: {reason}the prompt left out: {'; '.join(rendered.cut)}", err=True)

@@ -51,7 +51,7 @@ from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text, prom
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.world.checks.report import CheckReport, check_step
-from wmstudio.world.grounding import NONE
+from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.heads.copy_candidates import copy_candidates
 from wmstudio.world.heads.copy_sources import CopySource
 from wmstudio.world.heads.schema_sketch import sketch_world
@@ -167,7 +167,7 @@ class Prompt:
 
 
 def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                   canvas_tokens: int = 0, prompt_tokens: int | None = None, grounding: str = NONE,
+                   canvas_tokens: int = 0, prompt_tokens: int | None = None, grounding: Grounding = NONE,
                    retrieval: bool = True) -> Prompt:
     """The prompt beside a canvas of `canvas_tokens`, rendered within the budget the model was trained with (or
     `prompt_tokens`; in its own tokens, so any world fits its context) under `grounding`: our `[bos] prompt [sep]`

@@ -28,7 +28,7 @@ import torch
 from jsonschema import validators
 
 from wmstudio.model.canvas import OUTCOME_KEY, OUTCOME_VALUES
-from wmstudio.world.grounding import NONE
+from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.heads.outcome_features import DIRECTIVE, outcome_features
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call, WorldSpec
@@ -91,14 +91,14 @@ class OutcomeHead:
         self.generic = generic
 
     def predict(self, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                schema: dict[str, Any] | None = None, grounding: str = NONE) -> Outcome | None:
+                schema: dict[str, Any] | None = None, grounding: Grounding = NONE) -> Outcome | None:
         """The likeliest outcome of `call`, or None where the head abstains (a tool it was not fitted on, without
         the generic scorer or a status in `schema`)."""
         ranked = self.distribution(world, call, history, schema, grounding)
         return ranked[0] if ranked else None
 
     def distribution(self, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                     schema: dict[str, Any] | None = None, grounding: str = NONE) -> list[Outcome]:
+                     schema: dict[str, Any] | None = None, grounding: Grounding = NONE) -> list[Outcome]:
         """Every outcome the tool answered with in training, with its probability for `call`, likeliest first; for
         a tool it never saw, ok and error from the generic scorer (no code) when `schema` offers both; empty where
         `predict` abstains. Its facts read the state the prompt shows under `grounding`."""

@@ -23,7 +23,7 @@ from wmstudio.studio.simulation import tool_of, world_spec
 from wmstudio.world.history import HistoryStep, parse_history
 from wmstudio.world.prompt.sections import StatedEnvironment
 from wmstudio.world.spec import Call, WorldSpec, parse_world
-from wmstudio.world.steering.anchors import Anchor, parse_anchor
+from wmstudio.world.steering.anchors import Anchor, read_anchors
 
 STEP_FIELDS = ("world", "state", "history", "call", "anchors", "sampler", "repair")
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id names no saved world
@@ -107,25 +107,6 @@ def resolve_world(raw: Any, store: Store | None) -> WorldSpec:
     if saved is None:
         raise InvalidInput(Problem("world", f"no saved world named {raw!r}: save it in the studio or send it whole"))
     return world_spec(store, saved.id)  # parsed once per version
-
-
-def read_anchors(raw: Any) -> list[Anchor]:
-    """Anchors as `{"path": value}` (JSON values) or a list of `PATH=VALUE` texts."""
-    if raw is None:
-        return []
-    if isinstance(raw, dict):
-        return [Anchor(str(path), value) for path, value in raw.items()]
-    if isinstance(raw, list):
-        anchors, problems = [], []
-        for i, item in enumerate(raw):
-            try:
-                anchors.append(parse_anchor(item))
-            except InvalidInput as err:
-                problems.extend(Problem(f"anchors[{i}]", p.message) for p in err.problems)
-        if problems:
-            raise InvalidInput(problems)
-        return anchors
-    raise InvalidInput(Problem("anchors", 'must be an object {"status": "error"} or a list of "PATH=VALUE" texts'))
 
 
 def read_sampler(raw: Any, repair: Any = None) -> SamplerSettings:

@@ -11,7 +11,7 @@ from typing import Any
 
 from wmstudio.train.baselines import BASELINES
 from wmstudio.train.field_kinds import FieldScores
-from wmstudio.world.grounding import NONE, parse_grounding
+from wmstudio.world.grounding import NONE, Grounding, parse_grounding
 
 RATE_NAMES = ("json_valid", "schema_valid", "rule_consistent", "same_status", "rule_and_status",
               "code_contradicted", "message_strays", "text_repeats")  # the last three: lower is better
@@ -110,7 +110,7 @@ class EvalReport:
         return "\n".join(lines)
 
 
-def quality_file(grounding: str) -> str:
+def quality_file(grounding: Grounding) -> str:
     """Where an evaluation under `grounding` is kept beside the weights: `quality.json` for the headline (`none`)."""
     return "quality.json" if parse_grounding(grounding) == NONE else f"quality-{parse_grounding(grounding)}.json"
 

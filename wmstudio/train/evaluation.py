@@ -30,7 +30,7 @@ from wmstudio.train.model_card import corpus_stats
 from wmstudio.world.checks.error_codes import contradicted
 from wmstudio.world.checks.report import CheckReport
 from wmstudio.world.checks.text_quality import response_repeats
-from wmstudio.world.grounding import NONE, ORACLE, parse_grounding
+from wmstudio.world.grounding import NONE, ORACLE, Grounding, parse_grounding
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.render import current_state
 from wmstudio.world.spec import Call, WorldSpec
@@ -134,7 +134,7 @@ def free_length_for(case: EvalCase, tokenizer) -> int:
     return next((size for size in FREE_LENGTHS if size >= need), FREE_LENGTHS[-1])
 
 
-def training_answers(corpus: Path, grounding: str) -> TrainingAnswers:
+def training_answers(corpus: Path, grounding: Grounding) -> TrainingAnswers:
     """What the baselines know of the corpus's training rows, each row's state read as its prompt would show it
     under `grounding`."""
     answers = TrainingAnswers()
@@ -146,7 +146,7 @@ def training_answers(corpus: Path, grounding: str) -> TrainingAnswers:
     return answers
 
 
-def shown_state(world: WorldSpec, history: list[HistoryStep], grounding: str) -> Any:
+def shown_state(world: WorldSpec, history: list[HistoryStep], grounding: Grounding) -> Any:
     """The state a prompt shows under `grounding`: the initial one, or the simulator's after `history` (oracle)."""
     now = current_state(world, history) if grounding == ORACLE and history else None
     return world.initial_state if now is None else now
@@ -154,7 +154,7 @@ def shown_state(world: WorldSpec, history: list[HistoryStep], grounding: str) ->
 
 def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, rows: int = 200,
                          diversity_calls: int = 8, samples: int = 8, split: str = "test", seed: int = 0,
-                         grounding: str = NONE, worlds: str = "all",
+                         grounding: Grounding = NONE, worlds: str = "all",
                          progress: Callable[[int, int], None] | None = None) -> EvalReport:
     """Evaluate the MDLM at `mdlm` (and the AR baseline at `ar`) on `rows` held-out rows of `corpus`, with
     `generate` and `check_step` exactly as the studio runs them, every prompt rendered under `grounding`, beside
@@ -249,7 +249,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     return report
 
 
-def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport, grounding: str = NONE) -> None:
+def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport, grounding: Grounding = NONE) -> None:
     """No response schema given: the called tool's schema is taken out of the world (and so out of the prompt), so
     JSON validity, the real schema and the simulator's top-level keys are earned. Generation then lays out a
     skeleton of the schema the tool's earlier answers in the history fit (counted in `from_history`), else of the
@@ -288,7 +288,7 @@ def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport,
 
 
 def _diversity(backend, cases: list[EvalCase], samples: int, seed: int, report: EvalReport,
-               grounding: str = NONE) -> dict[str, float]:
+               grounding: Grounding = NONE) -> dict[str, float]:
     """Self-BLEU and Distinct-2 over K samples per call, of whole responses and of their values only."""
     from wmstudio.model.generation import generate
 

@@ -18,6 +18,7 @@ import torch
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.corpus.rows import SPLITS, check_corpus_folder
+from wmstudio.world.grounding import Grounding
 
 MAX_ROW_BYTES = 2_000_000
 FREE_LENGTHS = (64, 96, 128, 192, 256)  # free canvas sizes a user picks; a response is padded up to one of them
@@ -167,7 +168,7 @@ class RowRequest:
     world: Any
     call: Any
     history: list
-    grounding: str
+    grounding: Grounding
 
 
 def request_from_meta(meta: dict[str, Any], where: str = "meta") -> RowRequest:

@@ -17,7 +17,7 @@ from wmstudio.model.remote_world_model import RemoteWorldModel
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.train.environments import HYBRID, SIMULATOR, WORLD_MODEL, Policy, run_episode
 from wmstudio.train.scenarios import Scenario, succeeded
-from wmstudio.world.grounding import NONE, parse_grounding
+from wmstudio.world.grounding import NONE, Grounding, parse_grounding
 
 Z95 = 1.959964
 
@@ -37,7 +37,7 @@ class Estimate:
     """Successes per world in the evaluated environment and in the simulator, and who answered the calls."""
 
     env: str
-    grounding: str = NONE
+    grounding: Grounding = NONE
     successes: dict[str, int] = field(default_factory=dict)
     truths: dict[str, int] = field(default_factory=dict)
     episodes: dict[str, int] = field(default_factory=dict)
@@ -59,7 +59,7 @@ class Estimate:
 
 def evaluate_policy(policy: Policy, scenarios: list[Scenario], backend: Backend | RemoteWorldModel | None,
                     env: str = WORLD_MODEL, progress: Callable[[int, int], None] | None = None,
-                    grounding: str = NONE) -> Estimate:
+                    grounding: Grounding = NONE) -> Estimate:
     """Play every scenario in `env` (the world model's prompts under `grounding`: `none` reads no simulator) and in
     the simulator; count successes per world."""
     started = time.perf_counter()

@@ -15,6 +15,7 @@ import torch
 from wmstudio.model.canvas import skeleton_target
 from wmstudio.model.copy_head import copy_plan
 from wmstudio.model.generation import prepare_prompt
+from wmstudio.world.grounding import NONE, Grounding
 
 
 @torch.inference_mode()
@@ -50,7 +51,7 @@ def content_nll(backend, prompt, canvas, tokens: list[int], copy: bool = True) -
     return sum(-math.log(max(v, 1e-12)) for v in chance.values()), len(chance)
 
 
-def prompt_use(backend, cases, grounding: str = "none") -> dict[str, float | None]:
+def prompt_use(backend, cases, grounding: Grounding = NONE) -> dict[str, float | None]:
     """`{"own_nll", "swapped_nll", "denoiser_own_nll", "denoiser_swapped_nll"}`: mean content NLL over the rows that
     have a partner calling the same tool, of the whole model and (for a model with a copy head) of its denoiser
     alone, every prompt rendered under `grounding`."""

@@ -16,13 +16,14 @@ import threading
 import uuid
 from collections import OrderedDict
 from functools import wraps
-from typing import Any
+from typing import Any, Callable
 
 import gradio as gr
 from gradio.context import Context
 
-from wmstudio.model.sampler_settings import DEFAULT_THRESHOLD, SamplerSettings
+from wmstudio.model.sampler_settings import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import setting_specs
 from wmstudio.studio.annotation import annotator_progress, get_annotator, next_to_annotate, save_rating
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.memory import release_memory
@@ -33,7 +34,7 @@ from wmstudio.ui.forms import parse_json_field
 from wmstudio.ui.identity import request_username, resolve_identity
 from wmstudio.ui.train_tab import start_run
 from wmstudio.world.spec import Call
-from wmstudio.world.steering.anchors import parse_anchors
+from wmstudio.world.steering.anchors import read_anchors
 
 API_NAMES = ("worlds", "tools", "simulate", "save_step", "next_to_rate", "rate", "start_run", "run_status")
 KEPT_SIMULATIONS = 32  # finished simulations a later save_step may name, newest kept (each holds its frames)
@@ -89,17 +90,6 @@ def read_call(tool: Any, arguments: Any) -> Call:
     return Call.from_json({"name": tool, "arguments": {} if arguments is None else arguments}, "call")
 
 
-def read_anchors(anchors: Any) -> list:
-    """Anchors from an object of path -> JSON value ({"status": "error"}), or PATH=VALUE lines as text."""
-    if anchors in (None, "", {}):
-        return []
-    if isinstance(anchors, str):
-        return parse_anchors([line for line in anchors.splitlines() if line.strip()])
-    if not isinstance(anchors, dict):
-        raise InvalidInput(Problem("anchors", 'give an object of path -> value, e.g. {"status": "error"}'))
-    return parse_anchors([f"{path}={json.dumps(value, ensure_ascii=False)}" for path, value in anchors.items()])
-
-
 def next_item_json(ctx: StudioContext, annotator: str, username: str | None = None) -> dict[str, Any]:
     """The next step this annotator should rate, blind (world, history, call, response; no model), or
     `{"step_id": null}` when none is left."""
@@ -147,17 +137,20 @@ def _when(moment: Any) -> str | None:
 
 
 def _endpoint(action, name: str) -> None:
-    """Add `action` as API endpoint `name`: parameters named and typed as its signature says, its answer as JSON
-    text, bad input raised as a gr.Error (the client's AppError) holding our message, never a traceback."""
+    """Add `action` as API endpoint `name`: parameters named and typed as its signature says (its `__signature__`
+    when it builds one from a settings dataclass), its answer as JSON text, bad input raised as a gr.Error (the
+    client's AppError) holding our message, never a traceback."""
+    signature = inspect.signature(action, eval_str=True)  # types, not the strings of `from __future__ annotations`
+
     @wraps(action)
     def endpoint(*args, **kwargs) -> str:
         try:
-            return json.dumps(action(*args, **kwargs), ensure_ascii=False)
+            return json.dumps(action(**signature.bind(*args, **kwargs).arguments), ensure_ascii=False)
         except InvalidInput as err:
             raise gr.Error(str(err), print_exception=False) from None
 
-    signature = inspect.signature(action, eval_str=True)  # types, not the strings of `from __future__ annotations`
     endpoint.__signature__ = signature.replace(return_annotation=str)
+    endpoint.__annotations__ = {**{name: p.annotation for name, p in signature.parameters.items()}, "return": str}
     dependency = gr.api(endpoint, api_name=name)
     blocks = Context.root_block.blocks
     names = [p for p, hint in signature.parameters.items() if hint.annotation is not gr.Request]
@@ -165,6 +158,17 @@ def _endpoint(action, name: str) -> None:
         blocks[block_id].label = label
     for block_id in dependency["outputs"]:
         blocks[block_id].label = name
+
+
+def settings_signature(action: Callable[..., Any], config_type: type) -> inspect.Signature:
+    """`action`'s own parameters, then one keyword per field of the settings dataclass `config_type`, typed and
+    defaulted as the field declares (so the API lists each setting as the Simulate form and the CLI do)."""
+    own = [p for p in inspect.signature(action, eval_str=True).parameters.values() if p.kind != p.VAR_KEYWORD]
+    types = {"whole": int, "number": float, "flag": bool, "choice": str}
+    added = [inspect.Parameter(spec.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=spec.form_default if
+                               spec.kind != "choice" else str(spec.default), annotation=types[spec.kind])
+             for spec in setting_specs(config_type)]
+    return inspect.Signature([*own, *added], return_annotation=dict[str, Any])
 
 
 def build_api(ctx: StudioContext) -> None:
@@ -181,29 +185,18 @@ def build_api(ctx: StudioContext) -> None:
         schemas."""
         return tools_json(ctx, world)
 
-    defaults = SamplerSettings()
-
     def simulate(world: str, tool: str, arguments: dict[str, Any] | None = None,
-                 anchors: dict[str, Any] | None = None, steps: int = 0, strategy: str = defaults.strategy,
-                 threshold: float = DEFAULT_THRESHOLD, block: int = 0, temperature: float = defaults.temperature,
-                 repetition_penalty: float = defaults.repetition_penalty, samples: int = defaults.samples,
-                 seed: int = defaults.seed, free: bool = defaults.free, free_length: int = defaults.free_length,
-                 repair: bool = defaults.repair, outcome_head: bool = defaults.outcome_head,
-                 copy_head: bool = defaults.copy_head, grounding: str = defaults.grounding,
-                 retrieval: bool = defaults.retrieval) -> dict[str, Any]:
+                 anchors: dict[str, Any] | None = None, **settings: Any) -> dict[str, Any]:
         """Run the world model on one call: `arguments` and `anchors` (pinned fields, path -> JSON value) are
-        objects; steps 0 = automatic, block 0 = one block, threshold 0 = the linear schedule only. Returns the
-        response, its check report, every sample, the settings and grounding used, and a `simulation` token for
-        save_step."""
-        settings = SamplerSettings.from_form(
-            steps=steps, strategy=strategy, threshold=threshold, block=block, temperature=temperature,
-            repetition_penalty=repetition_penalty, samples=samples, seed=seed, free=free, free_length=free_length,
-            repair=repair, outcome_head=outcome_head, copy_head=copy_head, grounding=grounding, retrieval=retrieval)
+        objects; then the sampler's settings, as SamplerSettings declares them (0 = automatic or off where it
+        says so). Returns the response, its check report, every sample, the settings and grounding used, and a
+        `simulation` token for save_step."""
+        sampler = SamplerSettings.from_form(**settings)
         world_id = world_id_of(ctx, world)
         simulation = None
         try:
             for simulation in run_simulation(ctx, world_id, read_call(tool, arguments), read_anchors(anchors),
-                                             settings):
+                                             sampler):
                 pass
         finally:
             release_memory()
@@ -213,6 +206,8 @@ def build_api(ctx: StudioContext) -> None:
             while len(kept) > KEPT_SIMULATIONS:
                 kept.popitem(last=False)
         return simulation_json(simulation, token)
+
+    simulate.__signature__ = settings_signature(simulate, SamplerSettings)
 
     def save_step(simulation: str, sample: int = 1, rollout: int = 0, title: str = "") -> dict[str, Any]:
         """Save sample `sample` (1 = the first) of a `simulate` answer into rollout `rollout` (0: a new one titled

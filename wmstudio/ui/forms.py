@@ -14,7 +14,7 @@ from typing import Any
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.input_limits import InputRefused, loads_limited
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.steering.anchors import Anchor, parse_anchors
+from wmstudio.world.steering.anchors import Anchor, read_anchors
 
 MASKED = "masked"  # what an anchor field shows when the model is free to fill it
 KIND_WORDS = {"string": "text", "integer": "whole number", "number": "number", "boolean": "true/false",
@@ -156,7 +156,7 @@ def anchors_from_form(fields: Sequence[FormField], texts: Sequence[str | None], 
     free line is not an anchor or when a path is pinned twice to different values."""
     pinned = [Anchor(f.path, read_value(f, t)) for f, t in zip(fields, texts, strict=False)
               if t is not None and str(t).strip() not in ("", MASKED)]
-    free = parse_anchors([line for line in (free_text or "").splitlines() if line.strip()])
+    free = read_anchors(free_text)
     problems, seen = [], {a.path: a for a in pinned}
     for anchor in free:
         earlier = seen.get(anchor.path)

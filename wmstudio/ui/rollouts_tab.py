@@ -14,8 +14,9 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from wmstudio.model.sampler_settings import MAX_TEMPERATURE, SamplerSettings
+from wmstudio.model.sampler_settings import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import setting_specs
 from wmstudio.studio.chat_rows import import_chat_rows, import_trajectories, looks_like_chat_rows
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.curricula import (
@@ -47,8 +48,9 @@ from wmstudio.ui.forms import parse_json_field
 from wmstudio.ui.identity import on_spaces, request_username
 from wmstudio.ui.messages import as_uploaded, failure_markdown
 from wmstudio.ui.rollout_view import RolloutView, render_rollout
+from wmstudio.ui.setting_widgets import setting_widget
 from wmstudio.world.spec import Call
-from wmstudio.world.steering.anchors import parse_anchors
+from wmstudio.world.steering.anchors import read_anchors
 
 PAGE_SIZE = 15
 TABLE_COLUMNS = ["id", "world", "title", "status", "tags", "steps", "failed", "created"]
@@ -110,9 +112,8 @@ def generate_step(ctx: StudioContext, rollout_id: Any, call_text: str, anchors_t
         raise InvalidInput(Problem("call", 'type the next call as JSON, e.g. `{"name": "get_order", '
                                           '"arguments": {"order_id": "ORD-1"}}` (the tools are listed above)'))
     call = Call.from_json(parse_json_field(call_text, "call"), "call")
-    anchors = parse_anchors([line for line in (anchors_text or "").splitlines() if line.strip()])
-    settings = SamplerSettings(temperature=_number(temperature, "temperature", 0.0, MAX_TEMPERATURE),
-                               seed=int(_number(seed, "seed", 0, 2**31 - 1)))
+    anchors = read_anchors(anchors_text)
+    settings = SamplerSettings.from_form(temperature=temperature, seed=seed)  # read as Simulate reads them
     was = get_rollout(ctx.store, rid).status
     step, simulation = generate_next_step(ctx, rid, call, anchors, settings)
     verdict = "checks pass" if step.check_ok else "checks fail (see the step)"
@@ -249,16 +250,6 @@ def _step_index(store: Store, rollout_id: int, value: Any) -> int:
     return int(value) - 1
 
 
-def _number(value: Any, name: str, low: float, high: float) -> float:
-    try:
-        number = float(value if value not in (None, "") else low)
-    except (TypeError, ValueError):
-        raise InvalidInput(Problem(name, f"{value!r} is not a number: give one from {low:g} to {high:g}")) from None
-    if not low <= number <= high:
-        raise InvalidInput(Problem(name, f"{number:g} is out of range: give a number from {low:g} to {high:g}"))
-    return number
-
-
 # --- layout and wiring ----------------------------------------------------------------------------------------
 
 
@@ -334,9 +325,10 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
                                     elem_id="rollout-call")
                 anchors = gr.Textbox(label="Anchors, one PATH=VALUE per line (optional)", lines=2,
                                      placeholder='status="error"')
-                with gr.Row():
-                    temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.1, label="Temperature")
-                    seed = gr.Number(0, label="Seed", precision=0, minimum=0)
+                with gr.Row():  # as SamplerSettings declares them, like the Simulate tab's
+                    specs = {spec.name: spec for spec in setting_specs(SamplerSettings)}
+                    temperature = setting_widget(specs["temperature"], elem_id="rollout-temperature")
+                    seed = setting_widget(specs["seed"], elem_id="rollout-seed")
                 run = gr.Button("Generate and append", variant="primary")
             with gr.Accordion("Branch or edit a step", open=False):
                 with gr.Row(equal_height=True):

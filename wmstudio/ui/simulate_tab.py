@@ -15,18 +15,10 @@ from typing import Any
 import gradio as gr
 from gradio.context import Context
 
-from wmstudio.model.sampler_settings import (
-    DEFAULT_THRESHOLD,
-    MAX_REPETITION_PENALTY,
-    MAX_SAMPLES,
-    MAX_STEPS,
-    MAX_TEMPERATURE,
-    SETTING_NAMES,
-    STRATEGIES,
-    SamplerSettings,
-)
+from wmstudio.model.sampler_settings import SETTING_NAMES, SamplerSettings
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
+from wmstudio.settings import setting_specs
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.memory import release_memory
 from wmstudio.studio.rollouts import filter_rollouts
@@ -53,11 +45,13 @@ from wmstudio.ui.forms import (
     show_value,
 )
 from wmstudio.ui.messages import failure_markdown, markdown_as_html
+from wmstudio.ui.setting_widgets import setting_widget
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.presets import PRESETS, preset_request
 from wmstudio.world.tools import Tool
 
 ARG_SLOTS = 10  # argument inputs in the form; further arguments are edited in the JSON
+SETTINGS_PER_ROW = 4  # sampler widgets side by side
 ANCHOR_SLOTS = 16  # pinnable response fields in the form; further ones are written as PATH=VALUE lines
 NEW_ROLLOUT = 0
 ROLLOUT_CHOICES = 50
@@ -401,33 +395,13 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                                   for name, p in PRESETS.items()}
             run_directives = gr.Textbox("", label="Directives for this run, one per line (after the world's own)",
                                         lines=2, elem_id="simulate-directives")
-    # Numbers without bounds of their own: an out-of-range value reaches SamplerSettings, which names the setting
-    # and its range in the status line (a component would clamp it silently or mark every output as an error)
-    with gr.Accordion("Sampler", open=False):
-        with gr.Row():
-            steps = gr.Number(0, label=f"Steps (0 = automatic, up to {MAX_STEPS})", precision=0)
-            strategy = gr.Dropdown(list(STRATEGIES), value=STRATEGIES[0], label="Strategy")
-            threshold = gr.Slider(0, 1, value=DEFAULT_THRESHOLD, step=0.05, label="Confidence threshold (0 = off)")
-            block = gr.Number(0, label="Block size (0 = one block)", precision=0)
-        with gr.Row():
-            temperature = gr.Number(0, label=f"Temperature (0 = greedy, up to {MAX_TEMPERATURE:g})")
-            repetition_penalty = gr.Number(1, label=f"Repetition penalty (1 = none, up to {MAX_REPETITION_PENALTY:g})")
-            samples = gr.Number(1, label=f"Samples (1 to {MAX_SAMPLES})", precision=0)
-            seed = gr.Number(0, label="Seed", precision=0)
-        with gr.Row():
-            free = gr.Checkbox(False, label="Free mode (ignore the response schema)")
-            free_length = gr.Number(64, label="Free length (tokens)", precision=0)
-            repair = gr.Checkbox(False, label="Repair with the rules (remask what a failed check reads)",
-                                 elem_id="simulate-repair")
-            outcome_head = gr.Checkbox(True, label="Outcome head (status and error code chosen from the call and "
-                                                   "state first)", elem_id="simulate-outcome-head")
-            copy_head = gr.Checkbox(True, label="Copy head (values the prompt shows copied whole)",
-                                    elem_id="simulate-copy-head")
-            retrieval = gr.Checkbox(True, label="Computed query state (a listing's records found in the initial "
-                                                "state)", elem_id="simulate-retrieval")
-            grounding = gr.Dropdown([("none: the model tracks the state", "none"),
-                                     ("oracle: the simulator's state in the prompt", "oracle")], value="none",
-                                    label="Grounding", elem_id="simulate-grounding")
+    with gr.Accordion("Sampler", open=False):  # every widget as SamplerSettings declares it (ui/setting_widgets.py)
+        specs = setting_specs(SamplerSettings)
+        sampler_inputs = {}
+        for first in range(0, len(specs), SETTINGS_PER_ROW):
+            with gr.Row():
+                for spec in specs[first:first + SETTINGS_PER_ROW]:
+                    sampler_inputs[spec.name] = setting_widget(spec, elem_id=f"simulate-{spec.name.replace('_', '-')}")
     with gr.Row():
         run = gr.Button("Run", variant="primary", elem_id="simulate-run")
         stop = gr.Button("Stop")
@@ -450,11 +424,6 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     save_status = gr.Markdown(elem_id="simulate-save-status")
     simulation = gr.State(None, time_to_live=3600)
 
-    sampler_inputs = {"steps": steps, "strategy": strategy, "threshold": threshold, "block": block,
-                      "temperature": temperature, "repetition_penalty": repetition_penalty, "samples": samples,
-                      "seed": seed, "free": free, "free_length": free_length, "repair": repair,
-                      "outcome_head": outcome_head, "copy_head": copy_head, "grounding": grounding,
-                      "retrieval": retrieval}
     request = [world, tool, arguments, free_anchors, *(sampler_inputs[name] for name in SETTING_NAMES),
                *anchor_inputs]
     refresh.click(partial(refresh_worlds, ctx), world, world, api_name="simulate_worlds")

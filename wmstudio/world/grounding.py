@@ -8,21 +8,33 @@ answer, so they are used only when asked for by name."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 
-NONE, ORACLE = "none", "oracle"
-GROUNDINGS = (NONE, ORACLE)
+
+class Grounding(StrEnum):
+    """The one type of a grounding: read from outside once (`parse_grounding`), compared and stored as its text."""
+
+    NONE = "none"
+    ORACLE = "oracle"
 
 
-def parse_grounding(value: Any, field: str = "grounding") -> str:
-    """`value` as a grounding name; a corpus row's old boolean flag reads True as oracle, False as none."""
+NONE, ORACLE = Grounding.NONE, Grounding.ORACLE
+GROUNDINGS = tuple(Grounding)
+
+
+def parse_grounding(value: Any, field: str = "grounding") -> Grounding:
+    """`value` from outside (a form, a request, a corpus row) as a Grounding; a corpus row's old boolean flag reads
+    True as oracle, False as none."""
+    if isinstance(value, Grounding):
+        return value
     if value is True:
         return ORACLE
     if value is False or value is None:
         return NONE
     if isinstance(value, str) and value.strip().lower() in GROUNDINGS:
-        return value.strip().lower()
+        return Grounding(value.strip().lower())
     raise InvalidInput(Problem(field, f"{value!r} is not a grounding: use {' or '.join(GROUNDINGS)} (none: the "
                                       "world model tracks the state itself; oracle: a simulator's state in the prompt)"))

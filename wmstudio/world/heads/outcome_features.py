@@ -16,7 +16,7 @@ from typing import Any
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
-from wmstudio.world.grounding import NONE, ORACLE, parse_grounding
+from wmstudio.world.grounding import NONE, ORACLE, Grounding
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.call_local import is_collection, needles_of
 from wmstudio.world.prompt.render import current_state
@@ -31,11 +31,11 @@ DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d
 
 
 def outcome_features(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                     grounding: str = NONE) -> list[str]:
+                     grounding: Grounding = NONE) -> list[str]:
     """The named facts of one call: argument checks, each argument's value (short ones) and where its id-like
     values sit in the state, the state's flags, earlier answers on the same ids, directive words. The state is
     what the prompt shows: the initial one, or with grounding `oracle` the simulator's after `history`."""
-    state = current_state(world, history) if parse_grounding(grounding) == ORACLE else None
+    state = current_state(world, history) if grounding == ORACLE else None
     state = world.initial_state if state is None else state
     scalars = top_scalars(state)
     today = next((when for when in map(as_date, scalars.values()) if when is not None), None)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from wmstudio.world.checks.report import argument_problems
-from wmstudio.world.grounding import NONE
+from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.history import HistoryStep, compact_json
 from wmstudio.world.prompt.render import ORACLE_STATE_LABEL, SECTION_HEADERS, PromptBudget, RenderedPrompt, render
 from wmstudio.world.rules.cel import rules_for_tool
@@ -28,7 +28,7 @@ MAX_REFITS = 6  # tries at shrinking the inner budget until the Patronus renderi
 
 
 def patronus_chat(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
-                  response: Any = None, grounding: str = NONE, computed_state: Any = None) -> dict[str, list[dict]]:
+                  response: Any = None, grounding: Grounding = NONE, computed_state: Any = None) -> dict[str, list[dict]]:
     """One chat row in the paper's layout, as `render_chat` writes one in ours: `{"messages": [system, user(,
     assistant)]}` within `max_chars` (system + user) when given."""
     budget = PromptBudget(max_chars) if max_chars is not None else None
@@ -36,7 +36,7 @@ def patronus_chat(world: WorldSpec, call: Call, history: Sequence[HistoryStep] =
 
 
 def render_patronus(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                    budget: PromptBudget | None = None, grounding: str = NONE,
+                    budget: PromptBudget | None = None, grounding: Grounding = NONE,
                     computed_state: Any = None) -> RenderedPrompt:
     """The Patronus-format prompt for `call` after `history`, within `budget` (system + user) when given.
 

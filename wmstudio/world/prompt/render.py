@@ -40,7 +40,7 @@ from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.checks.report import argument_problems
-from wmstudio.world.grounding import NONE, ORACLE, parse_grounding
+from wmstudio.world.grounding import NONE, ORACLE, Grounding
 from wmstudio.world.history import HistoryStep, compact_json, response_text
 from wmstudio.world.prompt.call_local import call_local, drop_last_record, needles_of, with_references
 from wmstudio.world.prompt.retrieval import listing_records
@@ -159,7 +159,7 @@ def render(
     call: Call,
     history: Sequence[HistoryStep] = (),
     budget: PromptBudget | None = None,
-    grounding: str = NONE,
+    grounding: Grounding = NONE,
     computed_state: Any = None,
     chat: bool = False,
     retrieval: bool = True,
@@ -170,7 +170,6 @@ def render(
     `computed_state` is a query state the caller gives (shown as given); else, with `retrieval`, a listing's records
     found in the state shown (world/prompt/retrieval.py). `chat` budgets the chat row (system + user turn) instead of the
     sections text."""
-    grounding = parse_grounding(grounding)
     steps = list(history)
     tool = _find_tool(world, call.name)
     now = current_state(world, steps) if grounding == ORACLE else None
@@ -276,14 +275,14 @@ def render(
 
 
 def render_prompt(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
-                  grounding: str = NONE, computed_state: Any = None) -> str:
+                  grounding: Grounding = NONE, computed_state: Any = None) -> str:
     """The plain sections prompt, within `max_chars` characters when given."""
     budget = PromptBudget(max_chars) if max_chars is not None else None
     return render(world, call, history, budget, grounding, computed_state).text
 
 
 def render_chat(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (), max_chars: int | None = None,
-                response: Any = None, grounding: str = NONE, computed_state: Any = None) -> dict[str, list[dict]]:
+                response: Any = None, grounding: Grounding = NONE, computed_state: Any = None) -> dict[str, list[dict]]:
     """One chat row `{"messages": [system, user(, assistant)]}` within `max_chars` (system + user) when given (the
     Patronus paper's own layout: world/prompt/patronus.py's `patronus_chat`)."""
     budget = PromptBudget(max_chars) if max_chars is not None else None

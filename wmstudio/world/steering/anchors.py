@@ -12,7 +12,7 @@ from typing import Any
 
 from jsonschema.validators import validator_for
 
-from wmstudio.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput, Problem, join_key
 from wmstudio.world.input_limits import InputRefused, loads_limited, printable, surrogate_message
 from wmstudio.world.json_types import describe_type, json_type
 from wmstudio.world.jsonpath import NOT_FOUND, follow_pointer, format_path, parse_path
@@ -79,6 +79,37 @@ def parse_anchors(texts: Iterable[str | Anchor]) -> list[Anchor]:
     if problems:
         raise InvalidInput(problems)
     return anchors
+
+
+def read_anchors(raw: Any, field: str = "anchors") -> list[Anchor]:
+    """Anchors as every door sends them, read one way: an object of path -> JSON value (`{"status": "error"}`), a
+    list of `PATH=VALUE` texts, or those texts one per line; None or empty is none. InvalidInput names each bad
+    one (`anchors[1]`, or its path)."""
+    if raw is None or raw == "" or raw == {} or raw == []:
+        return []
+    if isinstance(raw, str):
+        raw = [line for line in raw.splitlines() if line.strip()]
+    if isinstance(raw, dict):
+        anchors, problems = [], []
+        for path, value in raw.items():
+            try:
+                anchors.append(Anchor(format_path(parse_path(str(path))), value))
+            except ValueError as err:
+                problems.append(Problem(join_key(field, str(path)), f"{err}: give a field path such as {EXAMPLE}"))
+        if problems:
+            raise InvalidInput(problems)
+        return anchors
+    if isinstance(raw, list):
+        anchors, problems = [], []
+        for i, item in enumerate(raw):
+            try:
+                anchors.append(parse_anchor(item))
+            except InvalidInput as err:
+                problems.extend(Problem(f"{field}[{i}]", p.message) for p in err.problems)
+        if problems:
+            raise InvalidInput(problems)
+        return anchors
+    raise InvalidInput(Problem(field, 'give an object of path -> value {"status": "error"} or "PATH=VALUE" texts'))
 
 
 def anchor_problems(anchors: Iterable[Anchor], response_schema: dict[str, Any] | None) -> list[Problem]:
