@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -83,7 +84,7 @@ def independent_count(relative: str) -> int:
         records = json_lines(path)
         if "function" in records[0]:
             return len({doc["name"] for record in records for doc in record["function"]})
-        from wmstudio.world.tools.bfcl import CLASS_FILES  # the class -> file table is BFCL's, not a result
+        from wmstudio.world.tools.formats.bfcl import CLASS_FILES  # the class -> file table is BFCL's, not a result
 
         classes = {cls for record in records for cls in record["involved_classes"]}
         return len({doc["name"] for cls in classes for doc in json_lines(FUNC_DOCS / CLASS_FILES[cls])})
@@ -421,7 +422,7 @@ MALFORMED_FILES = [
     ("bad-required", "tools.json", '[{"name": "f", "parameters": {"type": "object", "required": "city"}}]',
      ["[0].parameters.required: must be a list of property names"]),
     ("unrecognised", "tools.json", '{"servers": []}', ["no tools found in an object with keys servers",
-                                                       "tried openai, mcp, bfcl", "pass --format"]),
+                                                       "tried bfcl, toolemu, mcp", "pass --format"]),
     ("json-rpc-error", "tools.json", ('{"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": '
                                      '"Method not found"}}'),
      ["error: a JSON-RPC error response ('Method not found') holds no tools", "tools/list"]),
@@ -484,8 +485,8 @@ def test_all_problems_of_a_list_are_reported_at_once():
             "x": {"type": "strng"}}}}, 7])
     assert [p.path for p in excinfo.value.problems] == ["tools[0].name", "tools[1].parameters.properties.x.type",
                                                         "tools[2]"]
-    assert excinfo.value.problems[2].message.startswith("not a tool in any known format (tried openai, mcp, bfcl, "
-                                                        "toolemu, tau, api-bank, swe-agent)")
+    assert excinfo.value.problems[2].message.startswith("not a tool in any known format (tried bfcl, toolemu, mcp, "
+                                                        "api-bank, tau, openai, swe-agent)")
 
 
 def test_names_that_collide_after_sanitising_are_a_problem_and_exact_repeats_a_warning():
@@ -541,7 +542,7 @@ def test_cli_exits_2_with_a_message_on_bad_input(tmp_path):
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.startswith(f"error: {bad}: [0].parameters.properties.a.type: unknown type 'strng'")
     result = CliRunner().invoke(app, ["tools", "import", str(bad), "--format", "yaml"])
-    assert result.exit_code == 2 and "unknown format 'yaml': use one of auto, openai" in result.stderr
+    assert result.exit_code == 2 and "unknown format 'yaml': use one of auto, bfcl" in result.stderr
 
 
 # --- files from papers and benchmarks that used to import wrongly ----------------------------------------
@@ -682,3 +683,43 @@ def test_warnings_many_tools_share_are_one_line_with_a_count():
     result = parse_tools(tools)
     assert result.warnings == ["8 tools: field(s) not kept: x-owner (get_a, get_b, get_c, get_d, get_e, get_f, "
                                "… 2 more)"]
+
+
+def test_a_new_format_is_one_module_in_the_formats_folder():
+    """The worked example of issue 38: a format is one module under world/tools/formats/ ending with its FORMAT;
+    detection, parsing, `--format` and the lists that name formats follow. (The module is written there for the
+    test and removed after it; the importer's modules are read again each time.)"""
+    import importlib
+
+    import wmstudio.world.tools as tools
+    from wmstudio.world.tools import detect, formats, importers
+
+    module = Path(formats.__file__).parent / "acme_for_a_test.py"
+    module.write_text(textwrap.dedent('''
+        """ACME's tool catalogue: {"acme_op": name, "inputs": {argument: type}}."""
+        from wmstudio.world.tools.tool import Tool
+        from wmstudio.world.tools.tool_format import ToolFormat
+
+
+        def parse_acme(item, path, findings):
+            properties = {key: {"type": kind} for key, kind in item.get("inputs", {}).items()}
+            return [Tool(name=item["acme_op"], description="",
+                         parameters={"type": "object", "properties": properties})]
+
+
+        FORMAT = ToolFormat("acme", 'operations like {"acme_op": ..., "inputs": {...}}', order=35,
+                            looks_like=lambda item: "acme_op" in item, parse=parse_acme)
+        '''))
+    catalogue = [{"acme_op": "launch", "inputs": {"count": "integer"}}]
+    try:
+        for reloaded in (formats, detect, importers, tools):
+            importlib.reload(reloaded)
+        assert "acme" in tools.FORMATS and tools.detect_format(catalogue) == "acme"
+        [tool] = tools.parse_tools(catalogue).tools
+        assert tool.name == "launch" and tool.parameters["properties"] == {"count": {"type": "integer"}}
+        assert tools.parse_tools(catalogue, "acme").tools == [tool]
+    finally:
+        module.unlink()
+        for reloaded in (formats, detect, importers, tools):
+            importlib.reload(reloaded)
+    assert "acme" not in tools.FORMATS

@@ -23,6 +23,7 @@ from wmstudio.cli.common import (
     read_history,
 )
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.tools.formats import FORMATS
 
 commands = typer.Typer()
 tools_app = typer.Typer(help="Import tool schemas from the formats people already have.", no_args_is_help=True)
@@ -42,7 +43,7 @@ def validate(world: Path = typer.Argument(..., help="World file (JSON) to check.
 @tools_app.command("import")
 def tools_import(
     path: Path = typer.Argument(..., help="File with tool definitions (JSON, JSON Lines or YAML)."),
-    fmt: str = typer.Option("auto", "--format", "-f", help="auto|openai|mcp|bfcl|toolemu|tau|api-bank|swe-agent"),
+    fmt: str = typer.Option("auto", "--format", "-f", help="|".join(FORMATS)),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Write the JSON list here instead of stdout."),
 ) -> None:
     """Print (or write) the tools of PATH as a normalised JSON list of OpenAI-style functions."""

@@ -11,26 +11,14 @@ from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.json_types import describe_value
-from wmstudio.world.tools import bfcl
 from wmstudio.world.tools.findings import Findings, at
-from wmstudio.world.tools.openai import fields_only_message, has_tool_fields
+from wmstudio.world.tools.formats import BY_NAME, FORMATS, TOOL_FORMATS
+from wmstudio.world.tools.formats.openai import fields_only_message, has_tool_fields
+from wmstudio.world.tools.formats.swe_agent import bundle_tools
 from wmstudio.world.tools.schema import iter_subschemas
-from wmstudio.world.tools.swe_agent import bundle_tools
-from wmstudio.world.tools.tau2 import is_tau2_dump
 from wmstudio.world.tools.type_names import STANDARD_TYPES, map_type_name
 
-FORMATS = ("auto", "openai", "mcp", "bfcl", "toolemu", "tau", "api-bank", "swe-agent")
-SIGNS = {  # what each format looks like, for messages
-    "openai": 'tools like {"type": "function", "function": {"name", "description", "parameters"}}',
-    "tau": "OpenAI-shaped tools whose schemas may use $defs, $ref and anyOf, or tau2 dumps {name, params, returns}",
-    "mcp": "tools with an `inputSchema`, as in a tools/list result",
-    "bfcl": 'function docs with "type": "dict" parameters, or records with a `function` list or `involved_classes`',
-    "toolemu": "toolkits with `name_for_model` and a `tools` list",
-    "api-bank": "APIs with `input_parameters` and `output_parameters`",
-    "swe-agent": "a bundle `tools: {name: {signature, docstring, arguments}}`",
-}
 Located = tuple[Any, str, "str | None"]  # an entry, its path, and its format when the wrapper already says it
-COMPATIBLE = {"openai": {"openai", "bfcl"}, "tau": {"openai", "bfcl"}, "bfcl": {"openai", "bfcl"}}
 
 
 NOT_A_TOOL = (f"not a tool in any known format (tried {', '.join(FORMATS[1:])}): a tool needs at least a `name`; "
@@ -53,23 +41,13 @@ def check_format(fmt: Any) -> None:
 
 
 def detect_item(item: Any) -> str | None:
-    """The format one entry is in, judged by its keys; None when it fits none."""
+    """The format one entry is in, judged by its keys (each format's `looks_like`, in their order); a bare function
+    doc is BFCL's when it uses BFCL's own type names, else OpenAI's; None when it fits none."""
     if not isinstance(item, dict):
         return None
-    if bfcl.record_kind(item) in ("task", "question"):
-        return "bfcl"
-    if "name_for_model" in item or ("toolkit" in item and isinstance(item.get("tools"), list)):
-        return "toolemu"
-    if "inputSchema" in item:
-        return "mcp"
-    if "input_parameters" in item or "output_parameters" in item:
-        return "api-bank"
-    if is_tau2_dump(item):
-        return "tau"
-    if item.get("type") == "function" or isinstance(item.get("function"), dict):
-        return "openai"
-    if "signature" in item or "docstring" in item or "arguments" in item:
-        return "swe-agent"
+    for fmt in TOOL_FORMATS:
+        if fmt.looks_like(item):
+            return fmt.name
     if "name" in item and not has_tool_fields(item):
         return None  # a name and only fields no tool has: a test case, a task...
     if "name" in item or "parameters" in item or "description" in item or isinstance(item.get("type"), str):
@@ -94,18 +72,18 @@ def locate_entries(raw: Any, fmt: str, root: str, lines: list[int] | None, findi
         found = known or detect_item(item)
         if fmt == "auto":
             entries.append(Entry(item, path, found))  # None: reported in order by the importer
-        elif found is not None and found != fmt and found not in COMPATIBLE.get(fmt, ()):
+        elif found is not None and found != fmt and found not in BY_NAME[fmt].also_reads:
             misfits.append((path, found))
         else:
             entries.append(Entry(item, path, fmt))
     looks = {found for _, found in misfits}
     if len(misfits) > 1 and len(looks) == 1 and not entries:  # one message for a whole file in the wrong format
         found = looks.pop()
-        findings.problem(root, f"none of the {len(misfits)} entries looks like {fmt} ({SIGNS[fmt]}); they look "
+        findings.problem(root, f"none of the {len(misfits)} entries looks like {fmt} ({BY_NAME[fmt].sign}); they look "
                                f"like {found}: use --format {found} or --format auto")
     else:
         for path, found in misfits:
-            findings.problem(path, f"does not look like {fmt} ({SIGNS[fmt]}); it looks like {found}: "
+            findings.problem(path, f"does not look like {fmt} ({BY_NAME[fmt].sign}); it looks like {found}: "
                                    f"use --format {found} or --format auto")
     return entries
 

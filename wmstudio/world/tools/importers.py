@@ -6,38 +6,21 @@ conversion as a warning."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wmstudio.problems import InvalidInput
-from wmstudio.world.tools import bfcl
-from wmstudio.world.tools.api_bank import parse_api
-from wmstudio.world.tools.detect import FORMATS, Entry, check_format, locate_entries, not_tool_problem
+from wmstudio.world.tools.detect import Entry, check_format, locate_entries, not_tool_problem
 from wmstudio.world.tools.files import read_tools_file
 from wmstudio.world.tools.findings import Findings
-from wmstudio.world.tools.mcp import parse_mcp_tool
+from wmstudio.world.tools.formats import BY_NAME, FORMATS, bfcl
 from wmstudio.world.tools.not_tools import non_tool_problem
-from wmstudio.world.tools.openai import parse_function_doc
 from wmstudio.world.tools.schema_size import MAX_SCHEMA_NODES, expanded_nodes, too_large_message
-from wmstudio.world.tools.swe_agent import parse_swe_tool
-from wmstudio.world.tools.tau2 import parse_tau_tool
 from wmstudio.world.tools.tool import Tool
-from wmstudio.world.tools.toolemu import parse_toolkit
 
 __all__ = ["FORMATS", "ImportResult", "import_tools_file", "parse_tools"]
 
-PARSERS: dict[str, Callable[[Any, str, Findings], list[Tool]]] = {
-    "openai": parse_function_doc,
-    "tau": parse_tau_tool,
-    "mcp": parse_mcp_tool,
-    "bfcl": bfcl.parse_bfcl_function,
-    "toolemu": parse_toolkit,
-    "api-bank": parse_api,
-    "swe-agent": parse_swe_tool,
-}
-FUNCTION_DOC_FORMATS = ("openai", "tau", "bfcl")
 
 
 @dataclass
@@ -78,7 +61,7 @@ def _import(raw: Any, fmt: str, root: str, lines: list[int] | None, func_doc_dir
         if entry.fmt is None:
             findings.problems.append(not_tool_problem(entry))
             continue
-        made += [(tool, entry.path) for tool in PARSERS[entry.fmt](entry.item, entry.path, findings)]
+        made += [(tool, entry.path) for tool in BY_NAME[entry.fmt].parse(entry.item, entry.path, findings)]
     for tool, path in made:  # a schema a validator could spend minutes on is refused here, for every caller
         for part, schema in (("parameters", tool.parameters), ("response", tool.response)):
             if expanded_nodes(schema) > MAX_SCHEMA_NODES:
@@ -93,7 +76,8 @@ def _import(raw: Any, fmt: str, root: str, lines: list[int] | None, func_doc_dir
 
 def _expand_bfcl_records(entries: list[Entry], func_doc_dir: Path | None, findings: Findings) -> list[Entry]:
     """Replace BFCL question records by the union of their functions, multi-turn tasks by their classes' docs."""
-    kinds = [bfcl.record_kind(e.item) if e.fmt in FUNCTION_DOC_FORMATS else None for e in entries]
+    kinds = [bfcl.record_kind(e.item) if e.fmt in BY_NAME and BY_NAME[e.fmt].function_docs else None
+             for e in entries]
     expanded: list[Entry] = []
     done: set[str] = set()
     for entry, kind in zip(entries, kinds, strict=False):

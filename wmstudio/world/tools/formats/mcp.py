@@ -10,9 +10,10 @@ from typing import Any
 
 from wmstudio.world.tools.build import finish_tool, start_tool
 from wmstudio.world.tools.findings import Findings, at
-from wmstudio.world.tools.openai import checked_annotations
+from wmstudio.world.tools.formats.openai import checked_annotations
 from wmstudio.world.tools.schema import normalise_schema, parameters_schema
 from wmstudio.world.tools.tool import Tool
+from wmstudio.world.tools.tool_format import ToolFormat
 
 MCP_KEYS = frozenset({"name", "description", "inputSchema", "outputSchema", "title", "annotations"})
 QUIET_KEYS = frozenset({"_meta", "icons"})  # display and transport details, nothing a world model needs
@@ -47,3 +48,7 @@ def parse_mcp_tool(item: Any, path: str, findings: Findings) -> list[Tool]:
         run.warn("", f"MCP field(s) not kept: {', '.join(extra)}")
     return [finish_tool(run, item["name"], description, at(path, "description"), parameters,
                         at(path, "inputSchema"), response, at(path, "outputSchema"), annotations=annotations)]
+
+
+FORMAT = ToolFormat("mcp", "tools with an `inputSchema`, as in a tools/list result", order=30,
+                    looks_like=lambda item: "inputSchema" in item, parse=parse_mcp_tool)

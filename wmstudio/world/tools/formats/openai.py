@@ -14,6 +14,7 @@ from wmstudio.world.tools.fields import BARE_MAP_NOTE, is_bare_parameter_map
 from wmstudio.world.tools.findings import Findings, at
 from wmstudio.world.tools.schema import SchemaPass, normalise_schema, parameters_schema
 from wmstudio.world.tools.tool import Tool
+from wmstudio.world.tools.tool_format import ToolFormat
 
 FUNCTION_KEYS = frozenset({"name", "description", "parameters", "response", "original_name", "annotations"})
 TOOL_FIELDS = FUNCTION_KEYS | {"type", "strict", "function"}  # any one of them besides `name` makes an entry a tool
@@ -104,3 +105,9 @@ def _maybe_json_text(value: Any, path: str, run: SchemaPass) -> Any:
         return None
     run.warn("", f"{path.rsplit('.', 1)[-1]} given as JSON text: parsed")
     return parsed
+
+
+FORMAT = ToolFormat(
+    "openai", 'tools like {"type": "function", "function": {"name", "description", "parameters"}}', order=60,
+    looks_like=lambda item: item.get("type") == "function" or isinstance(item.get("function"), dict),
+    parse=parse_function_doc, also_reads=("openai", "bfcl"), function_docs=True)

@@ -12,6 +12,7 @@ from wmstudio.world.tools.build import finish_tool, start_tool
 from wmstudio.world.tools.fields import fields_schema
 from wmstudio.world.tools.findings import Findings, at, tool_label
 from wmstudio.world.tools.tool import Tool
+from wmstudio.world.tools.tool_format import ToolFormat
 
 TOOL_KEYS = frozenset({"name", "summary", "description", "parameters", "returns", "exceptions"})
 
@@ -83,3 +84,9 @@ def _exception_lines(raw: Any, path: str, findings: Findings) -> list[str]:
         lines.append(f"- {exception['name']}: {description}" if isinstance(description, str) else
                      f"- {exception['name']}")
     return lines
+
+
+FORMAT = ToolFormat("toolemu", "toolkits with `name_for_model` and a `tools` list", order=20,
+                    looks_like=lambda item: "name_for_model" in item or ("toolkit" in item and
+                                                                         isinstance(item.get("tools"), list)),
+                    parse=parse_toolkit)

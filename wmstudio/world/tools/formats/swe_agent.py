@@ -12,6 +12,7 @@ from wmstudio.world.tools.build import finish_tool, start_tool
 from wmstudio.world.tools.fields import fields_schema
 from wmstudio.world.tools.findings import Findings, at
 from wmstudio.world.tools.tool import Tool
+from wmstudio.world.tools.tool_format import ToolFormat
 
 TOOL_KEYS = frozenset({"name", "signature", "docstring", "arguments"})
 QUIET_TOOL_KEYS = frozenset({"end_name"})
@@ -49,3 +50,8 @@ def parse_swe_tool(item: Any, path: str, findings: Findings) -> list[Tool]:
     if extra:
         run.warn("", f"field(s) not kept: {', '.join(extra)}")
     return [finish_tool(run, item["name"], description, at(path, "docstring"), parameters, at(path, "arguments"))]
+
+
+FORMAT = ToolFormat("swe-agent", "a bundle `tools: {name: {signature, docstring, arguments}}`", order=70,
+                    looks_like=lambda item: "signature" in item or "docstring" in item or "arguments" in item,
+                    parse=parse_swe_tool)

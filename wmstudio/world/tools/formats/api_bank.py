@@ -13,6 +13,7 @@ from wmstudio.world.tools.build import finish_tool, start_tool
 from wmstudio.world.tools.fields import fields_schema
 from wmstudio.world.tools.findings import Findings, at
 from wmstudio.world.tools.tool import Tool
+from wmstudio.world.tools.tool_format import ToolFormat
 
 API_KEYS = frozenset({"name", "description", "input_parameters", "output_parameters"})
 QUIET_KEYS = frozenset({"source_file", "database_name"})
@@ -47,3 +48,8 @@ def _required(record: dict[str, Any]) -> bool:
     """API-Bank's only hint: a description that starts `[Optional]`."""
     description = record.get("description")
     return not (isinstance(description, str) and _OPTIONAL.match(description))
+
+
+FORMAT = ToolFormat("api-bank", "APIs with `input_parameters` and `output_parameters`", order=40,
+                    looks_like=lambda item: "input_parameters" in item or "output_parameters" in item,
+                    parse=parse_api)

@@ -12,8 +12,9 @@ from typing import Any
 from wmstudio.problems import InvalidInput
 from wmstudio.world.tools.files import read_tools_file
 from wmstudio.world.tools.findings import Findings, at
-from wmstudio.world.tools.openai import parse_function_doc
+from wmstudio.world.tools.formats.openai import parse_function_doc
 from wmstudio.world.tools.tool import Tool
+from wmstudio.world.tools.tool_format import ToolFormat
 
 FUNC_DOC_FOLDER = "multi_turn_func_doc"
 CLASS_FILES = {  # multi-turn class -> its function-doc file, as in BFCL's own constants
@@ -136,3 +137,9 @@ def _union(functions: list[Located], findings: Findings) -> list[Located]:
         first[name] = (doc, path)
         kept.append((doc, path))
     return kept
+
+
+FORMAT = ToolFormat(
+    "bfcl", 'function docs with "type": "dict" parameters, or records with a `function` list or `involved_classes`',
+    order=10, looks_like=lambda item: record_kind(item) in ("task", "question"), parse=parse_bfcl_function,
+    also_reads=("openai", "bfcl"), function_docs=True)

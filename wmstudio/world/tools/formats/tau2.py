@@ -11,9 +11,10 @@ from typing import Any
 
 from wmstudio.world.tools.build import finish_tool, start_tool
 from wmstudio.world.tools.findings import Findings, at
-from wmstudio.world.tools.openai import parse_function_doc
+from wmstudio.world.tools.formats.openai import parse_function_doc
 from wmstudio.world.tools.schema import SchemaPass, normalise_schema, parameters_schema
 from wmstudio.world.tools.tool import Tool
+from wmstudio.world.tools.tool_format import ToolFormat
 
 DUMP_KEYS = frozenset({"name", "short_desc", "long_desc", "params", "returns", "raises"})
 QUIET_WHEN_EMPTY = ("examples", "info")
@@ -76,3 +77,8 @@ def _raises_lines(raw: Any, path: str, findings: Findings) -> list[str]:
         desc = entry.get("desc")
         lines.append(f"- {entry['type']}: {desc}" if isinstance(desc, str) and desc else f"- {entry['type']}")
     return lines
+
+
+FORMAT = ToolFormat(
+    "tau", "OpenAI-shaped tools whose schemas may use $defs, $ref and anyOf, or tau2 dumps {name, params, returns}",
+    order=50, looks_like=is_tau2_dump, parse=parse_tau_tool, also_reads=("openai", "bfcl"), function_docs=True)
