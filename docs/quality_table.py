@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from wmstudio.train.baselines import BASELINES
+
 ROOT = Path(__file__).resolve().parents[1]
 QUALITY = ROOT / "assets" / "models" / "wm-mdlm-small" / "quality.json"
 README = ROOT / "README.md"
@@ -28,10 +30,6 @@ ROWS = (  # measure, where it is in a column's figures
     ("rule-consistent and the simulator's status", ("rule_and_status",)),
     ("fields the simulator fills, filled", ("nonempty_recall",)),
 )
-BASELINES = (  # trivial answers eval-wm scores on the same rows, in the order shown
-    ("echo", "echo"), ("status rule", "rule_status"), ("nearest training answer", "nearest_train"),
-    ("always error", "neutral_error"), ("always ok", "neutral_ok"),
-)
 
 
 def columns(quality: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -44,7 +42,7 @@ def columns(quality: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
              ("steered", figures.get("steered")),
              ("AR baseline", figures.get("ar"))]
     trivial = figures.get("trivial", {})
-    shown += [(heading, trivial.get(key)) for heading, key in BASELINES]
+    shown += [(baseline.label, trivial.get(baseline.name)) for baseline in BASELINES]  # train/baselines.py
     return [(heading, column) for heading, column in shown if column]
 
 

@@ -139,15 +139,15 @@ def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(cor
     assert 0.0 <= figures["diversity"]["mdlm"]["values_distinct_2"] <= 1.0
     assert not report.errors
     text = report.render()
-    assert "field: copy_call" in text and "always error" in text and "nearest_train" in text
+    assert "field: copy_call" in text and "always error" in text and "nearest training answer" in text
     folder = tmp_path / "model"  # --write: quality.json beside the weights, the card shows raw and steered
     shutil.copytree(resolve_model_path(DEFAULT_MODEL), folder)
     write_quality(report, folder)
     quality = json.loads((folder / "quality.json").read_text())
     assert quality["figures"] == figures and quality["settings"]["grounding"] == "none"
     card = (folder / "README.md").read_text()
-    assert ("| measure | MDLM raw | no outcome head | no copy head | MDLM steered | AR | always error | always ok | "
-            "echo | rule_status | nearest_train |") in card
+    assert ("| measure | MDLM raw | no outcome head | no copy head | MDLM steered | AR | echo | status rule | "
+            "nearest training answer | always error | always ok |") in card
     assert "| field: copy_call |" in card and "outcome head" in card
 
 
@@ -191,3 +191,25 @@ def test_cases_are_a_seeded_sample_of_the_split(corpus):
     first = [c.where for c in load_cases(corpus, "test", rows=2, seed=1)]
     assert first == [c.where for c in load_cases(corpus, "test", rows=2, seed=1)]
     assert resolve_model_path(DEFAULT_MODEL).endswith("wm-mdlm-small")
+
+
+def test_each_baseline_is_one_entry_whose_label_heads_its_column_everywhere():
+    """A baseline's name keys its figures and its label heads its column in the report, the card and the README
+    table (issue 38: the labels were kept in three places and a missing one was a KeyError at report time)."""
+    import sys
+
+    from wmstudio.locations import REPO_ROOT
+    from wmstudio.train.baselines import BASELINES, BY_NAME
+    from wmstudio.train.eval_report import COLUMN_NAMES, EvalReport
+
+    sys.path.insert(0, str(REPO_ROOT / "docs"))
+    try:
+        import quality_table
+    finally:
+        sys.path.remove(str(REPO_ROOT / "docs"))
+    assert len(BY_NAME) == len(BASELINES) and all(COLUMN_NAMES[b.name] == b.label for b in BASELINES)
+    figures = {b.name: {"copy": 0.5} for b in BASELINES}
+    assert [heading for heading, _ in quality_table.columns({"figures": {"raw": {"x": 1}, "trivial": figures}})] \
+        == ["MDLM", *(b.label for b in BASELINES)]
+    summary = EvalReport(settings={"rows": 1}).summary()
+    assert all(f"`{b.label}` ({b.description})" in summary for b in BASELINES)

@@ -1,18 +1,15 @@
 """The cheap answers a reviewer would try before believing a world model: a figure means something only beside these.
 
 Each writes a whole response for a held-out row from what the prompt's five parts hold and from the training rows,
-with no model:
-- `neutral_error` / `neutral_ok`: every field empty (0, "", false, []) with that status;
-- `echo`: the tool's majority outcome in training, each call argument copied into the response field of the same
-  name, and the fields of the state record a call id names copied into same-named fields;
-- `rule_status`: `echo`, its status from three lines (an invalid or missing argument, an id the state lacks, an
-  error directive -> error; else ok) and its error code the tool's commonest for that reason in training;
-- `nearest_train`: the training response of the same tool whose call shares the most arguments with this one."""
+with no model. `BASELINES` is the one list of them: an entry's name keys its figures, its label heads its column
+(the model card, `wmstudio model eval`, the README's table) and its description says what it does, so a new
+baseline is one entry here and its test."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +20,6 @@ from wmstudio.world.sims.base import neutral_value
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.directives import parse_directive
 
-BASELINES = ("neutral_error", "neutral_ok", "echo", "rule_status", "nearest_train")
 ERROR_DIRECTIVES = ("inject_error", "rate_limit", "auth_failure")
 OK = ("ok", "")
 
@@ -74,20 +70,37 @@ def status_reason(world: WorldSpec, call: Call, state: Any) -> str:
 
 
 def baseline_response(name: str, world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers) -> str:
-    """The response of baseline `name` (one of BASELINES) for `call` over `state` (what the prompt shows)."""
-    schema = _schema(world, call)
-    if name == "nearest_train":
-        return nearest_response(call, answers) or _dump(_neutral(schema, "ok", ""))
-    if name in ("neutral_error", "neutral_ok"):
-        return _dump(_neutral(schema, name.split("_")[1], ""))
+    """The response of baseline `name` (a name in BASELINES) for `call` over `state` (what the prompt shows)."""
+    return BY_NAME[name].answer(world, call, state, answers)
+
+
+def _nearest(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers) -> str:
+    return nearest_response(call, answers) or _dump(_neutral(_schema(world, call), "ok", ""))
+
+
+def _neutral_answer(status: str) -> Callable[[WorldSpec, Call, Any, TrainingAnswers], str]:
+    return lambda world, call, state, answers: _dump(_neutral(_schema(world, call), status, ""))
+
+
+def _echo(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers) -> str:
     status, error = answers.majority(call.name)
-    if name == "rule_status":
-        reason = status_reason(world, call, state)
-        status, error = OK if reason == "none" else (answers.for_reason(call.name, reason) or ("error", ""))
-        injected = next((d.value for d in map(parse_directive, world.directives)
-                         if d is not None and d.kind == "inject_error" and d.value), None)
-        if injected:
-            status, error = "error", str(injected)
+    return _echoed(world, call, state, status, error)
+
+
+def _rule_status(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers) -> str:
+    reason = status_reason(world, call, state)
+    status, error = OK if reason == "none" else (answers.for_reason(call.name, reason) or ("error", ""))
+    injected = next((d.value for d in map(parse_directive, world.directives)
+                     if d is not None and d.kind == "inject_error" and d.value), None)
+    if injected:
+        status, error = "error", str(injected)
+    return _echoed(world, call, state, status, error)
+
+
+def _echoed(world: WorldSpec, call: Call, state: Any, status: str, error: str) -> str:
+    """The schema's fields with `status`: on anything but an error, each call argument into the same-named field and
+    the record a call id names into the fields still empty."""
+    schema = _schema(world, call)
     value = _neutral(schema, status, error)
     if status not in ("error",):  # a refused call leaves its fields neutral, as an API's error does
         record = _named_record(state, call)
@@ -97,6 +110,32 @@ def baseline_response(name: str, world: WorldSpec, call: Call, state: Any, answe
         if record is not None:
             _echo_into(value, record, overwrite=False)
     return _dump(value)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One cheap answer: `name` keys its figures, `label` heads its column, `description` says what it does."""
+
+    name: str
+    label: str
+    description: str
+    answer: Callable[[WorldSpec, Call, Any, TrainingAnswers], str]
+
+
+BASELINES: tuple[Baseline, ...] = (  # in the order their columns are shown
+    Baseline("echo", "echo", "the call's arguments into same-named fields, the state record a call id names, the "
+                             "tool's majority outcome in training", _echo),
+    Baseline("rule_status", "status rule", "echo with the status of three rules: a bad argument, an unknown id or "
+                                           "an error directive means error (the code: the tool's commonest for that "
+                                           "reason in training)", _rule_status),
+    Baseline("nearest_train", "nearest training answer", "the training response of the same tool sharing the most "
+                                                         "arguments", _nearest),
+    Baseline("neutral_error", "always error", "every field empty (0, \"\", false, []) with status error",
+             _neutral_answer("error")),
+    Baseline("neutral_ok", "always ok", "every field empty with status ok", _neutral_answer("ok")),
+)
+BY_NAME: dict[str, Baseline] = {baseline.name: baseline for baseline in BASELINES}
+BASELINE_NAMES: tuple[str, ...] = tuple(BY_NAME)
 
 
 def nearest_response(call: Call, answers: TrainingAnswers) -> str | None:

@@ -19,8 +19,7 @@ LOWER_IS_BETTER = {"code_contradicted": "code_contradicted: an error code the st
                    "message_strays": "message_strays: a message naming an id or number shown nowhere (lower is better)",
                    "text_repeats": "text_repeats: a repeated word in a text field (lower is better)"}
 COLUMN_NAMES = {"raw": "MDLM raw", "no_outcome_head": "no outcome head", "no_copy_head": "no copy head",
-                "steered": "MDLM steered", "ar": "AR", "neutral_error": "always error", "neutral_ok": "always ok",
-                "echo": "echo", "rule_status": "rule_status", "nearest_train": "nearest_train"}
+                "steered": "MDLM steered", "ar": "AR", **{b.name: b.label for b in BASELINES}}
 
 
 @dataclass
@@ -43,17 +42,14 @@ class EvalReport:
                 f"greedy decoding with the default sampler settings. `MDLM raw`: the model with its copy and "
                 f"outcome heads; `no outcome head` / `no copy head`: the same with that head off (`no copy head` is "
                 f"the denoiser alone writing every value); `steered`: plus rule-guided repair; `AR`: the "
-                f"autoregressive baseline of the same size (its card names its rows). Baselines on the same rows: `always error` / "
-                f"`always ok` (every field empty), `echo` (the call's arguments into same-named fields, the state "
-                f"record a call id names, the tool's majority outcome in training), `rule_status` (echo with the "
-                f"status of three rules: a bad argument, an unknown id or an error directive means error), "
-                f"`nearest_train` (the training response of the same tool sharing the most arguments).")
+                f"autoregressive baseline of the same size (its card names its rows). Baselines on the same rows: "
+                + "; ".join(f"`{b.label}` ({b.description})" for b in BASELINES) + ".")
 
     def columns(self) -> dict[str, dict[str, Any] | None]:
         f = self.figures
         found = {"raw": f.get("raw"), "no_outcome_head": f.get("no_outcome_head"),
                  "no_copy_head": f.get("no_copy_head"), "steered": f.get("steered"), "ar": f.get("ar"),
-                 **{name: f["trivial"].get(name) for name in BASELINES}}
+                 **{b.name: f["trivial"].get(b.name) for b in BASELINES}}
         return {name: figures for name, figures in found.items() if figures is not None}
 
     def table(self) -> list[dict[str, str]]:

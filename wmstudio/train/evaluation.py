@@ -22,7 +22,7 @@ from typing import Any
 from wmstudio.metrics.diversity import distinct_n, self_bleu
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.train.baselines import BASELINES, TrainingAnswers, baseline_response, with_status
+from wmstudio.train.baselines import BASELINE_NAMES, TrainingAnswers, baseline_response, with_status
 from wmstudio.train.eval_report import RATE_NAMES, EvalReport, write_quality  # noqa: F401 (write_quality: the CLI's)
 from wmstudio.train.examples import FREE_LENGTHS, read_corpus_split, request_from_meta
 from wmstudio.train.field_kinds import FieldScores, enum_options, field_leaves, parse, prompt_values
@@ -175,7 +175,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     has_outcome = getattr(model, "outcome_head", None) is not None
     has_copy = getattr(model, "copy_head", None) is not None
     columns = ["raw", *(["no_outcome_head"] if has_outcome else []), *(["no_copy_head"] if has_copy else []),
-               "steered", *(["ar"] if baseline is not None else []), *BASELINES]
+               "steered", *(["ar"] if baseline is not None else []), *BASELINE_NAMES]
     rates = {name: Rates() for name in columns}
     flips = {name: Rates() for name in columns}
     settings = {"raw": SamplerSettings(grounding=grounding),
@@ -200,7 +200,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     for i, case in enumerate(cases):
         state = shown_state(case.world, case.history, grounding)
         anchor = flip_anchor(case)
-        for name in BASELINES:
+        for name in BASELINE_NAMES:
             text = baseline_response(name, case.world, case.call, state, answers)
             rates[name].add(check_step(case.world, case.call, text, history=case.history), text, case)
             if anchor is not None:  # a baseline honours a pinned status by writing it, its error code its own
@@ -208,7 +208,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
                 pinned = with_status(text, ERROR_STATUS, error)
                 flips[name].add(check_step(case.world, case.call, pinned, [anchor], case.history), pinned, case)
         for name in columns:
-            if name in BASELINES:
+            if name in BASELINE_NAMES:
                 continue
             run(name, case)
             if anchor is not None and name in ("raw", "steered", "ar"):
@@ -236,10 +236,10 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
         "steered": rates["steered"].to_json(),
         "ar": rates["ar"].to_json() if baseline is not None else None,
         "flip": {name: flips[name].to_json() if name in flips else None
-                 for name in ("raw", "steered", "ar", *BASELINES)},
+                 for name in ("raw", "steered", "ar", *BASELINE_NAMES)},
         "free": {key: (round(value / free["cases"], 4) if free["cases"] else None) if key != "cases" else value
                  for key, value in free.items()},
-        "trivial": {name: rates[name].to_json() for name in BASELINES},
+        "trivial": {name: rates[name].to_json() for name in BASELINE_NAMES},
         "prompt_use": prompt_use(model, cases, grounding),
         "diversity": diversity,
     }
