@@ -433,16 +433,16 @@ def test_pages_split_the_newest_first_order(store, catalogue):
 # --- annotation ---------------------------------------------------------------------------------------------------
 
 
-def test_the_queue_overlaps_annotators_before_new_steps_then_oldest_and_respects_skips(store, world):
-    rollout = create_rollout(store, world.id)
-    s0, s1, s2 = (append_step(store, rollout.id, call(f"A{i}"), f'{{"i": {i}}}', MODEL) for i in range(3))
+def test_the_queue_overlaps_annotators_before_new_steps_then_newest_and_respects_skips(store, world):
+    s2, s1, s0 = (append_step(store, create_rollout(store, world.id).id, call(f"A{i}"), f'{{"i": {i}}}', MODEL)
+                  for i in range(3))  # three rollouts, the last saved last
     ada, bob, cy = (get_annotator(store, name) for name in ("ada", "bob", "cy"))
-    assert next_to_annotate(store, ada.id).step_id == s0.id  # all unrated: the oldest
+    assert next_to_annotate(store, ada.id).step_id == s0.id  # all unrated: the newest (the one just saved)
     save_rating(store, ada.id, s0.id, 4, 4, 4)
     assert next_to_annotate(store, bob.id).step_id == s0.id  # rated once: a second rating before new steps
     assert next_to_annotate(store, bob.id, overlap=1).step_id == s1.id  # no overlap asked: the least rated
     save_rating(store, bob.id, s0.id, 3, 3, 3)
-    assert next_to_annotate(store, cy.id).step_id == s1.id  # s0 has its two ratings: on to the oldest unrated
+    assert next_to_annotate(store, cy.id).step_id == s1.id  # s0 has its two ratings: on to the newest unrated
     skip_step(store, cy.id, s1.id)
     assert next_to_annotate(store, cy.id).step_id == s2.id  # skipped for cy only
     assert next_to_annotate(store, ada.id).step_id == s1.id

@@ -89,24 +89,36 @@ def test_download_files_written_by_many_events_at_once_are_all_whole():
         assert load_world(path) == world
 
 
-def test_import_tools_from_a_bfcl_file_appends_normalised_tools(studio):
+def test_import_tools_from_a_bfcl_file_adds_replaces_or_starts_a_new_world(studio):
+    """Importing once appended to the loaded world's tools whatever one wanted; now the import says where its
+    tools go: added to those shown, in their place, or as a new world named after the file."""
     client, _, _ = studio
-    tools_text, status = client.predict(
-        handle_file(str(SAMPLES / "bfcl" / "multi_turn_func_doc" / "math_api.json")), "auto", "[]",
-        api_name="/import_tools",
-    )
-    tools = json.loads(tools_text)
-    assert len(tools) == 17 and all(t["type"] == "function" for t in tools)
-    assert "Imported 17 tool(s)" in status
+    math_api = handle_file(str(SAMPLES / "bfcl" / "multi_turn_func_doc" / "math_api.json"))
+    shown = '[{"type": "function", "function": {"name": "mine", "description": "", "parameters": {}}}]'
+    *fields, status = client.predict(math_api, "auto", shown, "add", api_name="/import_tools")
+    tools = json.loads(fields[5])
+    assert len(tools) == 18 and tools[0]["function"]["name"] == "mine" and all(t["type"] == "function" for t in tools)
+    assert "Imported 17 tool(s)" in status and "added to the tools shown" in status
+    *fields, status = client.predict(math_api, "auto", shown, "replace", api_name="/import_tools")
+    assert len(json.loads(fields[5])) == 17 and "in place of the tools shown" in status
+    *fields, status = client.predict(math_api, "auto", shown, "new", api_name="/import_tools")
+    assert fields[0] == "math_api" and fields[3] == "" and fields[4] == "{}" and fields[6] == "[]"
+    assert len(json.loads(fields[5])) == 17 and "as a new world" in status
+
+
+def test_new_world_empties_every_field(studio):
+    client, _, _ = studio
+    picker, version, *fields, status = client.predict(api_name="/new_world")
+    assert fields == ["", "", "(none)", "", "{}", "[]", "[]", ""] and "A new world" in status
 
 
 def test_import_of_a_malformed_file_keeps_the_editor_and_explains(studio, tmp_path):
     client, _, _ = studio
     bad = tmp_path / "bad.json"
     bad.write_text('[{"name": "x", "parameters": ', encoding="utf-8")
-    tools_text, status = client.predict(handle_file(str(bad)), "auto", '[{"name": "keep"}]', api_name="/import_tools")
-    assert tools_text == '[{"name": "keep"}]'
-    assert "invalid JSON" in status
+    *fields, status = client.predict(handle_file(str(bad)), "auto", '[{"name": "keep"}]', "add",
+                                     api_name="/import_tools")
+    assert "invalid JSON" in status and "keep" not in json.dumps(fields)  # nothing sent back: the editor keeps it
     # named as uploaded: not the server's copy in Gradio's temporary folder (/tmp/gradio/<hash>/bad.json)
     assert "- bad.json:1:" in status and "gradio" not in status and "/" not in status.split("bad.json")[0]
     *_, opened = client.predict(handle_file(str(bad)), api_name="/open_world_file")

@@ -147,7 +147,10 @@ def test_a_bad_anchor_is_explained_and_the_form_is_kept(studio, page):
     pick(page, "simulate-tool", "get_order")
     expect(page.locator("#simulate-tool-note")).to_contain_text("get_order", timeout=10_000)
     order = page.get_by_label("order_id · text · required")
-    expect(order).to_have_value("ORD-22930")  # kept from refund_order, which takes it too
+    expect(order).to_have_value("")  # a tool switch starts an empty form (refund_order's ORD-22930 is not kept)
+    expect(page.locator("#simulate-canvas")).to_contain_text("Press Run")  # and clears the last run's canvas
+    expect(page.locator("#simulate-report")).to_have_text("")
+    page.screenshot(path=str(ARTIFACTS / "simulate-tool-switch-cleared.png"), full_page=True)
     order.fill("ORD-")
     order.press_sequentially("1")
     expect(page.locator("#simulate-arguments")).to_contain_text('"order_id": "ORD-1"', timeout=10_000)

@@ -66,5 +66,6 @@ def test_page_loads_and_world_switches_leave_no_traceback_in_the_log(served):
         time.sleep(3)  # the last switch's download-file writes run after the fields are shown
         browser.close()
     text = log.read_text(encoding="utf-8", errors="replace")
-    assert "Running on local URL" in text  # the log is the server's
+    assert f"World Model Studio running at {url}" in text  # the log is the server's
+    assert "share=True" not in text  # Gradio's hint about public links misled a local user
     assert "Traceback" not in text and "Error" not in text, text[-4000:]

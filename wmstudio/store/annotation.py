@@ -96,19 +96,22 @@ def next_to_annotate(store: Store, annotator_id: int, overlap: int = DEFAULT_OVE
     """The step this annotator should rate next, or None when they have rated or skipped every step.
 
     Steps others rated fewer than `overlap` times come first (so a small team rates the same steps and agreement
-    appears), then unrated steps, then the rest by fewest ratings; the oldest first within each; copies of steps
-    in branches are left out. Each tier is one walk of the `ix_step_queue` index."""
+    appears), oldest first; then steps nobody rated, the newest rollout's first (the step you just saved, not a seeded
+    example), each rollout's steps in order; then the rest by fewest ratings, oldest first; copies of steps in
+    branches are left out."""
     if not whole_in(overlap, 1):
         raise InvalidInput(Problem("overlap", f"must be a whole number from 1, got {overlap!r}"))
     rated = sa.exists().where(Rating.step_id == Step.id, Rating.annotator_id == annotator_id)
     skipped = sa.exists().where(Skip.step_id == Step.id, Skip.annotator_id == annotator_id)
     open_steps = (Step.copied_from_step_id.is_(None), sa.not_(rated), sa.not_(skipped))
-    tiers = [sa.and_(Step.rating_count >= 1, Step.rating_count < overlap), Step.rating_count == 0, sa.true()]
+    oldest, newest = (Step.rating_count, Step.created_at, Step.id), (Step.rollout_id.desc(), Step.index, Step.id)
+    tiers = [(sa.and_(Step.rating_count >= 1, Step.rating_count < overlap), oldest), (Step.rating_count == 0, newest),
+             (sa.true(), oldest)]
     with store.read() as session:
         fetch_row(session, Annotator, annotator_id, "annotator_id")
         step = None
-        for tier in tiers:
-            query = select(Step).where(*open_steps, tier).order_by(Step.rating_count, Step.created_at, Step.id)
+        for tier, order in tiers:
+            query = select(Step).where(*open_steps, tier).order_by(*order)
             step = session.exec(query.limit(1)).first()
             if step is not None:
                 break

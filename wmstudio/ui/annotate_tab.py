@@ -213,6 +213,8 @@ def progress_markdown(store: Store, identity: Identity) -> str:
     return (f"**{identity.name}**: rated **{progress.rated}** of {progress.total} · skipped {progress.skipped} · "
             f"{progress.remaining} to go")
 
+ITEM_HEIGHT = 420  # pixels of the step's context and of its exchange before they scroll
+
 
 # --- handlers: plain functions of form values and who is signed in -------------------------------------------
 
@@ -320,13 +322,14 @@ def build_annotate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             identity_md = gr.Markdown(elem_id="annotate-identity")
         progress_md = gr.Markdown(elem_id="annotate-progress")
         step_id = gr.Number(visible=False, precision=0, label="step id")
-        with gr.Row():
+        with gr.Row():  # the context and the exchange scroll in boxes, so the scores stay in view at 1000 px
             with gr.Column(scale=5):
-                context_md = gr.Markdown("Press **Start rating** to get the first step.", elem_id="annotate-context")
+                context_md = gr.Markdown("Press **Start rating** to get the first step.", elem_id="annotate-context",
+                                         max_height=ITEM_HEIGHT)
                 with gr.Accordion("Initial environment state", open=False):
-                    state_md = gr.Markdown()
+                    state_md = gr.Markdown(max_height=ITEM_HEIGHT)
             with gr.Column(scale=6):
-                exchange_md = gr.Markdown(elem_id="annotate-exchange")
+                exchange_md = gr.Markdown(elem_id="annotate-exchange", max_height=ITEM_HEIGHT)
         with gr.Row():
             radios = [
                 gr.Radio(SCORES, label=LABELS[d], info=SCALE_HELP[d], elem_id=f"rate-{d}") for d in RATING_DIMENSIONS

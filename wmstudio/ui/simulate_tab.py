@@ -7,7 +7,6 @@ Handlers are plain functions of form values (tests call them directly or over HT
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
@@ -112,22 +111,16 @@ def tool_forms(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple[Tool 
     return tool, argument_fields(tool.parameters), response_fields(tool.response)
 
 
-def choose_tool(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str = "{}") -> tuple:
-    """Lay the forms out for a tool: the arguments it shares with the previous JSON are kept (switching from
-    get_order to refund_order keeps order_id), every response field starts masked. Returns the arguments JSON,
+def choose_tool(ctx: StudioContext, world_id: Any, tool_name: Any) -> tuple:
+    """Lay the forms out for a tool, empty: another tool's arguments are not carried over (a same-named value
+    silently kept surprised newcomers) and every response field starts masked. Returns the arguments JSON,
     ARG_SLOTS input updates, ANCHOR_SLOTS anchor updates and a note."""
     try:
         tool, arguments, responses = tool_forms(ctx, world_id, tool_name)
     except InvalidInput as err:
         hidden = [gr.update(visible=False)] * (ARG_SLOTS + ANCHOR_SLOTS)
         return (gr.update(), *hidden, failure_markdown(err, "open the tool"))
-    try:
-        previous = read_arguments(arguments_json)
-    except InvalidInput:
-        previous = {}  # a broken JSON of the previous tool is not carried over
-    kept = {f.path: previous[f.path] for f in arguments if f.path in previous}
-    arg_updates = [gr.update(visible=True, label=f.label, info=f.description,
-                             value=show_value(kept[f.path]) if f.path in kept else "",
+    arg_updates = [gr.update(visible=True, label=f.label, info=f.description, value="",
                              placeholder=" | ".join(show_value(o) for o in f.options))
                    if i < len(arguments) else gr.update(visible=False, value="")
                    for i, f in enumerate(_pad(arguments, ARG_SLOTS))]
@@ -146,8 +139,7 @@ def choose_tool(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_jso
     if len(responses) > ANCHOR_SLOTS:
         extra = ", ".join(f.path for f in responses[ANCHOR_SLOTS:])
         notes.append(f"Pin further response fields as `PATH=VALUE` lines: {extra}.")
-    arguments_text = json.dumps(kept, indent=2, ensure_ascii=False) if kept else "{}"
-    return (arguments_text, *arg_updates, *anchor_updates, "\n\n".join(notes))
+    return ("{}", *arg_updates, *anchor_updates, "\n\n".join(notes))
 
 
 def form_to_json(ctx: StudioContext, world_id: Any, tool_name: Any, arguments_json: str, *values: str) -> tuple:
@@ -430,12 +422,14 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     studio.load(partial(refresh_worlds, ctx), world, world, api_visibility="private")
     if isinstance(tab, gr.Tab):  # the lead builds this tab inside a gr.Tab: re-read the worlds when it is opened
         tab.select(partial(refresh_worlds, ctx), world, world, api_visibility="private")
-    world.change(lambda: (EMPTY_CANVAS, None, "", None, BASELINE_HINT), None,  # another world: clear the last run
-                 [canvas, heatmap, report, simulation, baseline], api_visibility="private")
+    last_run = [canvas, heatmap, report, simulation, baseline]
+    clear_last_run = lambda: (EMPTY_CANVAS, None, "", None, BASELINE_HINT)  # noqa: E731 - another world or tool
+    world.change(clear_last_run, None, last_run, api_visibility="private")
+    tool.input(clear_last_run, None, last_run, api_visibility="private")
     world.change(partial(choose_world, ctx), world, [tool, rollout, tool_note], api_name="simulate_world").then(
-        partial(choose_tool, ctx), [world, tool, arguments], [arguments, *arg_inputs, *anchor_inputs, tool_note],
+        partial(choose_tool, ctx), [world, tool], [arguments, *arg_inputs, *anchor_inputs, tool_note],
         api_visibility="private")
-    tool.input(partial(choose_tool, ctx), [world, tool, arguments], [arguments, *arg_inputs, *anchor_inputs,
+    tool.input(partial(choose_tool, ctx), [world, tool], [arguments, *arg_inputs, *anchor_inputs,
                                                                      tool_note], api_name="simulate_tool")
     # `change`, not `input`: a value pasted, dropped or autofilled into a field must reach the call too
     gr.on([box.change for box in arg_inputs], partial(form_to_json, ctx), [world, tool, arguments, *arg_inputs],

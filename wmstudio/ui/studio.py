@@ -74,8 +74,11 @@ def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = No
     app_kwargs = dict(launch_kwargs.pop("app_kwargs", None) or {})  # Host and Origin checked before Gradio's routes
     app_kwargs["middleware"] = [*server_middleware(host), *app_kwargs.get("middleware", [])]
     block = not launch_kwargs.pop("prevent_thread_lock", False)
+    quiet = launch_kwargs.pop("quiet", False)
     studio.launch(server_name=host, server_port=port, auth=auth, prevent_thread_lock=True, app_kwargs=app_kwargs,
-                  **launch_kwargs)
+                  quiet=True, **launch_kwargs)  # Gradio's own lines suggest share=True, which a local studio never needs
+    if not quiet:
+        print(f"World Model Studio running at {studio.local_url} (Ctrl-C to stop)", flush=True)
     if on_started is not None:
         on_started(studio, ctx)
     if block:

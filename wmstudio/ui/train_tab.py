@@ -261,12 +261,13 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     tab = Context.block
     gr.Markdown("Train the agent with GRPO on a curriculum. The run goes on in the background (`wmstudio "
                 "train-grpo`); its checkpoints, episodes and log live in the studio's `runs/<database>/<id>` folder.")
-    with gr.Row(equal_height=True):
-        curriculum = gr.Dropdown(trainable_curricula(store), value=DEMO_CURRICULUM, label="Curriculum",
-                                 min_width=120, info="demo, or any curriculum saved in Rollouts (a run plays its "
+    with gr.Row(equal_height=True):  # wide enough for a curriculum's whole label ("demo · the five simulated ...")
+        curriculum = gr.Dropdown(trainable_curricula(store), value=DEMO_CURRICULUM, label="Curriculum", scale=3,
+                                 min_width=360, info="demo, or any curriculum saved in Rollouts (a run plays its "
                                                      "scenarios)", elem_id="train-curriculum")
-        env = gr.Radio(list(ENVIRONMENTS), value="simulator", label="Environment", info=ENV_HELP, scale=2,
+        env = gr.Radio(list(ENVIRONMENTS), value="simulator", label="Environment", info=ENV_HELP, scale=3,
                        elem_id="train-env")
+    with gr.Row(equal_height=True):
         max_steps = gr.Textbox("20", label=f"Max steps (1 to {MAX_STEPS:,})", min_width=120, max_lines=1,
                                elem_id="train-max-steps")
         policy = gr.Textbox("", label="Policy (empty: the shipped agent-small)", min_width=160, max_lines=1,

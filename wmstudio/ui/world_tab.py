@@ -202,22 +202,41 @@ def downloads_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix="wmstudio-downloads-"))
 
 
-def import_tools_into(upload: str | None, fmt: str, tools_text: str) -> tuple[str, str]:
-    """Append the tools of an uploaded file (any supported format) to the tools editor."""
+IMPORT_MODES = {"add": "add them to the tools shown", "replace": "replace the tools shown",
+                "new": "start a new world with them"}
+
+
+def new_world_fields(name: str = "") -> tuple[str, ...]:
+    """The fields of an empty world (named `name`): no state, tools, rules or directives yet."""
+    return (name, "", NO_SIMULATOR, "", "{}", "[]", "[]", "")
+
+
+def import_tools_into(upload: str | None, fmt: str, tools_text: str, mode: str = "add") -> tuple:
+    """Import the tools of an uploaded file (any supported format) into the editor: added to the tools shown,
+    replacing them, or as a new world named after the file (every other field emptied). Returns every field and a
+    status; on a failure the fields are left as they are."""
+    unchanged = (gr.update(),) * len(FIELDS)
     if not upload:
-        return tools_text, "Choose a tool file to import first."
+        return (*unchanged, "Choose a tool file to import first.")
     try:
+        if mode not in IMPORT_MODES:
+            raise InvalidInput(Problem("mode", f"{mode!r} is not known: use one of {', '.join(IMPORT_MODES)}"))
         result = import_tools_file(upload, fmt)
-        current = parse_json_text(tools_text, "tools") if (tools_text or "").strip() else []
+        current = parse_json_text(tools_text, "tools") if (tools_text or "").strip() and mode == "add" else []
         if not isinstance(current, list):
             raise InvalidInput(Problem("tools", "the tools editor must hold a JSON list before importing into it"))
     except InvalidInput as err:
-        return tools_text, as_uploaded(failure_markdown(err, "import the tools", KEPT), upload)
-    merged = current + [tool.to_json() for tool in result.tools]
+        return (*unchanged, as_uploaded(failure_markdown(err, "import the tools", KEPT), upload))
+    tools = json.dumps(current + [tool.to_json() for tool in result.tools], indent=2, ensure_ascii=False)
     notes = "".join(f"\n- Warning: {as_uploaded(w, upload)}" for w in result.warnings[:20])
     more = f"\n- … and {len(result.warnings) - 20} more warnings" if len(result.warnings) > 20 else ""
-    status = f"Imported {len(result.tools)} tool(s) from `{Path(upload).name}`.{notes}{more}"
-    return json.dumps(merged, indent=2, ensure_ascii=False), status
+    done = {"add": "added to the tools shown", "replace": "in place of the tools shown",
+            "new": "as a new world: name it, then **Save new version**"}[mode]
+    status = f"Imported {len(result.tools)} tool(s) from `{Path(upload).name}`, {done}.{notes}{more}"
+    if mode == "new":
+        fields = new_world_fields(re.sub(r"[^\w.-]+", "-", Path(upload).stem).strip("-.") or "imported")
+        return (*fields[:5], tools, *fields[6:], status)
+    return (*unchanged[:5], tools, *unchanged[6:], status)
 
 
 def infer_response_schema(tools_text: str, tool_name: str, examples: list) -> tuple[str, str]:
@@ -306,9 +325,10 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         picker = gr.Dropdown(world_names(ctx), label="World", scale=3, elem_id="world-picker")
         version = gr.Dropdown([], label="Version", scale=2, allow_custom_value=True)
         load_button = gr.Button("Load", scale=1)
+        new_button = gr.Button("New world", scale=1, elem_id="world-new")
         opener = gr.UploadButton("Open world file…", file_types=[".json"], scale=1)
     with gr.Row():
-        name = gr.Textbox(label="Name", scale=2)
+        name = gr.Textbox(label="Name", scale=2, elem_id="world-name")
         description = gr.Textbox(label="Description", scale=3)
         simulator = gr.Dropdown([NO_SIMULATOR, *SIMULATORS], value=NO_SIMULATOR, scale=1,
                                 label="Simulator (ground truth)",
@@ -327,9 +347,12 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             rules_status = gr.Markdown(elem_id="world-rules-status")
         directives = gr.Textbox(label="Steering directives (one per line)", lines=8)
     with gr.Accordion("Import tools from a file", open=False), gr.Row():
-        upload = gr.File(label="Tool file (JSON, JSON Lines, YAML)", type="filepath")
-        fmt = gr.Dropdown(list(FORMATS), value="auto", label="Format")
-        import_button = gr.Button("Import tools")
+        upload = gr.File(label="Tool file (JSON, JSON Lines, YAML)", type="filepath", elem_id="world-tool-file")
+        with gr.Column():
+            fmt = gr.Dropdown(list(FORMATS), value="auto", label="Format")
+            import_mode = gr.Radio([(label, key) for key, label in IMPORT_MODES.items()], value="add",
+                                   label="The imported tools", elem_id="world-import-mode")
+        import_button = gr.Button("Import tools", elem_id="world-import")
     with gr.Accordion("Infer a tool's response schema (gives it a skeleton canvas)", open=False):
         with gr.Row():
             infer_tool = gr.Textbox(label="Tool name", scale=1, elem_id="world-infer-tool")
@@ -361,7 +384,10 @@ def build_world_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     # the button downloads the value it holds when clicked, so that value follows every edit
     gr.on([field.change for field in fields], world_file_for_download, fields, download, show_progress="hidden",
           trigger_mode="always_last", api_name="download_world")
-    import_button.click(import_tools_into, [upload, fmt, tools], [tools, status], api_name="import_tools")
+    import_button.click(import_tools_into, [upload, fmt, tools, import_mode], fields + [status], api_name="import_tools")
+    new_button.click(lambda: (gr.update(value=None), gr.update(choices=[], value=None), *new_world_fields(),
+                              "A new world: give it a name, write or import its tools, then **Save new version**."),
+                     None, [picker, version] + fields + [status], api_name="new_world")
     infer_example.click(infer_from_example, [tools, infer_tool, example], [tools, status], api_name="infer_schema")
     infer_saved.click(lambda t, n, w: infer_from_saved(ctx, t, n, w), [tools, infer_tool, name], [tools, status],
                       api_name="infer_schema_saved")
