@@ -58,3 +58,16 @@ def wait_for_http(url: str, seconds: float = 120, process=None) -> None:
             pass
         time.sleep(0.3)
     raise TimeoutError(f"{url} did not answer within {seconds:.0f} s")
+
+
+def read_reply(conn: socket.socket) -> tuple[int, str]:
+    """(status, body) of one HTTP/1.1 answer with a Content-Length, read from `conn`."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:"))
+    while len(body) < length:
+        body += conn.recv(65536)
+    return int(lines[0].split()[1]), body[:length].decode()

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
+from serving import read_reply
 from test_serve_http import serve
 from typer.testing import CliRunner
 
@@ -266,16 +267,3 @@ def anchor_options(anchors: dict) -> list[str]:
 def _crashed(result) -> bool:
     """Whether the command ended in a traceback (an exception other than its own exit)."""
     return result.exception is not None and not isinstance(result.exception, SystemExit)
-
-
-def read_reply(conn: socket.socket) -> tuple[int, str]:
-    """(status, body) of one HTTP/1.1 answer with a Content-Length, read from `conn`."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += conn.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode().split("\r\n")
-    length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:"))
-    while len(body) < length:
-        body += conn.recv(65536)
-    return int(lines[0].split()[1]), body[:length].decode()

@@ -84,11 +84,11 @@ def parse_anchors(texts: Iterable[str | Anchor]) -> list[Anchor]:
 def read_anchors(raw: Any, field: str = "anchors") -> list[Anchor]:
     """Anchors as every door sends them, read one way: an object of path -> JSON value (`{"status": "error"}`), a
     list of `PATH=VALUE` texts, or those texts one per line; None or empty is none. InvalidInput names each bad
-    one (`anchors[1]`, or its path)."""
+    one (`anchors[1]` in a list, `anchor status=x` in text, or its path in an object)."""
     if raw is None or raw == "" or raw == {} or raw == []:
         return []
-    if isinstance(raw, str):
-        raw = [line for line in raw.splitlines() if line.strip()]
+    if isinstance(raw, str):  # a form's box: each problem named by the anchor as typed
+        return parse_anchors([line for line in raw.splitlines() if line.strip()])
     if isinstance(raw, dict):
         anchors, problems = [], []
         for path, value in raw.items():
