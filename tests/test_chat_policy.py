@@ -5,6 +5,7 @@ through the same rollouts as the word policy. The model is a tiny Qwen3 built he
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -120,3 +121,21 @@ def test_train_grpo_trains_a_chat_policy_and_saves_one_that_loads_back(chat_mode
     assert not any("lora" in name for name, _ in trained.model.named_parameters())  # adapters merged in
     assert set(trained.model.state_dict()) == set(Qwen3ForCausalLM.from_pretrained(chat_model_folder).state_dict())
     assert trained.act(split_of(SCENARIOS, HELDOUT)[0], Trajectory()) is not None
+
+
+def test_a_run_says_no_simulator_where_none_can_judge_and_refuses_a_batch_it_cannot_build(chat_model_folder, tmp_path):
+    """Issue 39: held-out success read "0.0%" from 0 episodes, and a batch larger than the curriculum trained 0 steps
+    yet ended "finished"."""
+    train = split_of(SCENARIOS, TRAIN)[:2]
+    unjudged = [dataclasses.replace(s, world=dataclasses.replace(s.world, simulator=None))
+                for s in split_of(SCENARIOS, HELDOUT)[:2]]
+    said: list[str] = []
+    settings = GrpoSettings(policy=str(chat_model_folder), env=SIMULATOR, max_steps=1, generations=2,
+                            scenarios_per_step=2, save_every=1)
+    result = train_grpo(settings, tmp_path / "run", None, log=said.append, curriculum=train + unjudged)
+    assert result.steps == 1 and result.heldout_before is None and result.heldout_after is None
+    assert result.heldout_episodes == 0 and any("unmeasured (no simulator" in line for line in said)
+    with pytest.raises(InvalidInput, match=r"scenarios_per_step: .* has 2 training scenario\(s\) and a step plays 3"):
+        train_grpo(dataclasses.replace(settings, scenarios_per_step=3), tmp_path / "other", None, log=said.append,
+                   curriculum=train + unjudged)
+    assert not (tmp_path / "other" / "policy").exists()

@@ -34,7 +34,7 @@ from wmstudio.store.scenarios import SUCCESS_EXAMPLE
 from wmstudio.studio.curricula import add_to_curriculum, export_curriculum, import_dataset_file, zip_folder
 from wmstudio.studio.scenario_file import SCENARIOS_FILE
 from wmstudio.train.curriculum_scenarios import curriculum_scenarios, scenario_rows, seed_demo_scenarios
-from wmstudio.train.jobs import demo_curriculum
+from wmstudio.train.jobs import demo_curriculum, job_settings, training_command
 from wmstudio.train.scenarios import Step, Trajectory, demo_scenarios, succeeded
 from wmstudio.ui.scenarios_panel import (
     missing_scenarios,
@@ -328,3 +328,19 @@ def test_a_curriculum_saved_from_rollouts_is_offered_and_says_what_it_needs_to_t
     assert missing_scenarios(store, "retail") == ""
     _, table, _ = scenario_table(store, "refunds")
     assert table == []
+
+
+def test_a_run_that_could_not_build_one_step_is_refused_with_the_fix_before_it_starts(store):
+    """Issue 39: 3 training scenarios and a step of 4 ended "finished" after 0 steps; now Start names the fix."""
+    retail_curriculum(store)  # 3 training scenarios
+    with pytest.raises(InvalidInput) as err:
+        start_run(store, "retail", "simulator", "5")
+    [problem] = err.value.problems
+    assert problem.path == "scenarios_per_step" and "has 3 training scenario(s) and a step plays 4" in problem.message
+    assert "set Scenarios per step to 3 or fewer, or add training scenarios" in problem.message
+    with pytest.raises(InvalidInput, match="generations: must be a whole number from 2 to 64, got 1"):
+        start_run(store, "retail", "simulator", "5", "", 3, 1)
+    assert list_runs(store) == []  # nothing was recorded
+    settings = job_settings("retail", "simulator", 5, 0, None, None, 3, 4)  # what the tab's batch fields pass on
+    command = training_command(1, settings, store.path)
+    assert command[command.index("--scenarios-per-step") + 1] == "3" and command[command.index("--generations") + 1] == "4"

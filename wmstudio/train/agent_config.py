@@ -15,6 +15,7 @@ from wmstudio.settings import number_in, setting, whole_in
 
 DEFAULT_POLICY = (MODELS_DIR / "agent-small").relative_to(REPO_ROOT).as_posix()  # the shipped SFT policy
 ENVIRONMENTS = ("world-model", "simulator", "hybrid")
+MAX_BATCH = 64  # scenarios a step, rollouts a scenario: a step plays their product, each a whole episode
 POLICY_MARKER = "policy.json"  # beside a policy's weights: says the folder is an agent policy, and how it reads
 
 
@@ -83,8 +84,10 @@ class GrpoSettings:
                                                 "WMSTUDIO_API_KEY) instead of loading one in each process.")
     max_steps: int = setting(60, "GRPO steps (each plays --scenarios-per-step scenarios x --generations).")
     minutes: float = setting(20.0, "Wall-clock budget; training stops at the first step past it.")
-    generations: int = setting(8, "Rollouts per scenario (the group whose rewards are compared).")
-    scenarios_per_step: int = setting(4, "Scenarios per step.")
+    generations: int = setting(8, "Rollouts per scenario (the group whose rewards are compared).",
+                               label="Rollouts per scenario", low=2, high=MAX_BATCH)
+    scenarios_per_step: int = setting(4, "Different training scenarios each step plays (the curriculum needs at "
+                                         "least this many).", label="Scenarios per step", low=1, high=MAX_BATCH)
     learning_rate: float = setting(1e-4, "Learning rate (AdamW).")
     beta: float = setting(0.02, "KL penalty towards the starting policy.")
     temperature: float = setting(1.0, "Sampling temperature of the rollouts.")
@@ -107,6 +110,9 @@ class GrpoSettings:
             problems.append(Problem("env", f"{self.env!r} is not an environment: use {', '.join(ENVIRONMENTS)}"))
         for name in ("max_steps", "generations", "scenarios_per_step", "save_every", "threads"):
             _positive(problems, name, getattr(self, name), whole=True)
+        for name in ("generations", "scenarios_per_step"):
+            if not problems and getattr(self, name) > MAX_BATCH:
+                problems.append(Problem(name, f"must be at most {MAX_BATCH}, got {getattr(self, name)!r}"))
         if not whole_in(self.lora_rank, 0):
             problems.append(Problem("lora_rank", f"must be a whole number from 0, got {self.lora_rank!r}"))
         for name in ("minutes", "learning_rate", "temperature"):

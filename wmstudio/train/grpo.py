@@ -25,7 +25,7 @@ import torch
 from wmstudio.model.backends import Backend
 from wmstudio.model.batching import ForwardBatcher
 from wmstudio.model.remote_world_model import RemoteWorldModel
-from wmstudio.problems import InvalidInput, Problem
+from wmstudio.problems import InvalidInput
 from wmstudio.train.agent_config import GrpoSettings
 from wmstudio.train.agent_policy import AgentPolicy, load_policy
 from wmstudio.train.chat_policy import ChatPolicy
@@ -33,13 +33,14 @@ from wmstudio.train.environments import SIMULATOR, EpisodeWorld
 from wmstudio.train.off_policy import evaluate_policy
 from wmstudio.train.run_files import complete_checkpoints
 from wmstudio.train.scenarios import (
-    HELDOUT,
     MALFORMED,
     TRAIN,
     Scenario,
     Step,
     Trajectory,
+    batch_problems,
     demo_scenarios,
+    heldout_scored,
     split_of,
     succeeded,
 )
@@ -173,8 +174,8 @@ class GrpoResult:
     env: str
     steps: int
     seconds: float
-    heldout_before: float
-    heldout_after: float
+    heldout_before: float | None  # None: no held-out scenario has a simulator to judge it
+    heldout_after: float | None
     heldout_episodes: int
     model_answered_share: float | None = None
 
@@ -197,12 +198,12 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
     start = load_policy(settings.policy)
     scenarios = {s.id: s for s in (curriculum if curriculum is not None else demo_scenarios())}
     train_ids = [s.id for s in split_of(list(scenarios.values()), TRAIN)]
-    heldout = [s for s in split_of(list(scenarios.values()), HELDOUT) if s.world.simulator]
-    if not train_ids:
-        raise InvalidInput(Problem("curriculum", f"{settings.curriculum!r} has no training scenarios: give some the "
-                                                 "train split in the Train tab's Scenarios, or use demo"))
+    heldout = heldout_scored(list(scenarios.values()))
+    problems = batch_problems(list(scenarios.values()), settings.scenarios_per_step, repr(settings.curriculum))
+    if problems:
+        raise InvalidInput(problems)
     before = _heldout_success(start, heldout)
-    log(f"policy {settings.policy}: held-out success in the simulator {before:.1%}")
+    log(f"policy {settings.policy}: held-out success in the simulator {_success_text(before)}")
     batcher = world_model_batcher(backend, settings.env)
     counts = {"model": 0, "calls": 0}
 
@@ -261,6 +262,9 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
         log("no checkpoint to resume from: starting from the policy")
     with contextlib.redirect_stdout(sys.stderr):  # the Trainer prints its logs: stdout stays the result's
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    if trainer.state.global_step == 0:
+        raise RuntimeError(f"trained 0 steps: the trainer built no batch from {len(train_ids)} training scenarios "
+                           f"at {settings.scenarios_per_step} a step; no policy was saved")
     final = trainer.model.merge_and_unload() if settings.lora_rank else trainer.model  # LoRA folded in
     trained = start.with_model(final)
     trained.name = "grpo"
@@ -271,10 +275,10 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
         trained.save(policy_folder, {"kind": "agent-policy", "trained_by": "wmstudio train-grpo", "env": settings.env,
                                      "start": settings.policy, "steps": trainer.state.global_step,
                                      "heldout_success_before": before, "heldout_success_after": after})
-    log(f"held-out success in the simulator: {before:.1%} -> {after:.1%}")
+    log(f"held-out success in the simulator: {_success_text(before)} -> {_success_text(after)}")
     share = counts["model"] / counts["calls"] if counts["calls"] else None
     return GrpoResult(str(folder), str(policy_folder), settings.env, trainer.state.global_step,
-                      round(time.perf_counter() - started, 1), round(before, 4), round(after, 4), len(heldout),
+                      round(time.perf_counter() - started, 1), _rounded(before), _rounded(after), len(heldout),
                       None if share is None else round(share, 4))
 
 
@@ -312,6 +316,17 @@ def latest_checkpoint(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def _heldout_success(policy: TrainablePolicy, heldout: list[Scenario]) -> float:
+def _heldout_success(policy: TrainablePolicy, heldout: list[Scenario]) -> float | None:
+    """The policy's success on `heldout` judged by the simulators; None when there is none to judge."""
+    if not heldout:
+        return None
     estimate = evaluate_policy(policy.act, heldout, None, SIMULATOR)
     return sum(estimate.truths.values()) / max(1, sum(estimate.episodes.values()))
+
+
+def _success_text(share: float | None) -> str:
+    return "unmeasured (no simulator: no held-out scenario's world has one)" if share is None else f"{share:.1%}"
+
+
+def _rounded(share: float | None) -> float | None:
+    return None if share is None else round(share, 4)

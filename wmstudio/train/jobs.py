@@ -37,7 +37,7 @@ from wmstudio.store import (
     open_store,
     update_run,
 )
-from wmstudio.train.agent_config import ENVIRONMENTS, GrpoSettings  # who answers the agent's calls while it trains
+from wmstudio.train.agent_config import ENVIRONMENTS, MAX_BATCH, GrpoSettings
 from wmstudio.train.curriculum_scenarios import (
     DEMO_CURRICULUM,
     curriculum_row,
@@ -64,6 +64,7 @@ from wmstudio.train.run_owner import (
     trainer_pid,
     write_record,
 )
+from wmstudio.train.scenarios import batch_problems
 
 MAX_STEPS = 10_000
 MAX_SEED = 2**31 - 1
@@ -250,6 +251,9 @@ def train_recorded(settings: GrpoSettings, log: Callable[[str], None],
     store = open_store(settings.db)
     row = curriculum_row(store, settings.curriculum)  # a wrong name is refused before the model libraries load
     scenarios = curriculum_scenarios(store, settings.curriculum)
+    problems = batch_problems(scenarios, settings.scenarios_per_step, repr(settings.curriculum))
+    if problems and settings.run_id is None:  # refused before a run is recorded (the studio's own run: failed below)
+        raise InvalidInput(problems)
     from wmstudio.train.environments import world_model_for
     from wmstudio.train.grpo import distributed_rank, latest_checkpoint, train_grpo
 
@@ -312,10 +316,15 @@ def training_command(run_id: int, config: Mapping[str, Any], db_path: str | Path
 
 
 def job_settings(curriculum: Any = DEMO_CURRICULUM, env: Any = "simulator", max_steps: Any = 20, seed: Any = 0,
-                 policy: Any = None, save_every: Any = None) -> dict[str, Any]:
-    """The settings of a run, checked: InvalidInput names each bad one and what to give instead. `policy` and
-    `save_every` are left to train-grpo's defaults (the shipped policy, its checkpoint interval) when None."""
+                 policy: Any = None, save_every: Any = None, scenarios_per_step: Any = None,
+                 generations: Any = None) -> dict[str, Any]:
+    """The settings of a run, checked: InvalidInput names each bad one and what to give instead. `policy`,
+    `save_every` and the batch (`scenarios_per_step`, `generations`) are left to train-grpo's defaults (the shipped
+    policy, its checkpoint interval, 4 x 8) when None."""
     problems = []
+    for name, value, low in (("scenarios_per_step", scenarios_per_step, 1), ("generations", generations, 2)):
+        if value is not None and not whole_in(value, low, MAX_BATCH):
+            problems.append(Problem(name, f"must be a whole number from {low} to {MAX_BATCH}, got {value!r}"))
     if policy is not None and (not isinstance(policy, (str, Path)) or not str(policy).strip()):
         problems.append(Problem("policy", "give the folder of a policy `wmstudio train-agent` made, or leave it out"))
     if save_every is not None and not whole_in(save_every, 1):
@@ -333,18 +342,23 @@ def job_settings(curriculum: Any = DEMO_CURRICULUM, env: Any = "simulator", max_
     settings = {"curriculum": curriculum.strip(), "env": env, "max_steps": max_steps, "seed": seed}
     if policy is not None:
         settings["policy"] = str(policy)
-    if save_every is not None:
-        settings["save_every"] = save_every
+    for name, value in (("save_every", save_every), ("scenarios_per_step", scenarios_per_step),
+                        ("generations", generations)):
+        if value is not None:
+            settings[name] = value
     return settings
 
 
 def start_job(store: Store, *, curriculum: str = DEMO_CURRICULUM, env: str = "simulator", max_steps: int = 20,
               seed: int = 0, db_path: str | Path | None = None, policy: str | Path | None = None,
-              save_every: int | None = None) -> TrainingRun:
+              save_every: int | None = None, scenarios_per_step: int | None = None,
+              generations: int | None = None) -> TrainingRun:
     """Record a run of these settings and start `wmstudio train-grpo` for it in the background (its own session,
-    so it outlives the studio); output goes to the run folder's log.txt. Returns the run with its pid."""
-    config = job_settings(curriculum, env, max_steps, seed, policy, save_every)
+    so it outlives the studio); output goes to the run folder's log.txt. Returns the run with its pid. A run that
+    could not build a step from the curriculum is refused here, before anything is recorded."""
+    config = job_settings(curriculum, env, max_steps, seed, policy, save_every, scenarios_per_step, generations)
     _refuse_when_busy(store)
+    refuse_untrainable(store, config["curriculum"], config.get("scenarios_per_step"))
     row = curriculum_row(store, config["curriculum"])
     config["curriculum_version"] = row.version
     run = create_run(store, row.id, config)
@@ -444,6 +458,15 @@ def _launch(store: Store, run: TrainingRun, db_path: str | Path, resume: bool) -
     write_record(run.id, child.pid, db_path)  # who to look for until the process claims the run itself
     threading.Thread(target=child.wait, name=f"reap-run-{run.id}", daemon=True).start()  # never a zombie
     return update_run(store, run.id, pid=child.pid, log_path=str(log_path))
+
+
+def refuse_untrainable(store: Store, curriculum: str, scenarios_per_step: int | None) -> None:
+    """InvalidInput, with the fix, when GRPO could not build one step from the curriculum's latest scenarios
+    (none to train on, or fewer than a step plays)."""
+    per_step = scenarios_per_step if scenarios_per_step is not None else GrpoSettings.scenarios_per_step
+    problems = batch_problems(curriculum_scenarios(store, curriculum), per_step, repr(curriculum))
+    if problems:
+        raise InvalidInput(problems)
 
 
 def _refuse_when_busy(store: Store) -> None:

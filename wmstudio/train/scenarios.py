@@ -133,6 +133,27 @@ def split_of(scenarios: list[Scenario], split: str) -> list[Scenario]:
     return sorted(chosen, key=lambda s: (_turn(s.id), s.world.name))  # worlds take turns
 
 
+def batch_problems(scenarios: list[Scenario], scenarios_per_step: int, curriculum: str = "the curriculum"
+                   ) -> list[Problem]:
+    """Why GRPO cannot train on `scenarios` with `scenarios_per_step` different training scenarios a step, each
+    with the fix; empty when it can. With fewer training scenarios than a step plays, TRL builds no batch and a run
+    would end after 0 steps."""
+    train = len(split_of(scenarios, TRAIN))
+    if not train:
+        return [Problem("curriculum", f"{curriculum} has no training scenarios: give some the train split in the "
+                                      "Train tab's Scenarios, or train on demo")]
+    if train < scenarios_per_step:
+        return [Problem("scenarios_per_step", f"{curriculum} has {train} training scenario(s) and a step plays "
+                                              f"{scenarios_per_step} different ones, so no step could be built: set "
+                                              f"Scenarios per step to {train} or fewer, or add training scenarios")]
+    return []
+
+
+def heldout_scored(scenarios: list[Scenario]) -> list[Scenario]:
+    """The held-out scenarios a simulator can judge (a world with a simulator); the rest have no truth to score."""
+    return [scenario for scenario in split_of(scenarios, HELDOUT) if scenario.world.simulator]
+
+
 def _turn(scenario_id: str) -> int:
     """The number that ends a scenario's id (`retail-train-3` -> 3); 0 for an id that ends otherwise (an imported
     curriculum's own keys)."""

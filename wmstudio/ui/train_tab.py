@@ -18,6 +18,7 @@ from gradio.context import Context
 from plotly.subplots import make_subplots
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import form_value, setting_specs
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.runs import (
     DEMO_CURRICULUM,
@@ -37,8 +38,10 @@ from wmstudio.studio.runs import (
     run_metrics,
     start_job,
 )
+from wmstudio.studio.training import GrpoSettings
 from wmstudio.ui.messages import failure_markdown
 from wmstudio.ui.scenarios_panel import build_scenarios_panel, missing_scenarios, trainable_curricula
+from wmstudio.ui.setting_widgets import setting_widget
 
 CURVES = {"reward": "Reward", "success": "Success rate", "kl": "KL to the reference",
           "completion_length": "Completion length (tokens)", "valid_call_rate": "Valid-call rate", "loss": "Loss"}
@@ -50,6 +53,8 @@ RUNS_SHOWN = 50
 EPISODES_SHOWN = 5
 MAX_LINE_CHARS = 600
 KEPT = "nothing was changed"
+BATCH_SPECS = {spec.name: spec for spec in setting_specs(GrpoSettings) if spec.name in ("scenarios_per_step",
+                                                                                   "generations")}
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # owner/name, as the hub spells model ids
 
 
@@ -169,15 +174,19 @@ def read_run_id(value: Any) -> int:
         raise InvalidInput(Problem("Run", "pick a run in the list (or start one) first")) from None
 
 
-def start_run(store: Store, curriculum: Any, env: Any, max_steps: Any, policy: Any = "") -> tuple[int, str]:
-    """Start a run from the form; its id and a message saying what happens next."""
+def start_run(store: Store, curriculum: Any, env: Any, max_steps: Any, policy: Any = "", scenarios_per_step: Any = None,
+              generations: Any = None) -> tuple[int, str]:
+    """Start a run from the form; its id and a message saying what happens next. A run that could not build a
+    step (too few training scenarios for the batch) is refused with the fix before it starts."""
     if env not in ENVIRONMENTS:
         raise InvalidInput(Problem("Environment", f"choose one of {', '.join(ENVIRONMENTS)}"))
     missing = missing_scenarios(store, curriculum)
     if missing:  # refused here, not by the run a moment later
         raise InvalidInput(Problem("Curriculum", missing))
+    batch = {spec.name: form_value(spec, value) for spec, value in
+             ((BATCH_SPECS["scenarios_per_step"], scenarios_per_step), (BATCH_SPECS["generations"], generations))}
     run = start_job(store, curriculum=str(curriculum or DEMO_CURRICULUM), env=env, max_steps=read_max_steps(max_steps),
-                    db_path=store.path, policy=read_policy(policy))
+                    db_path=store.path, policy=read_policy(policy), **batch)
     return run.id, (f"Started run #{run.id} (pid {run.pid}) in the background: its curves appear here as it "
                     "logs steps, and it keeps training if you close the page.")
 
@@ -272,6 +281,8 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                                elem_id="train-max-steps")
         policy = gr.Textbox("", label="Policy (empty: the shipped agent-small)", min_width=160, max_lines=1,
                             placeholder="a policy folder, or a chat model's hub id", elem_id="train-policy")
+        per_step = setting_widget(BATCH_SPECS["scenarios_per_step"], min_width=120, elem_id="train-scenarios-per-step")
+        generations = setting_widget(BATCH_SPECS["generations"], min_width=120, elem_id="train-generations")
         start = gr.Button("Start training", variant="primary", min_width=120, elem_id="train-start")
     missing = gr.Markdown(elem_id="train-curriculum-note")  # what a curriculum without scenarios needs
     message = gr.Markdown(elem_id="train-message")
@@ -301,9 +312,10 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             failure_markdown(err, "refresh the runs")  # logged with its traceback
             return [gr.skip()] * len(watched)
 
-    def on_start(curriculum_name: Any, env_name: Any, steps: Any, policy_name: Any) -> list[Any]:
+    def on_start(curriculum_name: Any, env_name: Any, steps: Any, policy_name: Any, scenarios: Any,
+                 rollouts: Any) -> list[Any]:
         try:
-            run_id, note = start_run(store, curriculum_name, env_name, steps, policy_name)
+            run_id, note = start_run(store, curriculum_name, env_name, steps, policy_name, scenarios, rollouts)
         except Exception as err:  # noqa: BLE001 - shown as a message, the form keeps what was typed
             return [failure_markdown(err, "start training", "your settings are kept"), gr.skip()]
         _, choices, _ = runs_table(store)
@@ -319,9 +331,9 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
 
     now = {"fn": on_refresh, "inputs": [selected, shown], "outputs": watched, "api_visibility": "private",
            "show_progress": "hidden"}
-    start.click(on_start, [curriculum, env, max_steps, policy], [message, selected], api_name="train_start").then(**now)
-    max_steps.submit(on_start, [curriculum, env, max_steps, policy], [message, selected],
-                     api_visibility="private").then(**now)
+    form = [curriculum, env, max_steps, policy, per_step, generations]
+    start.click(on_start, form, [message, selected], api_name="train_start").then(**now)
+    max_steps.submit(on_start, form, [message, selected], api_visibility="private").then(**now)
     cancel.click(on_action(cancel_run, "cancel the run"), selected, message, api_name="train_cancel").then(**now)
     resume.click(on_action(resume_run, "resume the run"), selected, message, api_name="train_resume").then(**now)
     refresh_button.click(**now)
