@@ -1,10 +1,11 @@
-"""Take docs/simulate.png: the Simulate tab mid-denoise, on the shipped world model, in headless Chromium.
+"""Take docs/simulate.png: the Simulate tab after a run, on the shipped world model, in headless Chromium.
 
     python docs/screenshot.py [--out docs/simulate.png]
 
 Starts `wmstudio serve` on a fresh database, opens Simulate, asks the retail world for a refund with `status` pinned
 to "error", runs it with the default sampler, and photographs the canvas replayed at its
-middle step (as the page drew it while denoising): some slots written, the rest still masked."""
+middle step (as the page drew it while denoising; when the heads filled the canvas in one step, that step) with the
+check report."""
 
 from __future__ import annotations
 

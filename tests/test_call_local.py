@@ -6,11 +6,11 @@ from __future__ import annotations
 from wmstudio.world.prompt.call_local import (
     call_local,
     drop_last_record,
-    needles_of,
     record_ids,
     touches,
     with_references,
 )
+from wmstudio.world.records import needles_of
 
 ORDERS = {"today": "2025-03-01", "customer": {"id": "CUS-1", "name": "Ada"},
           "orders": [{"id": f"ORD-{i}", "status": "delivered" if i % 2 else "pending", "total_cents": 1000 + i,

@@ -83,7 +83,7 @@ def test_report_json_has_exactly_the_documented_keys_in_order():
     assert isinstance(report, CheckReport)
     data = report.to_json()
     assert list(data) == ["ok", "json_valid", "schema_errors", "rule_violations", "anchor_violations",
-                          "message_strays"]
+                          "message_strays", "invented"]
     json.dumps(data)
 
 

@@ -21,6 +21,7 @@ from wmstudio.train.evaluation import (
 )
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.corpus.rows import write_corpus
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
@@ -92,6 +93,38 @@ def test_rule_status_answers_error_for_an_unknown_id_a_bad_argument_or_an_error_
     assert json.loads(injected)["status"] == "error" and json.loads(injected)["error"] == "TIMEOUT"
 
 
+def test_the_status_rule_knows_an_id_the_history_made():
+    world = get_simulator("retail").world()
+    made = Call("get_order", {"order_id": "ORD-55555"})
+    assert status_reason(world, made, world.initial_state) == "unknown_id"
+    earlier = HistoryStep(call=Call("place_order", {}), response={"order_id": "ORD-55555", "status": "ok"})
+    assert status_reason(world, made, world.initial_state, [earlier]) == "none"
+
+
+def test_echo_plus_gives_what_the_prompt_holds_a_repeated_lookup_a_listing_and_the_newest_record():
+    """echo+ can win where the prompt shows the answer: it must score what a lookup of the five parts scores."""
+    sim = get_simulator("retail")
+    world = sim.world()
+    state, answers = world.initial_state, TrainingAnswers()
+    order = state["orders"][0]
+    get = Call("get_order", {"order_id": order["id"]})
+    _, looked_up = sim.step(state, get)
+    history = [HistoryStep(call=get, response=looked_up)]
+    assert json.loads(baseline_response("echo_plus", world, get, state, answers, history)) == looked_up
+    listing = Call("list_orders", {})
+    _, truth = sim.step(state, listing)
+    listed = json.loads(baseline_response("echo_plus", world, listing, state, answers))
+    assert [o["order_id"] for o in listed["orders"]] == [o["order_id"] for o in truth["orders"]]
+    assert listed["orders"][0] == truth["orders"][0]
+    assert json.loads(baseline_response("echo", world, listing, state, answers))["orders"] == []
+    # after a write, the record as the newest answer shows it (not the initial state) fills the lookup
+    cancel = Call("cancel_order", {"order_id": order["id"]})
+    changed = {"order_id": order["id"], "order_status": "cancelled", "status": "ok", "error": "", "message": ""}
+    after = json.loads(baseline_response("echo_plus", world, get, state, answers,
+                                         [*history, HistoryStep(call=cancel, response=changed)]))
+    assert after["order_status"] == "cancelled" and after["total_cents"] == order["total_cents"]
+
+
 def test_nearest_train_answers_with_the_training_response_sharing_the_most_arguments():
     case = _case({"status": "ok"})
     near = Call("refund_order", {**case.call.arguments, "amount_cents": 5})
@@ -126,7 +159,7 @@ def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(cor
     assert figures["grounding"] == "none"
     for name in ("raw", "no_outcome_head", "no_copy_head", "steered", "ar"):
         assert set(figures[name]) == RATE_KEYS and figures[name]["cases"] == 2
-    baselines = {"neutral_error", "neutral_ok", "echo", "rule_status", "nearest_train"}
+    baselines = {"neutral_error", "neutral_ok", "echo", "rule_status", "echo_plus", "nearest_train"}
     assert set(figures["flip"]) == {"raw", "steered", "ar"} | baselines and set(figures["trivial"]) == baselines
     for name in baselines:
         assert set(figures["trivial"][name]) == RATE_KEYS and figures["trivial"][name]["cases"] == 2
@@ -147,7 +180,7 @@ def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(cor
     assert quality["figures"] == figures and quality["settings"]["grounding"] == "none"
     card = (folder / "README.md").read_text()
     assert ("| measure | MDLM raw | no outcome head | no copy head | MDLM steered | AR | echo | status rule | "
-            "nearest training answer | always error | always ok |") in card
+            "echo+ | nearest training answer | always error | always ok |") in card
     assert "| field: copy_call |" in card and "outcome head" in card
 
 

@@ -143,8 +143,11 @@ def test_generation_pins_the_heads_choice_and_the_users_pins_win(model_with_head
     response = json.loads(generation.samples[0].response)
     assert (response["status"], response["error"]) == (choice.status, choice.error)
     assert generation.anchors == [] and generation.to_json()["outcome"]["status"] == "error"
-    pinned = generate(model_with_head, world, call, [Anchor("status", "ok")])
-    assert pinned.outcome is None and json.loads(pinned.samples[0].response)["status"] == "ok"
+    pinned = generate(model_with_head, world, call, [Anchor("status", "ok")])  # a pin narrows the head's choice
+    assert pinned.outcome is not None and pinned.outcome.status == "ok"
+    assert json.loads(pinned.samples[0].response)["status"] == "ok"
+    coded = generate(model_with_head, world, call, [Anchor("status", "error"), Anchor("error", "MY_CODE")])
+    assert coded.outcome is None and json.loads(coded.samples[0].response)["error"] == "MY_CODE"  # the user's whole
     alone = generate(model_with_head, world, call, settings=SamplerSettings(outcome_head=False))
     assert alone.outcome is None and len(alone.canvas) == len(generation.canvas)  # written into its own slots
     assert generate(model_with_head, world, Call("cancel_order", {"order_id": "ORD-404"}),
@@ -167,7 +170,9 @@ def test_at_a_temperature_each_sample_draws_its_outcome_and_is_denoised_under_it
                   if unsure_and_fits(world, call, history))
     world, call, history = unsure
     greedy = generate(model_with_head, world, call, (), history, SamplerSettings(samples=3))
-    assert {s.outcome for s in greedy.samples} == {head.predict(world, call, history)}
+    predicted = head.predict(world, call, history)
+    assert {(s.outcome.status, s.outcome.error, s.outcome.probability) for s in greedy.samples} == \
+        {(predicted.status, predicted.error, predicted.probability)}  # the message is written to it at generation
     for seed in range(20):
         drawn = generate(model_with_head, world, call, (), history, SamplerSettings(samples=6, temperature=1.0, seed=seed))
         if len({s.outcome for s in drawn.samples}) > 1:

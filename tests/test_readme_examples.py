@@ -225,3 +225,37 @@ def test_every_example_does_what_its_page_says(page, servers, docs_env, tmp_path
         assert re.search(expected, "\n".join(printed)), f"{page.name}: no output matched {expected!r}"
     if page.name == "README.md":  # the quick start trained a world model on the rollout it saved
         assert (tmp_path / "my-wm" / "model.safetensors").is_file()
+
+
+def test_the_readme_quick_start_and_curl_example_pass_every_check_at_temperature_0_and_1(servers):
+    """The README's two examples of the world model, as written (the default settings, the shipped model), and at
+    temperature 1 over several samples: every answer passes every check. Once the quick start's pinned
+    `status="error"` switched the outcome head off and the refund answered REFUND_WINDOW_EXPIRED for an order
+    still processing, with an order id that exists nowhere (issue 37)."""
+    import httpx
+    from gradio_client import Client
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert 'arguments = {"order_id": "ORD-23411", "amount_cents": 1500}' in readme
+    assert 'studio.predict("retail", "refund_order", arguments, {"status": "error"}, api_name="/simulate")' in readme
+    assert '"call": {"name": "get_order", "arguments": {"order_id": "ORD-23411"}}, "anchors": {"status": "error"}' \
+        in readme
+    port = servers(STUDIO_PORT)
+    studio = Client(f"http://127.0.0.1:{port}/", verbose=False)
+    arguments = {"order_id": "ORD-23411", "amount_cents": 1500}
+    quick = json.loads(studio.predict("retail", "refund_order", arguments, {"status": "error"}, api_name="/simulate"))
+    warm = json.loads(studio.predict("retail", "refund_order", arguments, {"status": "error"}, temperature=1.0,
+                                     samples=3, seed=7, api_name="/simulate"))
+    step = {"world": "retail", "call": {"name": "get_order", "arguments": {"order_id": "ORD-23411"}},
+            "anchors": {"status": "error"}}
+    curl = httpx.post(f"http://127.0.0.1:{port}/v1/world/step", json=step, timeout=120).json()
+    curl_warm = httpx.post(f"http://127.0.0.1:{port}/v1/world/step", timeout=120,
+                           json={**step, "sampler": {"temperature": 1.0, "samples": 3, "seed": 7}}).json()
+    answers = [(quick["response"], quick["checks"]), *[(s["response"], s["checks"]) for s in warm["samples"]],
+               (curl["response"], curl["checks"]), *[(s["response"], s["checks"]) for s in curl_warm["samples"]]]
+    assert len(answers) == 8
+    for response, checks in answers:
+        assert checks["ok"], (response, checks)
+        assert json.loads(response)["status"] == "error"
+    refund = json.loads(quick["response"])
+    assert refund["error"] == "ORDER_NOT_DELIVERED" and "ORD-23411" in refund["message"]  # processing: not delivered

@@ -256,7 +256,10 @@ def test_the_report_says_when_the_outcome_was_decided_first_and_how_surely(ctx, 
     assert f'Outcome decided first, from the prompt: status "{decided}" (p = {probability:.2f})' in \
         finished_view(free)[0]
     *_, pinned = run_simulation(shipped, worlds["retail"], *parsed(call, ['status="error"']), SamplerSettings())
-    assert pinned.generation.outcome is None and pinned.generation.decided_first() is None and "Outcome decided first" not in finished_view(pinned)[0]
+    within = pinned.generation.outcome  # the pin narrows the head's choice to the codes whose cause holds
+    assert within is not None and within.status == "error" and within.error
+    assert json.loads(pinned.generation.samples[0].response)["error"] == within.error
+    assert pinned.generation.decided_first() is None and "Outcome decided first" not in finished_view(pinned)[0]
 
 
 def test_saving_puts_the_step_its_provenance_checks_and_trace_into_a_rollout(ctx, worlds):

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from wmstudio.cli import app
 from wmstudio.problems import InvalidInput
 from wmstudio.train.examples import request_from_meta
+from wmstudio.train.model_card import corpus_summary
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.corpus.rows import SPLITS, write_corpus
 from wmstudio.world.corpus.stress import neighbour_answer, paging_keys
@@ -55,6 +56,8 @@ def test_synthetic_worlds_are_held_out_whole_and_demo_rows_split_as_before(mixed
     assert worlds["eval"].isdisjoint(worlds["test"])
     assert all(worlds[split] == set(listed[split]) for split in SPLITS) and listed["seed"] == 3
     assert stats["synthetic_worlds"] == {"train": 8, "eval": 1, "test": 1}
+    written = json.loads((out / "stats.json").read_text())
+    assert "--synthetic 10 --synthetic-seed 3`" in corpus_summary(written)  # a card says how to draw them again
     assert stats["worlds"]["synthetic"] == 120 and sum(stats["splits"].values()) == 240
     for split in SPLITS:  # every split still holds each demo world
         demo = {r["meta"]["world"] for r in rows[split]} - worlds[split]

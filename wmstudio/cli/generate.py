@@ -133,7 +133,7 @@ def _check_problems(report) -> list[str]:
     problems = [] if report.json_valid else ["not JSON"]
     problems += report.schema_errors + report.anchor_violations
     problems += [f"rule: {v['rule']} ({v['message']})" for v in report.rule_violations]
-    return problems + report.message_strays
+    return problems + report.message_strays + report.invented
 
 
 @bench_app.command("denoise")

@@ -40,12 +40,19 @@ def fit_outcome(
     model: str = typer.Option(DEFAULT_MODEL, "--model", help="The model folder the head is saved in."),
     rows: Optional[int] = typer.Option(None, "--rows", min=1, help="Fit on the first N training rows (all: none)."),
     seed: int = typer.Option(0, "--seed"),
+    messages_only: bool = typer.Option(False, "--messages-only",
+                                       help="Fit only the messages the head writes to an outcome (per tool and "
+                                            "outcome, from the training answers), keeping the head's weights."),
 ) -> None:
-    """Fit a model's outcome head (status and error code from the call and the state) on a corpus and save it in
-    the model folder: what `train-wm` does after training, for a model trained before."""
-    from wmstudio.studio.training import fit_outcome_head, read_corpus_split
+    """Fit a model's outcome head (status, error code and the message written to them, from the call and the
+    state) on a corpus and save it in the model folder: what `train-wm` does after training, for a model trained
+    before."""
+    from wmstudio.studio.training import fit_messages, fit_outcome_head, read_corpus_split
 
     folder = trained_model_folder(model)
+    if messages_only:
+        emit({"model": str(folder), **fit_messages(read_corpus_split(corpus, "train", rows), folder, str(corpus))})
+        return
     fitted = fit_outcome_head(read_corpus_split(corpus, "train", rows), folder, seed=seed, corpus=str(corpus))
     if fitted is None:
         fail(f"{corpus}: no training row names a simulated world (`meta`) and answers ok or error, so there is "

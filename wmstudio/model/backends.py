@@ -19,6 +19,7 @@ from transformers.cache_utils import Cache, DynamicCache
 from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefix_causal_mask
 from wmstudio.model.copy_head import load_copy_head
 from wmstudio.model.outcome_head import load_outcome_head
+from wmstudio.model.outcome_messages import load_outcome_messages
 from wmstudio.model.sources import read_model_config, resolve_model_path
 from wmstudio.model.tokenizer import DEFAULT_PROMPT_TOKENS
 from wmstudio.model.trained_schemas import load_trained_schemas
@@ -80,7 +81,8 @@ class Backend:
     """The interface the sampler uses: ids in, logits `(K, C, V)` for the canvas positions out.
 
     `copy_head` (a CopyHead or None) fills spans with values the prompt shows; `outcome_head` (an OutcomeHead or
-    None) chooses the status and error code before denoising; `trained_schemas` (TrainedSchemas or None) gives a
+    None) chooses the status and error code before denoising, `outcome_messages` (OutcomeMessages or None) the
+    message written to them; `trained_schemas` (TrainedSchemas or None) gives a
     tool the world leaves without a response schema the one the model was trained with; `span_order` "left_to_right"
     says the model was trained to write each value from its first slot on (its loss covers a value's content
     and first pad only), so the sampler commits a span's slots in order; `decide_first` "status" says it was
@@ -93,6 +95,7 @@ class Backend:
     exact_cache: bool = False
     copy_head: Any = None
     outcome_head: Any = None
+    outcome_messages: Any = None
     trained_schemas: Any = None
     span_order: str = "any"
     decide_first: str | None = None
@@ -324,6 +327,7 @@ def _load(model_id_or_path: str | Path | None, trust_remote_code: bool, device: 
         if Path(source).is_dir():
             backend.copy_head = load_copy_head(Path(source), where)
             backend.outcome_head = load_outcome_head(Path(source))
+            backend.outcome_messages = load_outcome_messages(Path(source))
             backend.trained_schemas = load_trained_schemas(Path(source))
         return backend
     if remote or "llada" in model_type or "dream" in model_type:

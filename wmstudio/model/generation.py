@@ -25,7 +25,7 @@ from wmstudio.model.canvas import (
     check_fits,
 )
 from wmstudio.model.copy_head import copy_plan
-from wmstudio.model.outcome_head import ERROR_KEY, Outcome
+from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, within_pins
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
     REPAIR_ROUNDS,
@@ -305,19 +305,23 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
                     schema: dict[str, Any] | None) -> list[Outcome] | None:
     """The outcome head's choice for each sample of a skeleton with a status: its likeliest outcome when greedy; at
     a temperature, one drawn per sample (seeded) from its distribution sharpened or flattened by the temperature, so
-    K samples show the outcomes the head finds likely. `schema` is the response schema generation lays out. None
-    when the head is switched off, the model has none, the user pinned the status or error code (their steering
-    wins), the schema has no status, or the head never saw the tool."""
+    K samples show the outcomes the head finds likely. A pinned status narrows the choice, never switches it off
+    (`within_pins`: with status "error" pinned, the code whose cause holds). `schema` is the response schema
+    generation lays out. None when the head is switched off, the model has none, the user pinned the error code
+    (their steering is whole), the schema has no status, or the head never saw the tool."""
     head = getattr(backend, "outcome_head", None)
     if head is None or not settings.outcome_head or settings.free:
         return None
-    if any(a.path in (OUTCOME_KEY, ERROR_KEY) for a in pinned):
-        return None
     if not isinstance(schema, dict) or OUTCOME_KEY not in (schema.get("properties") or {}):
         return None
-    ranked = head.distribution(world, call, history, schema, settings.grounding)
+    ranked = within_pins(head.distribution(world, call, history, schema, settings.grounding), pinned, world, call,
+                         history, schema)
     if not ranked:
         return None
+    messages = getattr(backend, "outcome_messages", None)
+    if messages is not None and not any(anchor.path == MESSAGE_KEY for anchor in pinned):  # written to the outcome
+        ranked = [replace(outcome, message=messages.message(world, call, history, schema, outcome,
+                                                            settings.grounding)) for outcome in ranked]
     if settings.temperature == 0 or len(ranked) == 1:
         return [ranked[0]] * settings.samples
     weights = torch.tensor([outcome.probability for outcome in ranked], dtype=torch.float64)

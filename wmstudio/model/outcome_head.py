@@ -28,6 +28,7 @@ import torch
 from jsonschema import validators
 
 from wmstudio.model.canvas import OUTCOME_KEY, OUTCOME_VALUES
+from wmstudio.world.checks.error_codes import allowed_codes, code_rules, outage_code
 from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.heads.outcome_features import DIRECTIVE, outcome_features
 from wmstudio.world.history import HistoryStep
@@ -35,6 +36,7 @@ from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
 
 HEAD_FILE, CONFIG_FILE = "outcome_head.safetensors", "outcome_head.json"
+MESSAGE_KEY = "message"  # the top-level text saying what happened, written to the outcome
 ERROR_KEY = "error"  # the top-level field that names what went wrong (`ORDER_NOT_FOUND`), "" when nothing did
 BUCKETS = 1 << 18  # hashed (fact, tool, outcome) weights: 512 KB in float16
 EPOCHS, LEARNING_RATE, L2 = 300, 0.05, 1e-5  # full-batch Adam; measured on 16k rows: 97% status, 96% code held out
@@ -47,6 +49,7 @@ class Outcome:
     status: str
     error: str | None  # None: the head chose only the status (a tool it never saw); the canvas writes the code
     probability: float
+    message: str | None = None  # the message written to this outcome (model/outcome_messages.py), None: the canvas's
 
     def values(self, schema: dict[str, Any] | None) -> dict[str, str]:
         """The choice as top-level values of a response `schema`: the status where the schema offers it, the error
@@ -57,6 +60,8 @@ class Outcome:
         chosen = {OUTCOME_KEY: self.status}
         if self.error is not None and _admits(properties.get(ERROR_KEY), self.error):
             chosen[ERROR_KEY] = self.error
+        if self.message is not None and _admits(properties.get(MESSAGE_KEY), self.message):
+            chosen[MESSAGE_KEY] = self.message
         return chosen
 
     def anchors(self, schema: dict[str, Any] | None) -> list[Anchor]:
@@ -64,7 +69,8 @@ class Outcome:
         return [Anchor(path, value) for path, value in self.values(schema).items()]
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "error": self.error, "probability": round(self.probability, 4)}
+        shown = {"status": self.status, "error": self.error, "probability": round(self.probability, 4)}
+        return {**shown, "message": self.message} if self.message is not None else shown
 
     def __str__(self) -> str:
         code = f" {self.error}" if self.error else ""
@@ -274,6 +280,30 @@ def _packed(rows: list[tuple[list[list[int]], int]], columns: int):
         allowed.append([k < len(choices) for k in range(columns)])
         targets.append(target)
     return torch.tensor(buckets), torch.tensor(offsets), torch.tensor(allowed), torch.tensor(targets), columns
+
+
+def within_pins(ranked: Sequence[Outcome], pinned: Sequence[Anchor], world: WorldSpec, call: Call,
+                history: Sequence[HistoryStep], schema: dict[str, Any] | None) -> list[Outcome]:
+    """The outcomes of `ranked` the user's pins allow, their probabilities renormalised: all without a pin; with the
+    status pinned, those of that status; with status "error" pinned on a schema with an error code, those whose
+    code's cause (a rule of the world) holds for the call, the state and the history, else (no stated cause holds)
+    the world's outage code; none when the code itself is pinned (the user's steering is whole)."""
+    if any(anchor.path == ERROR_KEY for anchor in pinned):
+        return []
+    status = next((anchor.value for anchor in pinned if anchor.path == OUTCOME_KEY), None)
+    if status is None:
+        return list(ranked)
+    kept = [outcome for outcome in ranked if outcome.status == status]
+    if status == "error" and ERROR_KEY in ((schema or {}).get("properties") or {}):
+        holding = allowed_codes(world, call, {OUTCOME_KEY: "error"}, history)
+        if holding:
+            kept = [o for o in kept if o.error in holding] or [Outcome("error", holding[0], 1.0)]
+        else:
+            stated, outage = set(code_rules(world)), outage_code(world)
+            kept = [o for o in kept if o.error and o.error not in stated] or \
+                ([Outcome("error", outage, 1.0)] if outage else [])
+    total = sum(outcome.probability for outcome in kept)
+    return [Outcome(o.status, o.error, o.probability / total if total > 0 else 1.0 / len(kept)) for o in kept]
 
 
 def load_outcome_head(folder: Path) -> OutcomeHead | None:

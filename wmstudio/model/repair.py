@@ -67,6 +67,7 @@ def fields_to_remask(world: WorldSpec, report: CheckReport, response: Any) -> li
             names.append(re.split(r"[.\[]", path, maxsplit=1)[0])
     if report.message_strays:
         names.append(MESSAGE_KEY)
+    names += [re.split(r"[.\[:]", line, maxsplit=1)[0] for line in report.invented]  # the field each names first
     present = response if isinstance(response, dict) else {}
     fields = [name for name in dict.fromkeys(names) if name in present]
     others = [name for name in fields if name != OUTCOME_KEY]
@@ -86,7 +87,7 @@ def problem_count(report: CheckReport) -> int:
     if not report.json_valid:
         return 1000
     return (len(report.schema_errors) + len(report.rule_violations) + len(report.anchor_violations)
-            + len(report.message_strays))
+            + len(report.message_strays) + len(report.invented))
 
 
 def solve_by_rules(world: WorldSpec, call: Call, response_text: str, report: CheckReport, pinned: list[Anchor],

@@ -20,6 +20,7 @@ LAZY = {  # name -> the module that does it (loaded on first use)
     "train_agent": "wmstudio.train.agent_sft",  # `train-agent`
     "read_corpus_split": "wmstudio.train.examples",
     "fit_outcome_head": "wmstudio.train.outcome_fitting",  # `model fit-outcome`
+    "fit_messages": "wmstudio.train.outcome_fitting",  # `model fit-outcome --messages-only`
     "write_trained_schemas": "wmstudio.train.trained_schema_writing",  # `model keep-schemas`
     "evaluate_world_model": "wmstudio.train.evaluation",  # `model eval`
     "write_quality": "wmstudio.train.evaluation",

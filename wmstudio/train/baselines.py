@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.train.field_kinds import parse
+from wmstudio.world.checks.invention import read_only
 from wmstudio.world.checks.report import argument_problems
-from wmstudio.world.prompt.call_local import needles_of
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.prompt.retrieval import listing_records
+from wmstudio.world.records import named_record, needles_of
 from wmstudio.world.sims.base import neutral_value
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.directives import parse_directive
@@ -51,8 +54,9 @@ class TrainingAnswers:
         return counts.most_common(1)[0][0] if counts else None
 
 
-def status_reason(world: WorldSpec, call: Call, state: Any) -> str:
-    """Why the three-line rule answers error: `invalid_argument`, `unknown_id`, a directive's kind, or `none`."""
+def status_reason(world: WorldSpec, call: Call, state: Any, history: Sequence[HistoryStep] = ()) -> str:
+    """Why the three-line rule answers error: `invalid_argument`, `unknown_id`, a directive's kind, or `none`. An id
+    an earlier call or answer of `history` holds is known, as one the state holds."""
     for text in world.directives:
         directive = parse_directive(text)
         if directive is not None and directive.kind in ERROR_DIRECTIVES:
@@ -63,53 +67,119 @@ def status_reason(world: WorldSpec, call: Call, state: Any) -> str:
         return "invalid_argument"
     if argument_problems(tool, call):
         return "invalid_argument"
-    shown = _leaves(state)
+    shown = _leaves([state, *([step.call.arguments, step.response_value()] for step in history)])
     if any(isinstance(value, str) and value not in shown for value in needles_of(call.arguments, strict=True)):
         return "unknown_id"
     return "none"
 
 
-def baseline_response(name: str, world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers) -> str:
-    """The response of baseline `name` (a name in BASELINES) for `call` over `state` (what the prompt shows)."""
-    return BY_NAME[name].answer(world, call, state, answers)
+def baseline_response(name: str, world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers,
+                      history: Sequence[HistoryStep] = ()) -> str:
+    """The response of baseline `name` (a name in BASELINES) for `call` over `state` and `history` (what the prompt
+    shows)."""
+    return BY_NAME[name].answer(world, call, state, answers, tuple(history))
 
 
-def _nearest(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers) -> str:
+Answer = Callable[[WorldSpec, Call, Any, TrainingAnswers, Sequence[HistoryStep]], str]
+
+
+def _nearest(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers,
+             history: Sequence[HistoryStep] = ()) -> str:
     return nearest_response(call, answers) or _dump(_neutral(_schema(world, call), "ok", ""))
 
 
-def _neutral_answer(status: str) -> Callable[[WorldSpec, Call, Any, TrainingAnswers], str]:
-    return lambda world, call, state, answers: _dump(_neutral(_schema(world, call), status, ""))
+def _neutral_answer(status: str) -> Answer:
+    return lambda world, call, state, answers, history=(): _dump(_neutral(_schema(world, call), status, ""))
 
 
-def _echo(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers) -> str:
+def _echo(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers,
+          history: Sequence[HistoryStep] = ()) -> str:
     status, error = answers.majority(call.name)
-    return _echoed(world, call, state, status, error)
+    return _dump(_echoed(world, call, state, status, error))
 
 
-def _rule_status(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers) -> str:
-    reason = status_reason(world, call, state)
+def _rule_status(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers,
+                 history: Sequence[HistoryStep] = ()) -> str:
+    return _dump(_echoed(world, call, state, *_ruled_outcome(world, call, state, answers, history)))
+
+
+def _ruled_outcome(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers,
+                   history: Sequence[HistoryStep] = ()) -> tuple[str, str]:
+    """(status, error code) of the three-line rule; an injected code wins."""
+    reason = status_reason(world, call, state, history)
     status, error = OK if reason == "none" else (answers.for_reason(call.name, reason) or ("error", ""))
     injected = next((d.value for d in map(parse_directive, world.directives)
                      if d is not None and d.kind == "inject_error" and d.value), None)
-    if injected:
-        status, error = "error", str(injected)
-    return _echoed(world, call, state, status, error)
+    return ("error", str(injected)) if injected else (status, error)
 
 
-def _echoed(world: WorldSpec, call: Call, state: Any, status: str, error: str) -> str:
+def _echo_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers,
+               history: Sequence[HistoryStep] = ()) -> str:
+    """Everything the model's prompt gives, with no model: a read-only call the history already answered, with no
+    write since, answers the same; else the status rule reading the history too, the call's arguments echoed (on an
+    error too), the record the call names as the newest earlier answer naming it shows it, and a listing's records
+    as the prompt's computed query state finds them."""
+    tool = next((t for t in world.tools if t.name == call.name), None)
+    for index in range(len(history) - 1, -1, -1):
+        step = history[index]
+        wrote = next((s for s in history[index + 1:] if not _reads(world, s.call.name)), None)
+        if wrote is None and tool is not None and read_only(tool) and step.call.name == call.name \
+                and step.call.arguments == call.arguments and isinstance(step.response_value(), dict):
+            return _dump(step.response_value())
+    status, error = _ruled_outcome(world, call, state, answers, history)
+    value = _echoed(world, call, state, status, error)
+    if not isinstance(value, dict):
+        return _dump(value)
+    if status == "error":  # a refusal still names what it was asked about, as the simulators' answers do
+        _echo_into(value, call.arguments)
+        return _dump(value)
+    named = {n for n in needles_of(call.arguments, strict=True) if isinstance(n, str)}
+    newest = next((step.response_value() for step in reversed(history) if isinstance(step.response_value(), dict)
+                   and named & {v for v in step.response_value().values() if isinstance(v, str)}), None)
+    _echo_into(value, newest or {})
+    _echo_into(value, call.arguments)
+    listed = listing_records(tool, call, state, history)
+    schema = _schema(world, call) or {}
+    for key, prop in (schema.get("properties") or {}).items():
+        if listed and "page" in listed and isinstance(prop, dict) and prop.get("type") == "array":
+            item = neutral_value(prop.get("items")) if isinstance(prop.get("items"), dict) else None
+            value[key] = [_laid_out(item, record) for record in listed["page"]]
+    return _dump(value)
+
+
+def _laid_out(item: Any, record: dict[str, Any]) -> Any:
+    """A listing's entry: the item schema's fields filled from `record` by key (`order_id` from `id` too)."""
+    if not isinstance(item, dict) or not item:
+        return record
+    filled = dict(item)
+    for key in filled:
+        if key in record:
+            filled[key] = record[key]
+        elif key.endswith("_id") and "id" in record:
+            filled[key] = record["id"]
+        elif key.split("_", 1)[-1] in record:  # order_status from status
+            filled[key] = record[key.split("_", 1)[-1]]
+    return filled
+
+
+def _reads(world: WorldSpec, name: str) -> bool:
+    tool = next((t for t in world.tools if t.name == name), None)
+    return tool is not None and read_only(tool)
+
+
+def _echoed(world: WorldSpec, call: Call, state: Any, status: str, error: str) -> Any:
     """The schema's fields with `status`: on anything but an error, each call argument into the same-named field and
     the record a call id names into the fields still empty."""
     schema = _schema(world, call)
     value = _neutral(schema, status, error)
     if status not in ("error",):  # a refused call leaves its fields neutral, as an API's error does
-        record = _named_record(state, call)
+        record = named_record(state, call)
         if not (schema or {}).get("properties"):  # no schema to lay out: the record and the arguments as they are
             value = {**(record if isinstance(record, dict) else {}), **call.arguments}
         _echo_into(value, call.arguments)
         if record is not None:
             _echo_into(value, record, overwrite=False)
-    return _dump(value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -119,15 +189,19 @@ class Baseline:
     name: str
     label: str
     description: str
-    answer: Callable[[WorldSpec, Call, Any, TrainingAnswers], str]
+    answer: Answer
 
 
 BASELINES: tuple[Baseline, ...] = (  # in the order their columns are shown
     Baseline("echo", "echo", "the call's arguments into same-named fields, the state record a call id names, the "
                              "tool's majority outcome in training", _echo),
-    Baseline("rule_status", "status rule", "echo with the status of three rules: a bad argument, an unknown id or "
-                                           "an error directive means error (the code: the tool's commonest for that "
+    Baseline("rule_status", "status rule", "echo with the status of three rules: a bad argument, an id neither the "
+                                           "state nor the history holds or an error directive means error (the code: the tool's commonest for that "
                                            "reason in training)", _rule_status),
+    Baseline("echo_plus", "echo+", "everything the model's prompt gives, with no model: a read-only call the "
+                                   "history answered repeats that answer; else the status rule with the history's "
+                                   "ids known, echo, the named record as the newest earlier answer shows it, a "
+                                   "listing's records from the state", _echo_plus),
     Baseline("nearest_train", "nearest training answer", "the training response of the same tool sharing the most "
                                                          "arguments", _nearest),
     Baseline("neutral_error", "always error", "every field empty (0, \"\", false, []) with status error",
@@ -186,26 +260,6 @@ def _echo_into(value: Any, source: Any, overwrite: bool = True) -> None:
                 continue
             elif key in scalars and _same_type(current, scalars[key]) and (overwrite or current in ("", 0, False)):
                 node[key] = scalars[key]
-
-
-def _named_record(state: Any, call: Call) -> dict[str, Any] | None:
-    """The first object in `state` holding an id-like value the call sends."""
-    needles = {n for n in needles_of(call.arguments, strict=True) if isinstance(n, str)}
-    if not needles:
-        return None
-    stack = [state]
-    while stack:
-        node = stack.pop(0)
-        if isinstance(node, dict):
-            if any(isinstance(v, str) and v in needles for v in node.values()):
-                return node
-            for key, child in node.items():
-                if key in needles and isinstance(child, dict):
-                    return {"id": key, **child}
-                stack.append(child)
-        elif isinstance(node, list):
-            stack.extend(node)
-    return None
 
 
 def _leaves(value: Any) -> set:

@@ -6,7 +6,7 @@ consistency only beside it. Every prompt is rendered under one grounding (world/
 no simulator's state or retrieval in the prompt). Columns: `raw` (the model on its own: greedy, the schema's
 grammar, its copy and outcome heads), `no_outcome_head`, `no_copy_head` (the denoiser alone writes every value),
 `steered` (plus rule-guided repair), `ar` (the autoregressive baseline of the same size; its card names its rows), and the cheap
-answers of train/baselines.py on the same rows (constants, `echo`, `rule_status`, `nearest_train`). Also `flip`
+answers of train/baselines.py on the same rows (constants, `echo`, `rule_status`, `echo_plus`, `nearest_train`). Also `flip`
 (status="error" pinned on calls the simulator answers ok), `free` (no response schema), `prompt_use` (content
 NLL with a row's own prompt and another's, with and without the copy head) and diversity over K samples."""
 
@@ -162,7 +162,6 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     from wmstudio.model.backends import load_backend
     from wmstudio.model.generation import generate
     from wmstudio.train.prompt_use import prompt_use
-    from wmstudio.world.checks.report import check_step
 
     grounding = parse_grounding(grounding)
     started = time.perf_counter()
@@ -198,15 +197,8 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
         into[name].add(sample.checks, sample.response, case)
 
     for i, case in enumerate(cases):
-        state = shown_state(case.world, case.history, grounding)
+        score_baselines(case, answers, grounding, rates, flips)
         anchor = flip_anchor(case)
-        for name in BASELINE_NAMES:
-            text = baseline_response(name, case.world, case.call, state, answers)
-            rates[name].add(check_step(case.world, case.call, text, history=case.history), text, case)
-            if anchor is not None:  # a baseline honours a pinned status by writing it, its error code its own
-                error = next((e for s, e in (answers.outcomes.get(case.call.name) or {}) if s == ERROR_STATUS), "")
-                pinned = with_status(text, ERROR_STATUS, error)
-                flips[name].add(check_step(case.world, case.call, pinned, [anchor], case.history), pinned, case)
         for name in columns:
             if name in BASELINE_NAMES:
                 continue
@@ -247,6 +239,23 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
         report.figures["flip"]["ar"] = None
     report.seconds = time.perf_counter() - started
     return report
+
+
+def score_baselines(case: EvalCase, answers: TrainingAnswers, grounding: Grounding, rates: dict[str, Rates],
+                    flips: dict[str, Rates]) -> None:
+    """Add each baseline's answer to `case` (from what its prompt shows under `grounding`) to `rates`, and its
+    answer with `status="error"` pinned to `flips` when the case is a flip case."""
+    from wmstudio.world.checks.report import check_step
+
+    state = shown_state(case.world, case.history, grounding)
+    anchor = flip_anchor(case)
+    for name in BASELINE_NAMES:
+        text = baseline_response(name, case.world, case.call, state, answers, case.history)
+        rates[name].add(check_step(case.world, case.call, text, history=case.history), text, case)
+        if anchor is not None:  # a baseline honours a pinned status by writing it, its error code its own
+            error = next((e for s, e in (answers.outcomes.get(case.call.name) or {}) if s == ERROR_STATUS), "")
+            pinned = with_status(text, ERROR_STATUS, error)
+            flips[name].add(check_step(case.world, case.call, pinned, [anchor], case.history), pinned, case)
 
 
 def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport, grounding: Grounding = NONE) -> None:

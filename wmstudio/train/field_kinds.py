@@ -15,7 +15,7 @@ from typing import Any
 from wmstudio.settings import is_number
 from wmstudio.world.checks.report import json_equal
 from wmstudio.world.json_types import value_at
-from wmstudio.world.prompt.call_local import json_leaves
+from wmstudio.world.records import json_leaves
 
 KINDS = ("copy_call", "copy_state", "number_in_prompt", "derived_number", "status", "error_code", "bool", "enum",
          "neutral", "text")

@@ -80,7 +80,7 @@ def write_model_card(folder: Path) -> Path:
         *_use_lines(arch, ((training.get("corpus") or {}).get("synthetic_worlds") or {}).get("train", 0)),
         "",
         "## Data",
-        f"- corpus: `{Path(str(config['corpus'])).name}` ({_corpus_summary(training.get('corpus', {}))}), simulated "
+        f"- corpus: `{Path(str(config['corpus'])).name}` ({corpus_summary(training.get('corpus', {}))}), simulated "
         "worlds of `wmstudio corpus`; training split only, the eval split for the loss curve, the test split for "
         "quality",
         "- grounding (what a row's prompt holds beyond the five parts): `none` on about 60% of the rows (the initial "
@@ -97,6 +97,7 @@ def write_model_card(folder: Path) -> Path:
         objective + ".",
         *_copy_head_lines(folder, config, arch, evals),
         *_outcome_head_lines(folder),
+        *_message_template_lines(folder),
         *_trained_schema_lines(folder),
         "",
         "## Size",
@@ -222,6 +223,19 @@ def _outcome_head_lines(folder: Path) -> list[str]:
                 "(sampler setting `outcome_head`; the canvas decides when it is off)."]
 
 
+def _message_template_lines(folder: Path) -> list[str]:
+    """A line on the messages the outcome head writes, when their templates are saved beside the weights."""
+    fitted = _fitted_beside(folder, "message_templates.json")
+    if fitted is None:
+        return []
+    source = f" of `{Path(str(fitted['corpus'])).name}`" if fitted.get("corpus") else ""
+    return ["", f"Beside it `message_templates.json`: {fitted.get('templates', 0)} message templates learned from "
+                f"{fitted.get('rows', 0):,} training answers{source}, per tool and outcome (the values of the call and "
+                "of the record it names made slots). With its outcome the head writes that message, filled from the "
+                "call and the state the prompt shows (a tool or outcome with none: the denoiser writes it; off with "
+                "the outcome head). Without them the denoiser's messages named ids that exist nowhere."]
+
+
 def _trained_schema_lines(folder: Path) -> list[str]:
     """A line on the response schemas kept beside the weights, when there are some."""
     fitted = _fitted_beside(folder, "trained_schemas.json")
@@ -234,12 +248,14 @@ def _trained_schema_lines(folder: Path) -> list[str]:
                 "tool, or one whose arguments changed, gets a free canvas."]
 
 
-def _corpus_summary(stats: dict) -> str:
+def corpus_summary(stats: dict) -> str:
     rows, seed, splits = stats.get("rows"), stats.get("seed"), stats.get("splits")
     if isinstance(rows, int) and seed is not None:
         synthetic = stats.get("synthetic_worlds")
         worlds = sum(synthetic.values()) if isinstance(synthetic, dict) else 0
-        made = f"made with `wmstudio corpus --rows {rows} --seed {seed}" + (f" --synthetic {worlds}`" if worlds else "`")
+        drawn = f" --synthetic {worlds}" + (f" --synthetic-seed {stats['synthetic_seed']}"
+                                              if stats.get("synthetic_seed") is not None else "")
+        made = f"made with `wmstudio corpus --rows {rows} --seed {seed}" + (f"{drawn}`" if worlds else "`")
         if worlds:  # whole worlds held out: the test split's are never trained on
             made += f" ({', '.join(f'{k} {v}' for k, v in synthetic.items())} synthetic worlds)"
         return made + (f": {', '.join(f'{k} {v:,}' for k, v in splits.items())} rows" if isinstance(splits, dict) else "")

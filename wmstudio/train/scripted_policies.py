@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.scenarios import COULD_NOT, SESSION_ARGUMENT, Scenario, Trajectory
 from wmstudio.world.json_types import json_or
-from wmstudio.world.prompt.call_local import json_leaves
+from wmstudio.world.records import json_leaves
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 

@@ -24,6 +24,7 @@ from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.copy_head import CopyHead, load_copy_head
 from wmstudio.model.outcome_head import CONFIG_FILE as OUTCOME_CONFIG_FILE
 from wmstudio.model.outcome_head import HEAD_FILE as OUTCOME_HEAD_FILE
+from wmstudio.model.outcome_messages import TEMPLATES_FILE
 from wmstudio.model.trained_schemas import SCHEMAS_FILE
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.batch_stream import BatchStream, stream_batches
@@ -362,7 +363,7 @@ def train_world_model(
         say("fitting the outcome head")
         outcome = fit_outcome_head(train_rows, out, seed=config.seed, corpus=str(config.corpus))
     if outcome is None:  # a head left from an earlier run in this folder would answer for another model
-        for name in (OUTCOME_HEAD_FILE, OUTCOME_CONFIG_FILE):
+        for name in (OUTCOME_HEAD_FILE, OUTCOME_CONFIG_FILE, TEMPLATES_FILE):
             (out / name).unlink(missing_ok=True)
     else:
         say(f"outcome head: {outcome['rows']} rows, {outcome['tools']} tools, training accuracy "

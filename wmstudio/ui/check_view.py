@@ -61,6 +61,7 @@ def check_badges(world: WorldSpec, tool: Tool, report: CheckReport, anchors: Seq
         violation = next((v for v in report.anchor_violations if v.startswith(f"{anchor.path}:")), None)
         badges.append(("bad", f"Anchor {violation}") if violation else ("ok", f"Anchor: {anchor}"))
     badges += [("bad", f"Message: {stray}") for stray in report.message_strays]
+    badges += [("bad", f"Made up: {line}") for line in report.invented]
     return badges
 
 

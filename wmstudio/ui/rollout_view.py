@@ -54,7 +54,8 @@ def _step_markdown(step: Step) -> str:
     else:
         problems = (report.get("schema_errors", []) + [f"rule: {v['rule']} — {v['message']}"
                                                        for v in report.get("rule_violations", [])]
-                    + report.get("anchor_violations", []) + report.get("message_strays", []))
+                    + report.get("anchor_violations", []) + report.get("message_strays", [])
+                    + report.get("invented", []))
         if not report.get("json_valid", True):
             problems.insert(0, "the response is not JSON")
         verdict = "✗ checks fail" + "".join(f"\n  - {p}" for p in problems[:8])

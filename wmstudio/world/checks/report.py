@@ -1,5 +1,5 @@
 """Deterministic verdicts on one tool response: JSON, the response schema, the world's rules, the pinned anchors, and
-the ids and numbers its message names.
+the ids and numbers its message names, and what it makes up with no rule written (world/checks/invention.py).
 
 The same CheckReport feeds the UI badges, RL reward terms and coherence metrics, so it never needs a model."""
 
@@ -15,6 +15,7 @@ from jsonschema import exceptions as schema_exceptions
 from jsonschema.validators import validator_for
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.checks.invention import invention_lines
 from wmstudio.world.checks.message_mentions import message_strays
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path, get_path
@@ -38,6 +39,7 @@ class CheckReport:
     rule_violations: list[dict[str, str]] = field(default_factory=list)  # {"rule": text, "message": why}
     anchor_violations: list[str] = field(default_factory=list)
     message_strays: list[str] = field(default_factory=list)
+    invented: list[str] = field(default_factory=list)  # records, fields and text made up (world/checks/invention.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +49,7 @@ class CheckReport:
             "rule_violations": [dict(v) for v in self.rule_violations],
             "anchor_violations": list(self.anchor_violations),
             "message_strays": list(self.message_strays),
+            "invented": list(self.invented),
         }
 
 
@@ -80,8 +83,10 @@ def check_step(
             rule_violations.append({"rule": rule.text, "message": why})
     anchor_violations = [v for a in pinned if (v := anchor_violation(response, a, json_valid)) is not None]
     strays = message_strays(world, the_call, response, steps) if json_valid else []
-    ok = json_valid and not schema_errors and not rule_violations and not anchor_violations and not strays
-    return CheckReport(ok, json_valid, schema_errors, rule_violations, anchor_violations, strays)
+    invented = invention_lines(world, the_call, tool, response, steps) if json_valid else []
+    ok = json_valid and not schema_errors and not rule_violations and not anchor_violations and not strays \
+        and not invented
+    return CheckReport(ok, json_valid, schema_errors, rule_violations, anchor_violations, strays, invented)
 
 
 def check_variables(world: WorldSpec, call: Call, response: Any, history: Sequence[HistoryStep]) -> dict[str, Any]:

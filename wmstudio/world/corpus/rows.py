@@ -109,6 +109,7 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
         held = {"seed": synthetic_seed, **world_splits(synthetic, synthetic_seed)}
         (out / "synthetic_worlds.json").write_text(json.dumps(held, indent=1) + "\n", encoding="utf-8")
         stats["synthetic_worlds"] = {split: len(held[split]) for split in SPLITS}
+        stats["synthetic_seed"] = synthetic_seed  # a card cites it: the same worlds come back only with it
     if preset:
         stats["preset"] = preset
     stats["worlds"] = dict(sorted(stats["worlds"].items()))

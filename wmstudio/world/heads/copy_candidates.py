@@ -15,8 +15,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from wmstudio.world.heads.copy_sources import MAX_CANDIDATES, CopySource, copy_sources, shown_leaves
-from wmstudio.world.prompt.call_local import needles_of
 from wmstudio.world.prompt.render import Shown
+from wmstudio.world.records import needles_of
 
 DERIVED_OPS = ("times", "length", "join", "hour later", "day later", "week later", "plus", "minus")
 LATER = {"hour later": timedelta(hours=1), "day later": timedelta(days=1), "week later": timedelta(weeks=1)}

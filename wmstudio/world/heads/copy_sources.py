@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from wmstudio.world.prompt.call_local import FIELD_NAME, OMITTED_KEY, is_collection, needles_of, touches
+from wmstudio.world.prompt.call_local import FIELD_NAME, OMITTED_KEY, is_collection, touches
 from wmstudio.world.prompt.render import Shown
+from wmstudio.world.records import needles_of
 
 SOURCES = ("call", "state", "query", "turn_call", "turn_response", "directive")
 MAX_TEXT = 120  # longer text is prose, not a value to copy

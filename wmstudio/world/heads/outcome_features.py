@@ -18,8 +18,9 @@ from jsonschema.exceptions import SchemaError
 
 from wmstudio.world.grounding import NONE, ORACLE, Grounding
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt.call_local import is_collection, needles_of
+from wmstudio.world.prompt.call_local import is_collection
 from wmstudio.world.prompt.render import current_state
+from wmstudio.world.records import needles_of
 from wmstudio.world.spec import Call, WorldSpec
 
 DIRECTIVE = "directive:"  # features of the steering directives, which mean the same for every tool

@@ -9,28 +9,13 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
 from typing import Any
+
+from wmstudio.world.records import json_leaves
 
 OMITTED_KEY = "…"  # the key (in maps) or the text prefix (in lists) that says how many entries were left out
 FIELD_NAME = re.compile(r"^[a-z][a-z_]*$")  # record keys look like this; ids and paths do not
-MIN_NUMBER_NEEDLE = 100  # smaller numbers (counts, pages, flags) match too many records to mean anything
 LONG_SCALAR_LIST = 8  # lists of plain values longer than this keep only the entries that touch the call
-
-
-def needles_of(value: Any, strict: bool = False) -> set[str | int | float]:
-    """The values in `value` (a call's arguments, a turn) that a record can share: strings of 2+ characters and
-    numbers from 100; `strict` keeps only id-like strings (a digit, `/`, `@`, `-` or `_` in them), for history."""
-    found: set[str | int | float] = set()
-    for leaf in json_leaves(value):
-        if isinstance(leaf, bool):
-            continue
-        if isinstance(leaf, (int, float)) and abs(leaf) >= MIN_NUMBER_NEEDLE:
-            found.add(leaf)
-        elif isinstance(leaf, str) and len(leaf.strip()) >= 2 and len(leaf) <= 200:
-            if not strict or re.search(r"[\d/@_-]", leaf):
-                found.add(leaf.strip())
-    return found
 
 
 def touches(value: Any, needles: set[str | int | float]) -> bool:
@@ -180,18 +165,3 @@ def _same_path(a: str, b: str) -> bool:
     a, b = a.rstrip("/"), b.rstrip("/")
     return a == b or a.endswith("/" + b.lstrip("/")) or b.endswith("/" + a.lstrip("/")) or a.startswith(b + "/") \
         or b.startswith(a + "/") or f"/{b.strip('/')}/" in a
-
-
-def json_leaves(value: Any, keys: bool = False) -> Iterator[Any]:
-    """Every scalar inside a JSON value (and every map key, with `keys`), in no particular order."""
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if keys:
-                yield from node.keys()
-            stack.extend(node.values())
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
-        else:
-            yield node

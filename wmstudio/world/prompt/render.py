@@ -42,8 +42,9 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.checks.report import argument_problems
 from wmstudio.world.grounding import NONE, ORACLE, Grounding
 from wmstudio.world.history import HistoryStep, compact_json, response_text
-from wmstudio.world.prompt.call_local import call_local, drop_last_record, needles_of, with_references
+from wmstudio.world.prompt.call_local import call_local, drop_last_record, with_references
 from wmstudio.world.prompt.retrieval import listing_records
+from wmstudio.world.records import needles_of
 from wmstudio.world.rules.cel import rules_for_tool
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool

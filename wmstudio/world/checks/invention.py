@@ -1,0 +1,166 @@
+"""What an answer makes up, found with no rule written: records a read-only answer lists that nothing holds, fields
+of a lookup that contradict the record it names, and text that stutters.
+
+- A read-only call (a tool marked `readOnlyHint`, or named get/list/search/find/lookup/read/show/fetch/query...)
+  answers with what exists: an id in one of its listings (an array of records or of ids) that neither the call, the
+  state nor the history holds is invented.
+- A successful read-only lookup of a record the state holds, which no earlier step touched, answers that record: a
+  top-level field of the same name with another value contradicts it.
+- A text value that repeats a word, or a run of words, right after itself ("after after", "on_status_on_status")
+  stutters.
+Each line names the field (`orders[2].order_id`) and what is wrong; the simulators' own answers raise none."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.records import named_record, needles_of
+from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.tools import Tool
+
+READ_VERBS = ("get", "list", "search", "find", "lookup", "read", "show", "fetch", "query", "describe", "view",
+              "count", "browse", "retrieve")
+OUTCOME_KEYS = ("status", "error", "message")  # the answer's own envelope, not the record's fields
+ID_KEY = re.compile(r"(^|_)(id|ids|key|code|number|sku)$", re.IGNORECASE)
+ID_VALUE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_\-:.]{2,}$")
+MAX_LINES = 5
+
+
+def invention_lines(world: WorldSpec, call: Call, tool: Tool, response: Any,
+                    history: Sequence[HistoryStep] = ()) -> list[str]:
+    """The check's lines: invented listing entries, contradicted lookup fields, stuttering text (at most MAX_LINES
+    of each kind)."""
+    lines: list[str] = []
+    if read_only(tool):
+        held = _held_words([call.arguments, world.initial_state,
+                            *([step.call.arguments, step.response_value()] for step in history)])
+        lines += invented_entries(response, held)[:MAX_LINES]
+        lines += contradicted_fields(world, call, response, history)[:MAX_LINES]
+    lines += stutters(response)[:MAX_LINES]
+    return lines
+
+
+def read_only(tool: Tool) -> bool:
+    """Whether `tool` only reads: its annotations say so, or its name starts with a reading verb."""
+    hints = getattr(tool, "annotations", None) or {}
+    if isinstance(hints, dict) and "readOnlyHint" in hints:
+        return hints["readOnlyHint"] is True
+    first = re.split(r"[_\-.]|(?<=[a-z])(?=[A-Z])", tool.name)[0].lower()
+    return first in READ_VERBS
+
+
+def invented_entries(response: Any, held: set[str]) -> list[str]:
+    """`path: value` of each id in a listing of `response` that `held` (the call's, the state's and the history's
+    words) lacks."""
+    found = []
+    for path, items in _listings(response, ""):
+        for i, item in enumerate(items):
+            values = item.items() if isinstance(item, dict) else [("", item)]
+            for key, value in values:
+                is_id = (ID_KEY.search(key) if key else True) and isinstance(value, str) and ID_VALUE.match(value)
+                if is_id and value.lower() not in held:
+                    where = f"{path}[{i}].{key}" if key else f"{path}[{i}]"
+                    found.append(f"{where}: lists {value}, which neither the state nor the history holds (a "
+                                 "read-only answer lists only what exists)")
+    return found
+
+
+def contradicted_fields(world: WorldSpec, call: Call, response: Any, history: Sequence[HistoryStep]) -> list[str]:
+    """`field` of each top-level value of a successful lookup that differs from the same-named field of the record
+    the call names (when no earlier step touched that record)."""
+    if not isinstance(response, dict) or response.get("status") not in (None, "ok") or response.get("error"):
+        return []
+    record = named_record(world.initial_state, call)
+    if record is None:
+        return []
+    touched = _held_words([[step.call.arguments, step.response_value()] for step in history])
+    if any(str(value).lower() in touched for value in needles_of(call.arguments, strict=True)):
+        return []  # an earlier step named it and may have changed it: the initial record is not the truth any more
+    found = []
+    for key, value in response.items():
+        known = record.get(key)
+        if key in record and key not in OUTCOME_KEYS and _scalar(known) and _scalar(value) and value != known and not _same_number(value, known):
+            found.append(f"{key}: {value!r}, but the record the call names holds {known!r} (a lookup answers the "
+                         "record as it is)")
+    return found
+
+
+def stutters(response: Any) -> list[str]:
+    """`path` of each text value written as prose (words and spaces on one line: not an id, a token or a file's
+    content) that repeats a word, or a run of up to three words, right after itself."""
+    found = []
+    for path, text in _texts(response, ""):
+        if not (" " in text.strip() or "_" in text) or "\n" in text:
+            continue
+        words = [_word(token) for token in re.split(r"[\s_]+", text)]  # an id or a number parts the words
+        for size in (1, 2, 3):
+            repeats = [" ".join(words[i:i + size]) for i in range(len(words) - 2 * size + 1)
+                       if None not in words[i:i + 2 * size] and words[i:i + size] == words[i + size:i + 2 * size]]
+            if repeats:
+                found.append(f"{path or 'response'}: repeats {repeats[0]!r} (a stutter, not text a tool writes)")
+                break
+    return found
+
+
+def _word(token: str) -> str | None:
+    """A token as a word (lower case) when it is letters only, of two or more; None for an id, a number, a sign."""
+    word = token.strip("\"'.,;:!?()[]{}").lower()
+    return word if len(word) > 1 and word.isalpha() else None
+
+
+def _listings(value: Any, path: str) -> Iterator[tuple[str, list]]:
+    """(path, items) of every array of records or of ids in `value`, in document order (no recursion: a response
+    nested deeper than Python recurses is walked too)."""
+    for where, node in _nodes(value, path):
+        if isinstance(node, list) and node and all(isinstance(item, (dict, str)) for item in node):
+            yield where, node
+
+
+def _texts(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(path, text) of every string in `value`, in document order."""
+    for where, node in _nodes(value, path):
+        if isinstance(node, str):
+            yield where, node
+
+
+def _nodes(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """(path, node) of `value` and everything inside it, depth first in document order, with an explicit stack."""
+    stack = [(path, value)]
+    while stack:
+        where, node = stack.pop()
+        yield where, node
+        if isinstance(node, dict):
+            stack.extend(reversed([(f"{where}.{key}" if where else str(key), child) for key, child in node.items()]))
+        elif isinstance(node, list):
+            stack.extend(reversed([(f"{where}[{i}]", child) for i, child in enumerate(node)]))
+
+
+def _held_words(sources: Any) -> set[str]:
+    """Every string (and each of its words) and dict key inside `sources`, lower case."""
+    held: set[str] = set()
+    stack = [sources]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, str):
+            held.add(item.lower())
+            held.update(word.strip("\"'.,;:()[]{}").lower() for word in item.split())
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            held.add(str(item))
+    return held
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    return isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+        and not isinstance(b, bool) and float(a) == float(b)

@@ -1,0 +1,62 @@
+"""The values a call names and the records they name in a state: what a lookup answers from, read by the prompt's
+call-local cut, the heads, the checks and the baselines alike."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from wmstudio.world.spec import Call
+
+MIN_NUMBER_NEEDLE = 100  # smaller numbers (counts, pages, flags) match too many records to mean anything
+
+
+def needles_of(value: Any, strict: bool = False) -> set[str | int | float]:
+    """The values in `value` (a call's arguments, a turn) that a record can share: strings of 2+ characters and
+    numbers from 100; `strict` keeps only id-like strings (a digit, `/`, `@`, `-` or `_` in them), for history."""
+    found: set[str | int | float] = set()
+    for leaf in json_leaves(value):
+        if isinstance(leaf, bool):
+            continue
+        if isinstance(leaf, (int, float)) and abs(leaf) >= MIN_NUMBER_NEEDLE:
+            found.add(leaf)
+        elif isinstance(leaf, str) and len(leaf.strip()) >= 2 and len(leaf) <= 200:
+            if not strict or re.search(r"[\d/@_-]", leaf):
+                found.add(leaf.strip())
+    return found
+
+
+def named_record(state: Any, call: Call) -> dict[str, Any] | None:
+    """The first object in `state` holding an id-like value the call sends (a record keyed by that id, with it)."""
+    needles = {n for n in needles_of(call.arguments, strict=True) if isinstance(n, str)}
+    if not needles:
+        return None
+    stack = [state]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, dict):
+            if any(isinstance(v, str) and v in needles for v in node.values()):
+                return node
+            for key, child in node.items():
+                if key in needles and isinstance(child, dict):
+                    return {"id": key, **child}
+                stack.append(child)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def json_leaves(value: Any, keys: bool = False) -> Iterator[Any]:
+    """Every scalar inside a JSON value (and every map key, with `keys`), in no particular order."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if keys:
+                yield from node.keys()
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+        else:
+            yield node
