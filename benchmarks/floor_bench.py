@@ -7,7 +7,10 @@ own figures from a `quality.json` when one is given.
         --quality assets/models/wm-mdlm-small/quality.json
 
 Prints one row per measure (the headline kinds, status, consistency) and one column per baseline, so a baseline
-added to the registry (echo+, say) is measured on a model's published rows without rerunning the model."""
+added to the registry (echo+, say) is measured on a model's published rows without rerunning the model. `--model`
+adds the model's raw column measured here (greedy, default settings, the same scoring as `wmstudio model eval`'s
+`raw`) and the share of the state values the truth holds that its prompt showed (within the model's budget): a
+quick A/B of a change to the prompt or the heads, in minutes instead of eval's half hour."""
 
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ from pathlib import Path
 
 from wmstudio.train.baselines import BASELINES
 from wmstudio.train.evaluation import Rates, load_cases, score_baselines, training_answers
+from wmstudio.train.field_kinds import classify, enum_options, field_leaves, parse, prompt_values
 from wmstudio.world.grounding import parse_grounding
+from wmstudio.world.records import json_leaves
 
 MEASURES = (
     ("copied from the call", ("field_accuracy", "copy_call")),
@@ -39,6 +44,36 @@ def figure(column: dict | None, path: tuple[str, ...]) -> str:
     return f"{value:.1%}" if isinstance(value, (int, float)) else "-"
 
 
+def model_rates(model: str, cases: list, grounding: str, prompt_tokens: int | None = None
+                ) -> tuple[Rates, tuple[int, int]]:
+    """The model's raw answers scored as eval's `raw` column, and (state values of the truth its prompts showed,
+    state values of the truth)."""
+    from wmstudio.model.backends import load_backend
+    from wmstudio.model.generation import generate, prepare_prompt
+    from wmstudio.model.sampler_settings import SamplerSettings
+
+    backend, rates, shown, total = load_backend(model), Rates(), 0, 0
+    backend.prompt_tokens = prompt_tokens or backend.prompt_tokens
+    settings = SamplerSettings(grounding=grounding)
+    for case in cases:
+        generation = generate(backend, case.world, case.call, (), case.history, settings)
+        sample = generation.samples[0]
+        rates.add(sample.checks, sample.response, case)
+        prompt = prepare_prompt(backend, case.world, case.call, case.history, len(generation.canvas or ()),
+                                grounding=grounding)
+        seen = {str(leaf) for source in (prompt.rendered.shown.state, prompt.rendered.shown.query)
+                for leaf in json_leaves(source, keys=True)}
+        seen |= {str(leaf) for _, step in prompt.rendered.shown.turns for leaf in json_leaves(step.to_json())}
+        truth = parse(case.truth)
+        shown_values = prompt_values(case.world.initial_state, [s.to_json() for s in case.history])
+        for path, value in field_leaves(truth):
+            kind = classify(path, value, prompt_values(case.call.arguments), shown_values, enum_options(case.schema))
+            if kind == "copy_state":
+                total += 1
+                shown += str(value) in seen
+    return rates, (shown, total)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)
@@ -48,6 +83,10 @@ def main() -> None:
     parser.add_argument("--worlds", default="demo")
     parser.add_argument("--grounding", default="none")
     parser.add_argument("--quality", type=Path, help="a model's quality.json measured on the same rows")
+    parser.add_argument("--prompt-tokens", type=int, help="the model's prompt budget (default: what it was trained "
+                                                              "with)")
+    parser.add_argument("--model", help="also run this world model (raw) on the rows, e.g. "
+                                        "assets/models/wm-mdlm-small")
     args = parser.parse_args()
     grounding = parse_grounding(args.grounding)
     started = time.perf_counter()
@@ -58,6 +97,10 @@ def main() -> None:
     for case in cases:
         score_baselines(case, answers, grounding, rates, flips)
     columns = [(b.label, rates[b.name].to_json()) for b in BASELINES]
+    if args.model:
+        raw, shown = model_rates(args.model, cases, grounding, args.prompt_tokens)
+        columns.insert(0, (f"{Path(args.model).name} raw (here)", raw.to_json()))
+        print(f"state values the prompt showed: {shown[0]} of {shown[1]} ({shown[0] / max(1, shown[1]):.1%})")
     if args.quality:
         quality = json.loads(args.quality.read_text(encoding="utf-8"))
         settings = quality.get("settings") or {}

@@ -217,3 +217,21 @@ def test_small_models_run_on_one_cpu_thread_unless_told_otherwise(ours, monkeypa
     assert set_cpu_threads(backend.model) == 2
     monkeypatch.delenv("WMSTUDIO_THREADS")
     assert set_cpu_threads(backend.model) == 1
+
+
+def test_a_model_reads_prompts_at_the_budget_its_config_chose_else_the_trained_one(tmp_path):
+    """The shipped model was trained on 768-token prompts and reads 1,024 (measured: docs/results.md); a config
+    without the choice reads at the trained budget."""
+    import shutil
+
+    from wmstudio.locations import MODELS_DIR
+
+    shipped = load_backend(str(MODELS_DIR / "wm-mdlm-small"))
+    assert shipped.prompt_tokens == 1024
+    copy = tmp_path / "model"
+    shutil.copytree(MODELS_DIR / "wm-mdlm-small", copy)
+    config = json.loads((copy / "config.json").read_text())
+    assert config["wmstudio"]["prompt_tokens"] == 768
+    del config["wmstudio"]["read_prompt_tokens"]
+    (copy / "config.json").write_text(json.dumps(config))
+    assert load_backend(str(copy)).prompt_tokens == 768

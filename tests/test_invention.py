@@ -97,7 +97,8 @@ def test_stuttering_text_is_flagged(text, repeated):
 
 
 @pytest.mark.parametrize("text", ["Order ORD-1 was refunded 10 10 times", "ok", "a_b_c", "line one\nline one",
-                                  "SKU-1042 SKU-1042", "on status: shipped, on time"])
+                                  "SKU-1042 SKU-1042", "on status: shipped, on time",
+                                  "Hut HUT_64471 is aborted", "Table table_users not found"])
 def test_numbers_ids_letters_and_file_text_do_not_stutter(text):
     assert stutters({"note": text}) == []
 

@@ -94,3 +94,26 @@ def test_the_prompt_shows_it_as_its_computed_query_state_and_can_leave_it_out():
     assert "## COMPUTED QUERY STATE" not in render(world, call, retrieval=False).text
     given = render(parse_world(world.to_json()), call, computed_state={"note": "mine"})
     assert '## COMPUTED QUERY STATE\n{"note":"mine"}' in given.text  # a state the caller gives is shown as given
+
+
+def test_a_page_too_big_for_the_budget_keeps_its_first_records_and_says_how_many_were_left_out():
+    """Issue 37: a listing whose page did not fit lost its computed query state whole, so every listed id was
+    invented; now the page keeps the most of its first records that fit."""
+    from wmstudio.world.prompt.render import PromptBudget
+
+    world = get_simulator("records").world()
+    call = Call("search_records", {"plan": "pro"})
+    whole = render(world, call)
+    page = whole.shown.query["page"]
+    assert len(page) > 2
+    cut, limit = None, len(whole.text)
+    while cut is None and limit > 20:  # the largest budget that cuts the page but keeps a record of it
+        limit -= 20
+        trial = render(world, call, budget=PromptBudget(limit))
+        if trial.shown.query is not None and 0 < len(trial.shown.query["page"]) < len(page):
+            cut = trial
+    assert cut is not None and len(cut.text) <= limit
+    kept = len(cut.shown.query["page"])
+    assert cut.shown.query["page"] == page[:kept] and cut.shown.query["matching"] == whole.shown.query["matching"]
+    assert f"{len(page) - kept} of the computed query state's {len(page)} records" in cut.cut
+    assert f"{RETRIEVAL_LABEL} " in cut.text

@@ -26,6 +26,9 @@ from wmstudio.model.trained_schemas import load_trained_schemas
 from wmstudio.problems import InvalidInput
 
 LLADA_MASK_ID = 126336
+READ_PROMPT_TOKENS = "read_prompt_tokens"  # config key: the prompt budget a model reads at, when it is not the trained one
+READ_BUDGET_NOTE = ("a budget larger than the training one shows more of a big state (a listing's page, the records "
+                    "the call names) at the cost of positions the model saw less; its card says what was measured")
 DREAM_MASK_ID = 151666
 MASKED_LM_TYPES = ("bert", "modernbert", "roberta", "distilbert", "xlm-roberta", "electra", "deberta-v2", "albert")
 
@@ -88,7 +91,8 @@ class Backend:
     and first pad only), so the sampler commits a span's slots in order; `decide_first` "status" says it was
     trained to decide the outcome from the prompt, so the sampler settles the outcome span before the rest;
     `writes_shape` says it was trained to sketch a response schema (model/shape_canvas.py), which a tool without
-    one gets; `prompt_tokens` is the budget its prompts were rendered within."""
+    one gets; `prompt_tokens` is the budget its prompts are rendered within: the one it was trained with, or
+    `read_prompt_tokens` where its config names a larger one chosen by measurement (READ_BUDGET_NOTE)."""
 
     name: str = ""
     kind: str = MDLM
@@ -323,7 +327,7 @@ def _load(model_id_or_path: str | Path | None, trust_remote_code: bool, device: 
         backend.span_order = marker.get("span_order", "any")
         backend.decide_first = marker.get("decide_first")
         backend.writes_shape = bool(marker.get("writes_shape", False))
-        backend.prompt_tokens = int(marker.get("prompt_tokens", DEFAULT_PROMPT_TOKENS))
+        backend.prompt_tokens = int(marker.get(READ_PROMPT_TOKENS) or marker.get("prompt_tokens", DEFAULT_PROMPT_TOKENS))
         if Path(source).is_dir():
             backend.copy_head = load_copy_head(Path(source), where)
             backend.outcome_head = load_outcome_head(Path(source))

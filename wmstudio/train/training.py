@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from transformers.cache_utils import DynamicCache
 
 from wmstudio.model.architecture import MDLM, model_kind
-from wmstudio.model.backends import CanvasCache
+from wmstudio.model.backends import READ_PROMPT_TOKENS, CanvasCache
 from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.copy_head import CopyHead, load_copy_head
 from wmstudio.model.outcome_head import CONFIG_FILE as OUTCOME_CONFIG_FILE
@@ -349,7 +349,8 @@ def train_world_model(
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     model.eval()
-    model.config.wmstudio = {**model.config.wmstudio, "prompt_tokens": config.prompt_tokens}
+    kept = {k: v for k, v in model.config.wmstudio.items() if k != READ_PROMPT_TOKENS}  # chosen anew for a new model
+    model.config.wmstudio = {**kept, "prompt_tokens": config.prompt_tokens}
     if config.arch == MDLM and config.outcome_first > 0:  # its sampler settles the outcome first
         model.config.wmstudio["decide_first"] = OUTCOME_KEY
     if train.shape_canvases or model.config.wmstudio.get("writes_shape"):  # a tool without a schema gets a sketch

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.records import named_record, needles_of
+from wmstudio.world.records import json_leaves, named_record, needles_of
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 
@@ -95,7 +95,8 @@ def stutters(response: Any) -> list[str]:
     for path, text in _texts(response, ""):
         if not (" " in text.strip() or "_" in text) or "\n" in text:
             continue
-        words = [_word(token) for token in re.split(r"[\s_]+", text)]  # an id or a number parts the words
+        snake = len(text.split()) == 1  # one token: its underscores part words; in prose a snake_case token is a name
+        words = [word for token in text.split() for word in _words(token, snake)]  # ids and numbers part words
         for size in (1, 2, 3):
             repeats = [" ".join(words[i:i + size]) for i in range(len(words) - 2 * size + 1)
                        if None not in words[i:i + 2 * size] and words[i:i + size] == words[i + size:i + 2 * size]]
@@ -103,6 +104,15 @@ def stutters(response: Any) -> list[str]:
                 found.append(f"{path or 'response'}: repeats {repeats[0]!r} (a stutter, not text a tool writes)")
                 break
     return found
+
+
+def _words(token: str, snake: bool) -> list[str | None]:
+    """The words of one whitespace-separated token: with `snake`, an underscore-joined run of letters
+    (`on_status_on`) is several words; an id (`HUT_64471`, `ORD-1`), a name or a number is one non-word (None)."""
+    parts = token.strip("\"'.,;:!?()[]{}").split("_")
+    if snake and len(parts) > 1 and all(part.isalpha() for part in parts if part):
+        return [_word(part) for part in parts if part]
+    return [_word(token)]
 
 
 def _word(token: str) -> str | None:
@@ -139,21 +149,14 @@ def _nodes(value: Any, path: str) -> Iterator[tuple[str, Any]]:
 
 
 def _held_words(sources: Any) -> set[str]:
-    """Every string (and each of its words) and dict key inside `sources`, lower case."""
+    """Every string (and each of its words), map key and number inside `sources`, lower case."""
     held: set[str] = set()
-    stack = [sources]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif isinstance(item, str):
-            held.add(item.lower())
-            held.update(word.strip("\"'.,;:()[]{}").lower() for word in item.split())
-        elif isinstance(item, (int, float)) and not isinstance(item, bool):
-            held.add(str(item))
+    for leaf in json_leaves(sources, keys=True):
+        if isinstance(leaf, str):
+            held.add(leaf.lower())
+            held.update(word.strip("\"'.,;:()[]{}").lower() for word in leaf.split())
+        elif isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
+            held.add(str(leaf))
     return held
 
 

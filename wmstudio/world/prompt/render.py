@@ -25,7 +25,7 @@ with the task only) and the user turn `State: <earlier turns>\\n\\nAction: <call
 Budget: the call, its validation, the target line and the called tool (descriptions inside its schema left
 out; its response schema too while it would take over half the budget: the canvas lays out the response's keys,
 and the state holds the values to copy) are always shown; then, while they fit: directives, the computed query
-state, the state records the call names, the rules that may bear on the called tool, the newest turn, the records
+state (a page of records too big keeps its first ones), the state records the call names, the rules that may bear on the called tool, the newest turn, the records
 that turn names, the called tool's response schema and descriptions, the other turns (newest first, up to 85% of
 the budget), the task, the other tools' names, their descriptions. What did not fit is listed in `RenderedPrompt.cut`, which the CLI
 prints on stderr and the studio in its report."""
@@ -213,8 +213,7 @@ def render(
         parts.query = computed_state if isinstance(computed_state, str) else compact_json(computed_state)
         shown.query = _query_value(computed_state)
         if not fits():
-            parts.query, shown.query = None, None
-            cut.append("the computed query state")
+            cut.append(_fit_query(computed_state, parts, shown, fits))
     blocks = turn_blocks(steps)
 
     def add_turns(limit: int | None, at_most: int) -> None:
@@ -406,6 +405,28 @@ def _widen_state(call: Call, shown_steps: list[HistoryStep], now: Any, world: Wo
 
 def _state_label(now: Any) -> str:
     return ORACLE_STATE_LABEL if now is not None else "State:"
+
+
+def _fit_query(computed_state: Any, parts: _Parts, shown: Shown, fits: Callable[[], bool]) -> str:
+    """Cut a computed query state that does not fit: a page of records keeps the most of its first records that
+    fit (a listing's answer starts with them); anything else goes whole. Returns the note on what was left out."""
+    label = next((label for label in (ORACLE_QUERY_LABEL, RETRIEVAL_LABEL)
+                  if isinstance(computed_state, str) and computed_state.startswith(label)), None)
+    value = _query_value(computed_state)
+    page = value.get("page") if isinstance(value, dict) else None
+    if label is not None and isinstance(page, list) and len(page) > 1:
+        low, high = 0, len(page) - 1  # the most records that fit lie in [low, high]
+        while low < high:
+            middle = (low + high + 1) // 2
+            cut = {**value, "page": page[:middle]}
+            parts.query, shown.query = f"{label} {compact_json(cut)}", cut
+            low, high = (middle, high) if fits() else (low, middle - 1)
+        if low:
+            kept = {**value, "page": page[:low]}
+            parts.query, shown.query = f"{label} {compact_json(kept)}", kept
+            return f"{len(page) - low} of the computed query state's {len(page)} records"
+    parts.query, shown.query = None, None
+    return "the computed query state"
 
 
 def _query_value(computed_state: Any) -> Any:
