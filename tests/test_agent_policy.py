@@ -226,3 +226,32 @@ def test_label_smoothing_leaves_a_policy_whose_sampled_episodes_disagree(tmp_pat
     assert smoothed >= sure + 3, (sure, smoothed)  # measured on 60 scenarios: 0 and 20
     with pytest.raises(InvalidInput, match="label_smoothing"):
         AgentTrainConfig(out=tmp_path / "x", label_smoothing=1.0)
+
+
+def test_the_valid_call_rate_counts_only_calls_to_the_worlds_tools_and_a_policy_naming_none_is_refused():
+    """Issue 39: the valid-call rate reached 1.0 while the agent only called a tool the world lacked."""
+    import dataclasses
+
+    from wmstudio.train.agent_config import DEFAULT_POLICY
+    from wmstudio.train.grpo import play_group
+    from wmstudio.train.scenarios import policy_words, tool_problems
+
+    scenario = split_of(SCENARIOS, TRAIN)[4]  # a refund on the retail world
+    tools = [dataclasses.replace(tool, name=f"shop_{tool.name}") for tool in scenario.world.tools]
+    foreign = dataclasses.replace(scenario, world=dataclasses.replace(scenario.world, tools=tools))
+    policy = load_policy(DEFAULT_POLICY)
+    [home] = play_group(policy, [scenario], SIMULATOR, None, sample=False)
+    [away] = play_group(policy, [foreign], SIMULATOR, None, sample=False)
+    assert home.trajectory.steps and home.valid_actions == home.actions  # its calls go to the world's tools
+    called = len(away.trajectory.steps)
+    assert called and away.valid_actions == away.actions - called  # the same calls, to tools this world lacks
+    words = policy_words(DEFAULT_POLICY)
+    assert tool_problems([scenario], words) == []
+    [problem] = tool_problems([foreign], words, "'shop'")
+    assert problem.path == "policy" and "names none of the tools of the worlds of 'shop' (shop_cancel_order" in \
+        problem.message and "wmstudio train-agent" in problem.message
+    assert tool_problems([foreign], None) == []  # a chat model spells any name
+    settings = GrpoSettings(env=SIMULATOR, max_steps=1, scenarios_per_step=1, generations=2)
+    with pytest.raises(InvalidInput, match="policy: the policy's vocabulary names none of the tools"):
+        from wmstudio.train.grpo import train_grpo
+        train_grpo(settings, Path("/nonexistent-never-written"), None, log=lambda _: None, curriculum=[foreign])

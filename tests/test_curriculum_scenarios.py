@@ -344,3 +344,17 @@ def test_a_run_that_could_not_build_one_step_is_refused_with_the_fix_before_it_s
     settings = job_settings("retail", "simulator", 5, 0, None, None, 3, 4)  # what the tab's batch fields pass on
     command = training_command(1, settings, store.path)
     assert command[command.index("--scenarios-per-step") + 1] == "3" and command[command.index("--generations") + 1] == "4"
+
+
+def test_a_curriculum_whose_tools_the_policy_cannot_name_is_refused_at_start(store):
+    import dataclasses
+
+    picked = [s for s in demo_scenarios() if s.world.name == "retail" and s.split == "train"][:4]
+    renamed = [dataclasses.replace(s, world=dataclasses.replace(
+        s.world, tools=[dataclasses.replace(t, name=f"shop_{t.name}") for t in s.world.tools])) for s in picked]
+    create_curriculum_version(store, "shop", [accepted_rollout(store, retail(demo_scenarios()))],
+                              scenarios=scenario_rows(renamed))
+    with pytest.raises(InvalidInput) as err:
+        start_run(store, "shop", "simulator", "5")
+    assert [p.path for p in err.value.problems] == ["policy"] and list_runs(store) == []
+    assert "names none of the tools of the worlds of 'shop'" in str(err.value)

@@ -41,8 +41,10 @@ from wmstudio.train.scenarios import (
     batch_problems,
     demo_scenarios,
     heldout_scored,
+    policy_words,
     split_of,
     succeeded,
+    tool_problems,
 )
 from wmstudio.world.spec import Call
 
@@ -104,8 +106,8 @@ def play_group(policy: TrainablePolicy, scenarios: list[Scenario], env: str,
                 rollout.trajectory.final_answer = turn.action
                 rollout.transcript.append(f"answer: {turn.action}")
                 rollout.done = True
-            else:
-                rollout.valid_actions += 1
+            else:  # a call counts as valid only to a tool the world has
+                rollout.valid_actions += any(tool.name == turn.action.name for tool in rollout.scenario.world.tools)
                 calls.append((rollout, turn.action))
         for (rollout, call), response in zip(calls, answer_calls(calls, batcher)):
             rollout.trajectory.steps.append(Step(call, response))
@@ -200,6 +202,7 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
     train_ids = [s.id for s in split_of(list(scenarios.values()), TRAIN)]
     heldout = heldout_scored(list(scenarios.values()))
     problems = batch_problems(list(scenarios.values()), settings.scenarios_per_step, repr(settings.curriculum))
+    problems += tool_problems(list(scenarios.values()), policy_words(settings.policy), repr(settings.curriculum))
     if problems:
         raise InvalidInput(problems)
     before = _heldout_success(start, heldout)

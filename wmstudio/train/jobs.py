@@ -64,7 +64,7 @@ from wmstudio.train.run_owner import (
     trainer_pid,
     write_record,
 )
-from wmstudio.train.scenarios import batch_problems
+from wmstudio.train.scenarios import batch_problems, policy_words, tool_problems
 
 MAX_STEPS = 10_000
 MAX_SEED = 2**31 - 1
@@ -358,7 +358,7 @@ def start_job(store: Store, *, curriculum: str = DEMO_CURRICULUM, env: str = "si
     could not build a step from the curriculum is refused here, before anything is recorded."""
     config = job_settings(curriculum, env, max_steps, seed, policy, save_every, scenarios_per_step, generations)
     _refuse_when_busy(store)
-    refuse_untrainable(store, config["curriculum"], config.get("scenarios_per_step"))
+    refuse_untrainable(store, config["curriculum"], config.get("scenarios_per_step"), config.get("policy"))
     row = curriculum_row(store, config["curriculum"])
     config["curriculum_version"] = row.version
     run = create_run(store, row.id, config)
@@ -460,11 +460,14 @@ def _launch(store: Store, run: TrainingRun, db_path: str | Path, resume: bool) -
     return update_run(store, run.id, pid=child.pid, log_path=str(log_path))
 
 
-def refuse_untrainable(store: Store, curriculum: str, scenarios_per_step: int | None) -> None:
+def refuse_untrainable(store: Store, curriculum: str, scenarios_per_step: int | None, policy: str | None = None
+                       ) -> None:
     """InvalidInput, with the fix, when GRPO could not build one step from the curriculum's latest scenarios
-    (none to train on, or fewer than a step plays)."""
+    (none to train on, or fewer than a step plays), or the policy names none of their worlds' tools."""
     per_step = scenarios_per_step if scenarios_per_step is not None else GrpoSettings.scenarios_per_step
-    problems = batch_problems(curriculum_scenarios(store, curriculum), per_step, repr(curriculum))
+    scenarios = curriculum_scenarios(store, curriculum)
+    problems = batch_problems(scenarios, per_step, repr(curriculum))
+    problems += tool_problems(scenarios, policy_words(policy or GrpoSettings.policy), repr(curriculum))
     if problems:
         raise InvalidInput(problems)
 

@@ -12,8 +12,10 @@ import json
 import random
 import string
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from wmstudio.locations import REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.rules.cel import evaluate_check
 from wmstudio.world.simulators import SIMULATORS, get_simulator
@@ -147,6 +149,33 @@ def batch_problems(scenarios: list[Scenario], scenarios_per_step: int, curriculu
                                               f"{scenarios_per_step} different ones, so no step could be built: set "
                                               f"Scenarios per step to {train} or fewer, or add training scenarios")]
     return []
+
+
+def policy_words(folder: str | Path) -> set[str] | None:
+    """The words a word-level policy in `folder` can write (read from its tokenizer.json, no model loaded); None for
+    a policy that spells any name (a subword tokenizer: a chat model) or one not in a local folder."""
+    path = Path(folder) / "tokenizer.json"
+    if not path.is_file() and not Path(folder).is_absolute():  # the shipped policy is named from the repository
+        path = REPO_ROOT / folder / "tokenizer.json"
+    try:
+        model = json.loads(path.read_text(encoding="utf-8")).get("model") or {}
+    except (OSError, ValueError):
+        return None
+    vocab = model.get("vocab")
+    return set(vocab) if model.get("type") == "WordLevel" and isinstance(vocab, dict) else None
+
+
+def tool_problems(scenarios: list[Scenario], words: set[str] | None, curriculum: str = "the curriculum"
+                  ) -> list[Problem]:
+    """Why a policy that can write only `words` cannot act in the training scenarios' worlds: it names none of their
+    tools, so every call it makes goes to a tool the world lacks. Empty when it names one, or spells any name."""
+    tools = sorted({tool.name for scenario in split_of(scenarios, TRAIN) for tool in scenario.world.tools})
+    if words is None or not tools or any(name in words for name in tools):
+        return []
+    shown = ", ".join(tools[:6]) + (f" and {len(tools) - 6} more" if len(tools) > 6 else "")
+    return [Problem("policy", f"the policy's vocabulary names none of the tools of the worlds of {curriculum} ({shown}), "
+                              "so each of its calls would go to a tool those worlds lack: train a policy on them "
+                              "(`wmstudio train-agent`) or start from a chat model")]
 
 
 def heldout_scored(scenarios: list[Scenario]) -> list[Scenario]:
