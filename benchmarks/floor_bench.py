@@ -10,7 +10,8 @@ Prints one row per measure (the headline kinds, status, consistency) and one col
 added to the registry (echo+, say) is measured on a model's published rows without rerunning the model. `--model`
 adds the model's raw column measured here (greedy, default settings, the same scoring as `wmstudio model eval`'s
 `raw`) and the share of the state values the truth holds that its prompt showed (within the model's budget): a
-quick A/B of a change to the prompt or the heads, in minutes instead of eval's half hour."""
+quick A/B of a change to the prompt or the heads, in minutes instead of eval's half hour. `--ablate record_copy`
+(any boolean sampler settings, comma-separated) adds a column of the model with each switched off."""
 
 from __future__ import annotations
 
@@ -44,17 +45,17 @@ def figure(column: dict | None, path: tuple[str, ...]) -> str:
     return f"{value:.1%}" if isinstance(value, (int, float)) else "-"
 
 
-def model_rates(model: str, cases: list, grounding: str, prompt_tokens: int | None = None
+def model_rates(model: str, cases: list, grounding: str, prompt_tokens: int | None = None, off: str = ""
                 ) -> tuple[Rates, tuple[int, int]]:
-    """The model's raw answers scored as eval's `raw` column, and (state values of the truth its prompts showed,
-    state values of the truth)."""
+    """The model's raw answers scored as eval's `raw` column (with the boolean setting `off` switched off), and
+    (state values of the truth its prompts showed, state values of the truth)."""
     from wmstudio.model.backends import load_backend
     from wmstudio.model.generation import generate, prepare_prompt
     from wmstudio.model.sampler_settings import SamplerSettings
 
     backend, rates, shown, total = load_backend(model), Rates(), 0, 0
     backend.prompt_tokens = prompt_tokens or backend.prompt_tokens
-    settings = SamplerSettings(grounding=grounding)
+    settings = SamplerSettings(grounding=grounding, **({off: False} if off else {}))
     for case in cases:
         generation = generate(backend, case.world, case.call, (), case.history, settings)
         sample = generation.samples[0]
@@ -87,6 +88,8 @@ def main() -> None:
                                                               "with)")
     parser.add_argument("--model", help="also run this world model (raw) on the rows, e.g. "
                                         "assets/models/wm-mdlm-small")
+    parser.add_argument("--ablate", default="", help="boolean sampler settings to switch off, a column each (with "
+                                                     "--model), e.g. record_copy,copy_head")
     args = parser.parse_args()
     grounding = parse_grounding(args.grounding)
     started = time.perf_counter()
@@ -101,6 +104,9 @@ def main() -> None:
         raw, shown = model_rates(args.model, cases, grounding, args.prompt_tokens)
         columns.insert(0, (f"{Path(args.model).name} raw (here)", raw.to_json()))
         print(f"state values the prompt showed: {shown[0]} of {shown[1]} ({shown[0] / max(1, shown[1]):.1%})")
+        for number, name in enumerate(n.strip() for n in args.ablate.split(",") if n.strip()):
+            ablated, _ = model_rates(args.model, cases, grounding, args.prompt_tokens, name)
+            columns.insert(1 + number, (f"no {name}", ablated.to_json()))
     if args.quality:
         quality = json.loads(args.quality.read_text(encoding="utf-8"))
         settings = quality.get("settings") or {}

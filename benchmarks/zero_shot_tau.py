@@ -4,8 +4,10 @@ The embedded world model never trained on it. For each of the real (call, respon
 tool code produced on this state (assets/benchmarks/tau2-retail, MIT, Sierra Research), generate a response and
 score it: JSON validity for every call, and for the object responses, exact field accuracy by where each value
 comes from, beside two trivial answers on the same rows: every field empty, and `echo` (the call's arguments into
-same-named fields and the fields of the state record a call id names; train/baselines.py). Prompts are rendered
-with grounding `none` (the world has no simulator).
+same-named fields and the fields of the state record a call id names; train/baselines.py). The model's column is
+its default settings; `no record copy` is the same model with the named record's copy switched off (its heads and
+denoiser on the prompt alone: the learned part, model/record_copy.py aside). Prompts are rendered with grounding
+`none` (the world has no simulator).
 
     python benchmarks/zero_shot_tau.py [--model PATH] [--json]
 """
@@ -24,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 from wmstudio.locations import ASSETS_DIR, DEFAULT_MODEL  # noqa: E402
 from wmstudio.model.backends import load_backend  # noqa: E402
 from wmstudio.model.generation import generate  # noqa: E402
+from wmstudio.model.sampler import SamplerSettings  # noqa: E402
 from wmstudio.train.baselines import TrainingAnswers, baseline_response  # noqa: E402
 from wmstudio.train.field_kinds import FieldScores, enum_options, parse, prompt_values  # noqa: E402
 from wmstudio.world.sims.base import neutral_value  # noqa: E402
@@ -40,7 +43,7 @@ def main() -> None:
     world = load_world(WORLD / "world.json")
     cases = [json.loads(line) for line in (WORLD / "cases.jsonl").read_text().splitlines() if line.strip()]
     backend = load_backend(args.model)
-    model, trivial, echo = FieldScores(), FieldScores(), FieldScores()
+    model, trivial, echo, bare = FieldScores(), FieldScores(), FieldScores(), FieldScores()
     json_valid, objects, seconds, copied = 0, 0, [], 0
     state_values = prompt_values(world.initial_state)
     unknown = [case["tool"] for case in cases if case["tool"] not in {tool.name for tool in world.tools}]
@@ -61,6 +64,8 @@ def main() -> None:
         call_values = prompt_values(call.arguments)
         enums = enum_options(schema)
         model.add(truth, parse(sample.response), call_values, state_values, enums)
+        alone = generate(backend, world, call, settings=SamplerSettings(record_copy=False)).samples[0]
+        bare.add(truth, parse(alone.response), call_values, state_values, enums)
         trivial.add(truth, _resolved_neutral(schema), call_values, state_values, enums)
         echoed = parse(baseline_response("echo", world, call, world.initial_state, TrainingAnswers()))
         echo.add(truth, echoed, call_values, state_values, enums)
@@ -71,6 +76,7 @@ def main() -> None:
         "field_accuracy": model.accuracy(), "nonempty_recall": model.recall(),
         "trivial_empty": {"field_accuracy": trivial.accuracy(), "nonempty_recall": trivial.recall()},
         "echo": {"field_accuracy": echo.accuracy(), "nonempty_recall": echo.recall()},
+        "no_record_copy": {"field_accuracy": bare.accuracy(), "nonempty_recall": bare.recall()},
         "median_seconds": round(sorted(seconds)[len(seconds) // 2], 2),
     }
     if args.json:
@@ -78,13 +84,15 @@ def main() -> None:
         return
     print(f"{report['world']}: {len(cases)} calls, JSON-valid {100 * report['json_valid']:.0f}%, "
           f"median {report['median_seconds']} s a call ({args.model})")
-    print(f"{'kind':<18}{'model':>8}{'empty':>8}{'echo':>8}   fields")
+    print(f"{'kind':<18}{'model':>8}{'no record copy':>16}{'empty':>8}{'echo':>8}   fields")
     for kind, value in report["field_accuracy"].items():
         base, echoed = report["trivial_empty"]["field_accuracy"][kind], report["echo"]["field_accuracy"][kind]
+        alone = report["no_record_copy"]["field_accuracy"][kind]
         if value is not None:
-            print(f"{kind:<18}{100 * value:>7.1f}%{100 * base:>7.1f}%{100 * echoed:>7.1f}%   {model.total[kind]}")
-    print(f"{'nonempty recall':<18}{100 * (model.recall() or 0):>7.1f}%{100 * (trivial.recall() or 0):>7.1f}%"
-          f"{100 * (echo.recall() or 0):>7.1f}%")
+            print(f"{kind:<18}{100 * value:>7.1f}%{100 * alone:>15.1f}%{100 * base:>7.1f}%{100 * echoed:>7.1f}%"
+                  f"   {model.total[kind]}")
+    print(f"{'nonempty recall':<18}{100 * (model.recall() or 0):>7.1f}%{100 * (bare.recall() or 0):>15.1f}%"
+          f"{100 * (trivial.recall() or 0):>7.1f}%{100 * (echo.recall() or 0):>7.1f}%")
 
 
 def _resolved_neutral(schema: dict):

@@ -23,6 +23,7 @@ from wmstudio.model.copy_head import (
     value_tokens,
 )
 from wmstudio.model.generation import generate
+from wmstudio.model.sampler import SamplerSettings
 from wmstudio.world.heads.copy_sources import copy_sources
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.render import render
@@ -30,6 +31,8 @@ from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+
+HEAD_ONLY = SamplerSettings(record_copy=False)  # the copy head on its own, not the named record's copy
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +153,7 @@ def test_sampling_fills_a_span_whole_with_the_value_the_head_prefers(retail):
     backend = PrefixCausalBackend(model, tokenizer, "tiny", tokenizer.mask_token_id, tokenizer.pad_token_id, 4096)
     backend.copy_head = rigged_head(32)  # prefers a candidate whose key equals the span's
     backend.prompt_tokens = 2048  # this small tokenizer spends many tokens on the whole order
-    generation = generate(backend, world, call)
+    generation = generate(backend, world, call, settings=HEAD_ONLY)
     response = json.loads(generation.samples[0].response)
     assert response["order_id"] == order["id"] and response["total_cents"] == order["total_cents"]
     copied = [p for frame in generation.frames for p in frame.copied[0]]
@@ -178,10 +181,11 @@ def test_an_item_the_head_copies_into_is_kept_even_when_the_denoiser_would_end_t
     model = new_model(tokenizer, layers=1, hidden=32, heads=2, ffn=64, max_positions=4096)
     backend = _EndingBackend(model, tokenizer, "tiny", tokenizer.mask_token_id, tokenizer.pad_token_id, 4096)
     backend.prompt_tokens = 2048
-    bare = json.loads(generate(backend, world, Call("get_order", {"order_id": order["id"]})).samples[0].response)
+    bare = json.loads(generate(backend, world, Call("get_order", {"order_id": order["id"]}),
+                               settings=HEAD_ONLY).samples[0].response)
     assert bare["items"] == []  # no copy head: the denoiser ends the list before its first item
     backend.copy_head = rigged_head(32)
-    generation = generate(backend, world, Call("get_order", {"order_id": order["id"]}))
+    generation = generate(backend, world, Call("get_order", {"order_id": order["id"]}), settings=HEAD_ONLY)
     items = json.loads(generation.samples[0].response)["items"]
     copied = {p for frame in generation.frames for p in frame.copied[0]}
     leading = [s for s in generation.canvas.spans if s.path.endswith("].sku") and s.start in copied]
@@ -243,12 +247,12 @@ def test_a_key_the_model_never_trained_on_is_filled_by_a_candidate_of_the_same_k
     canvas = prepare_canvas(backend, world, call, [])
     plan = copy_plan_for(backend, canvas, prepare_prompt(backend, world, call, (), len(canvas)))
     assert {slot.key for slot, ungated in zip(plan.slots, plan.ungated) if ungated} >= {"first_name", "zip"}
-    response = json.loads(generate(backend, world, call).samples[0].response)
+    response = json.loads(generate(backend, world, call, settings=HEAD_ONLY).samples[0].response)
     assert response["name"]["first_name"] == record["name"]["first_name"]  # the user's own, copied whole
     assert response["address"]["zip"] == record["address"]["zip"]
     gated = load_backend()
     gated.trained_schemas = None  # no list of trained keys: every slot keeps its gate, which says "generate" here
     plan = copy_plan_for(gated, canvas, prepare_prompt(gated, world, call, (), len(canvas)))
     assert not any(plan.ungated)
-    before = json.loads(generate(gated, world, call).samples[0].response)
+    before = json.loads(generate(gated, world, call, settings=HEAD_ONLY).samples[0].response)
     assert before["name"]["first_name"] != record["name"]["first_name"]

@@ -84,13 +84,13 @@ class Canvas:
         return self.vocab.decode([token])
 
     def with_values(self, values: dict[str, Any]) -> Canvas:
-        """This canvas with the top-level spans named in `values` ({path: value}) holding those values in their own
-        slots, right-padded, as anchors. Unlike a pinned anchor (its text in place of the span), the layout stays
-        the one the model was trained on, so what follows is not shifted. A value its span cannot hold is left out."""
+        """This canvas with the spans named in `values` ({path: value}) holding those values in their own slots,
+        right-padded, as anchors. Unlike a pinned anchor (its text in place of the span), the layout stays the one
+        the model was trained on, so what follows is not shifted. A value its span cannot hold is left out."""
         tokens, span_of, spans = list(self.tokens), list(self.span_of), []
         renumber: dict[int, int] = {}
         for index, span in enumerate(self.spans):
-            ids = _value_tokens(self.tokenizer, span, values) if span.path in values else None
+            ids = _tokens_for(self.tokenizer, span, values[span.path]) if span.path in values else None
             if ids is not None and len(ids) <= span.length:
                 ids = ids + [self.pad_id] * (span.length - len(ids))
                 if span.grammar is None or completable(self.vocab.table(span.grammar), ids):
@@ -238,6 +238,11 @@ def _value_tokens(tokenizer: Any, span: Span, root_value: Any) -> list[int] | No
         value = _at(root_value, span.path)
     except (KeyError, IndexError, TypeError, ValueError):
         return None
+    return _tokens_for(tokenizer, span, value)
+
+
+def _tokens_for(tokenizer: Any, span: Span, value: Any) -> list[int] | None:
+    """The tokens a span holds for `value` (None if mistyped)."""
     kind = span.kind
     if kind == "string" and not isinstance(value, str):
         return None

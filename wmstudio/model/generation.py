@@ -26,6 +26,7 @@ from wmstudio.model.canvas import (
 )
 from wmstudio.model.copy_head import copy_plan
 from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, within_pins
+from wmstudio.model.record_copy import record_copy, with_record
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
     REPAIR_ROUNDS,
@@ -61,6 +62,7 @@ from wmstudio.world.prompt.render import RenderedPrompt, render
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
 
+ERROR = "error"  # the outcome head's status of a refused call
 MIN_PROMPT_TOKENS = 32  # a prompt shorter than this cannot even hold the call
 # where the schema a skeleton is laid out from came from
 FROM_SKETCH = "sketch"
@@ -202,16 +204,24 @@ def prompt_ids(tokenizer: Any, text: str, messages: list[dict[str, str]], limit:
 
 def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequence[Anchor], free: bool = False,
                    free_length: int = 64, budgets: SpanBudgets = SpanBudgets(),
-                   history: Sequence[HistoryStep] = (), schema: dict[str, Any] | None = None) -> Canvas:
+                   history: Sequence[HistoryStep] = (), schema: dict[str, Any] | None = None,
+                   shape: Any = None) -> Canvas:
     """The canvas for `call`'s response: skeleton when the tool has a response schema, or (a tool without one) when
     the history shows it answering, from the schema those answers fit, or from the one the model was trained with
-    for it; free otherwise or when `free`. `schema` given (one the model sketched) is laid out instead."""
+    for it; free otherwise or when `free`. `schema` given (one the model sketched) is laid out instead; `shape`
+    (record_copy.record_shape) gives its arrays and maps the named record's items, and is dropped when the user's
+    anchors or the canvas's size do not allow it."""
     schema = schema if schema is not None else response_schema(world, call, history,
                                                                 getattr(backend, "trained_schemas", None))
     mode = FREE if free or schema is None else SKELETON
-    return build_canvas(backend.tokenizer, schema, anchors, mode=mode, free_length=free_length,
-                        budgets=budgets, vocab_size=backend.vocab_size, mask_id=backend.mask_id,
-                        pad_id=backend.span_pad_id)
+    options = dict(mode=mode, free_length=free_length, budgets=budgets, vocab_size=backend.vocab_size,
+                   mask_id=backend.mask_id, pad_id=backend.span_pad_id)
+    if shape is not None and mode == SKELETON:
+        try:
+            return build_canvas(backend.tokenizer, schema, anchors, shape=shape, **options)
+        except InvalidInput:
+            pass
+    return build_canvas(backend.tokenizer, schema, anchors, **options)
 
 
 def write_sketch(backend: Backend, world: WorldSpec, call: Call) -> WrittenSketch:
@@ -253,17 +263,29 @@ def generate_stream(
         except InvalidInput:
             canvas = None
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema)
+    copy = record_copy(world, the_call, history, schema) if settings.record_copy and not settings.free else None
+    refused = canvas  # the canvas of a sample the outcome head refuses: no record's shape (a sketch's canvas as is)
     if canvas is None:
+        shape = copy.shape if copy is not None else None
         canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length,
-                                history=history, schema=schema)
+                                history=history, schema=schema, shape=shape)
+        if shape is not None and any(outcome.status == ERROR for outcome in outcomes or ()):
+            refused = prepare_canvas(backend, world, the_call, pinned, history=history, schema=schema)
+    copied = copy.values if copy is not None and canvas.mode == SKELETON else {}
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
-    canvases = {key: canvas.with_values(outcomes[members[0]].values(schema)) if key else canvas
-                for key, members in groups.items()}
+    canvases = {}
+    for key, members in groups.items():
+        outcome = outcomes[members[0]] if key else None
+        laid_out = refused if outcome is not None and outcome.status == ERROR and refused is not None else canvas
+        canvases[key] = laid_out.with_values(_decided(copied, outcome, schema))
     canvas = canvases[next(iter(groups))]  # the first sample's: the one the view draws
-    prompt = prepare_prompt(backend, world, the_call, history, len(canvas), grounding=settings.grounding,
+    longest = max(len(c) for c in canvases.values())
+    prompt = prepare_prompt(backend, world, the_call, history, longest, grounding=settings.grounding,
                             retrieval=settings.retrieval)
+    if copy is not None:
+        prompt.sources = with_record(prompt.sources, copy.sources)
     prompt_ids = prompt.ids
-    check_fits(len(prompt_ids), len(canvas), backend.max_length)
+    check_fits(len(prompt_ids), longest, backend.max_length)
     yield canvas
     frames: list[Frame] = []
     if len(groups) == 1:
@@ -298,6 +320,15 @@ def generate_stream(
     yield Generation(backend.name, canvas.mode, results, settings, pinned, len(prompt_ids), canvas, frames,
                      (time.perf_counter() - started) * 1000, prompt.rendered.cut, outcomes[0] if outcomes else None,
                      schema_from if canvas.mode == SKELETON else None, sketch, prompt.rendered.text)
+
+
+def _decided(copied: dict[str, Any], outcome: Outcome | None, schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The values written before denoising: the named record's for a read (record_copy.record_values) unless the
+    outcome head refuses the call, then the outcome's own (its status, code and message replace the record's)."""
+    chosen = outcome.values(schema) if outcome is not None else {}
+    if outcome is not None and outcome.status == ERROR:
+        return chosen
+    return {**copied, **chosen}
 
 
 def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],

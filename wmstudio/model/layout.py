@@ -49,6 +49,52 @@ KEY_KINDS = (
     (re.compile(r"path|source|destination|url|uri|file|folder|dir"), "location"),
     (re.compile(r"(^|_)ids?$"), "identifier"),
 )
+
+
+class _NullShape:
+    """A shape saying the value is null (a nullable field the copied record holds as null): laid out as `null`."""
+
+    def __repr__(self) -> str:
+        return "NULL_SHAPE"
+
+
+NULL_SHAPE = _NullShape()
+
+
+class ExactItems(list):
+    """An array's shape whose items are all there is: laid out with exactly these item slots and no end spans."""
+
+
+class ExactEntries(dict):
+    """A map's shape whose entries are all there is: laid out as an object with these keys, each value a slot."""
+
+
+class AtLeastItems(list):
+    """An array's shape whose items are all kept: these item slots are required, end spans may add more after."""
+
+
+@dataclass(frozen=True)
+class Holds:
+    """A leaf's shape: the value its slot is to hold, so the slot is made long enough for it (up to MAX_HELD)."""
+
+    value: Any
+
+    @property
+    def text(self) -> str:
+        text = dump(self.value)
+        return text[1:-1] if isinstance(self.value, str) else text
+
+
+MAX_HELD = 64  # the longest slot a held value widens a span to
+
+
+class Chosen(dict):
+    """An object's shape that also names the anyOf/oneOf branch its value takes (`branch`, a resolved schema)."""
+
+    def __init__(self, shape: dict, branch: dict):
+        super().__init__(shape)
+        self.branch = branch
+
 KEY = "key"  # the kind of a span holding a map entry's key (its path is the entry's, as for an array item)
 FORMAT_BUDGETS = {"date": 10, "date-time": 20, "time": 8, "email": 14, "uri": 20, "url": 20, "uuid": 28}
 FREE_TAIL = 8  # slots after anchor text placed at the end of a free canvas (to close the JSON)
@@ -129,7 +175,10 @@ class Layout:
         if path and here in pins:
             self.text(dump(pins[here]))
             return
-        schema = _resolve(schema, root)
+        if shape is NULL_SHAPE:
+            self.text("null")
+            return
+        schema = shape.branch if isinstance(shape, Chosen) else resolve_schema(schema, root)
         deeper = any(_is_under(p, path) for p in pins)
         kinds = _types(schema)
         if "const" in schema:
@@ -151,13 +200,15 @@ class Layout:
         elif "integer" in kinds:
             low = schema.get("minimum") if isinstance(schema.get("minimum"), (int, float)) else None
             grammar = NumberText(True, signed=low is None or low < 0, at_least_one=low is not None and low >= 1)
-            self.span(path, "integer", self._number_budget(schema, self.budgets.integer), grammar)
+            self.span(path, "integer", self._held(shape, self._number_budget(schema, self.budgets.integer)), grammar)
         elif "number" in kinds:
             signed = not (isinstance(schema.get("minimum"), (int, float)) and schema["minimum"] >= 0)
-            self.span(path, "number", self._number_budget(schema, self.budgets.number), NumberText(False, signed))
+            self.span(path, "number", self._held(shape, self._number_budget(schema, self.budgets.number)),
+                      NumberText(False, signed))
         elif "string" in kinds:
             self.text('"')
-            self.span(path, "string", self._string_budget(schema, path), pattern_grammar(schema) or TextContent(),
+            self.span(path, "string", self._held(shape, self._string_budget(schema, path)),
+                      pattern_grammar(schema) or TextContent(),
                       quoted=True)
             self.text('"')
         else:
@@ -172,8 +223,9 @@ class Layout:
                 keys.append(key)
         if shape is not None and not isinstance(shape, dict):
             raise InvalidInput("value is not an object")
-        entries = _resolve(schema.get("additionalProperties"), root) if not properties else {}
-        if not properties and entries and not any(_is_under(p, path) for p in pins) and self.optional_items:
+        entries = resolve_schema(schema.get("additionalProperties"), root) if not properties else {}
+        if not properties and entries and not any(_is_under(p, path) for p in pins) and self.optional_items \
+                and not isinstance(shape, ExactEntries):
             self._map(entries, root, path, pins, shape, depth)
             return
         if isinstance(shape, dict):
@@ -205,11 +257,13 @@ class Layout:
         self.text("}")
 
     def _array(self, schema: dict, root: dict, path: list, pins: dict, shape: Any, depth: int) -> None:
-        items = _resolve(schema.get("items") if isinstance(schema.get("items"), dict) else {}, root)
+        items = resolve_schema(schema.get("items") if isinstance(schema.get("items"), dict) else {}, root)
         indexed = [_child_key(p, path) for p in pins]
         indexed = [i for i in indexed if isinstance(i, int)]
         item_kinds = _types(items)
-        structured = "object" in item_kinds or isinstance(items.get("properties"), dict) or indexed
+        exact = isinstance(shape, ExactItems)
+        structured = "object" in item_kinds or isinstance(items.get("properties"), dict) or indexed \
+            or isinstance(shape, (ExactItems, AtLeastItems))  # a copied record's ids, item by item
         if shape is not None and not isinstance(shape, list):
             raise InvalidInput("value is not a list")
         if not structured:
@@ -217,9 +271,12 @@ class Layout:
             self.span(path, "array", self.budgets.array, ArrayText(grammar) if grammar else ArrayText(JsonText(0)))
             return
         slots = _item_count(schema, self.budgets.array_items, indexed)
-        required = _required_items(schema, indexed)
-        count = max(len(shape), slots) if isinstance(shape, list) else slots
-        optional = self.optional_items and required < count
+        required = max(_required_items(schema, indexed), len(shape) if isinstance(shape, AtLeastItems) else 0)
+        if exact:
+            count = max([len(shape), *[i + 1 for i in indexed]])
+        else:
+            count = max(len(shape), slots) if isinstance(shape, list) else slots
+        optional = self.optional_items and required < count and not exact
         self.text("[")
         for i in range(count):
             if optional and i >= required:
@@ -244,6 +301,10 @@ class Layout:
     def _options(self, texts: tuple[str, ...], path: list, kind: str, quoted: bool = False) -> None:
         longest = max(self.tokens_of(t) for t in texts) if texts else 1
         self.span(path, kind, longest, Options(texts), quoted=quoted)
+
+    def _held(self, shape: Any, budget: int) -> int:
+        """A span's length: its budget, widened to fit the value a Holds shape says it holds."""
+        return max(budget, min(self.tokens_of(shape.text), MAX_HELD)) if isinstance(shape, Holds) else budget
 
     def _number_budget(self, schema: dict, default: int) -> int:
         bounds = [abs(schema[k]) for k in ("minimum", "maximum") if isinstance(schema.get(k), (int, float))]
@@ -310,7 +371,7 @@ def _types(schema: dict) -> set[str]:
     return set()
 
 
-def _resolve(schema: Any, root: dict, depth: int = 0) -> dict:
+def resolve_schema(schema: Any, root: dict, depth: int = 0) -> dict:
     """Follow local `$ref`s and take the first non-null anyOf/oneOf/allOf branch."""
     if not isinstance(schema, dict) or depth > MAX_DEPTH:
         return {}
@@ -322,16 +383,34 @@ def _resolve(schema: Any, root: dict, depth: int = 0) -> dict:
             for raw in ref[2:].split("/"):
                 key = raw.replace("~1", "/").replace("~0", "~")
                 target = target.get(key) if isinstance(target, dict) else None
-        merged = {**(_resolve(target, root, depth + 1) if isinstance(target, dict) else {}),
+        merged = {**(resolve_schema(target, root, depth + 1) if isinstance(target, dict) else {}),
                   **{k: v for k, v in schema.items() if k != "$ref"}}
         return merged
     for key in ("anyOf", "oneOf", "allOf"):
         branches = [b for b in schema.get(key, []) if isinstance(b, dict)]
         if branches:
-            chosen = next((b for b in branches if _types(_resolve(b, root, depth + 1)) != {"null"}), branches[0])
+            chosen = next((b for b in branches if _types(resolve_schema(b, root, depth + 1)) != {"null"}), branches[0])
             own = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "allOf")}
-            return {**_resolve(chosen, root, depth + 1), **own}
+            return {**resolve_schema(chosen, root, depth + 1), **own}
     return schema
+
+
+def nullable(schema: Any, root: dict, depth: int = 0) -> bool:
+    """Whether `schema` admits null: a `null` type, or an anyOf/oneOf branch (or a `$ref`'s target) that does."""
+    if not isinstance(schema, dict) or depth > MAX_DEPTH:
+        return False
+    declared = schema.get("type")
+    if declared == "null" or (isinstance(declared, list) and "null" in declared):
+        return True
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for raw in ref[2:].split("/"):
+            target = target.get(raw.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
+        if nullable(target, root, depth + 1):
+            return True
+    return any(nullable(branch, root, depth + 1) for key in ("anyOf", "oneOf")
+               for branch in schema.get(key, []) if isinstance(branch, dict))
 
 
 def _additional(schema: dict) -> Any:

@@ -29,21 +29,27 @@ def needles_of(value: Any, strict: bool = False) -> set[str | int | float]:
 
 def named_record(state: Any, call: Call) -> dict[str, Any] | None:
     """The first object in `state` holding an id-like value the call sends (a record keyed by that id, with it)."""
+    found = named_record_at(state, call)
+    return found[1] if found is not None else None
+
+
+def named_record_at(state: Any, call: Call) -> tuple[tuple[str | int, ...], dict[str, Any]] | None:
+    """(its key path in `state`, the record) for named_record; a record keyed by the id gets it as `id`."""
     needles = {n for n in needles_of(call.arguments, strict=True) if isinstance(n, str)}
     if not needles:
         return None
-    stack = [state]
-    while stack:
-        node = stack.pop(0)
+    queue: list[tuple[tuple[str | int, ...], Any]] = [((), state)]
+    while queue:
+        path, node = queue.pop(0)
         if isinstance(node, dict):
             if any(isinstance(v, str) and v in needles for v in node.values()):
-                return node
+                return path, node
             for key, child in node.items():
                 if key in needles and isinstance(child, dict):
-                    return {"id": key, **child}
-                stack.append(child)
+                    return path + (key,), {"id": key, **child}
+                queue.append((path + (key,), child))
         elif isinstance(node, list):
-            stack.extend(node)
+            queue.extend((path + (index,), child) for index, child in enumerate(node))
     return None
 
 

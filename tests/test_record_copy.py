@@ -1,0 +1,134 @@
+"""Copying the record a call names, whole: a lookup on a world no one here trained on (tau2-bench's retail) answers
+with the record, items, maps and nulls included; a write keeps what it does not touch and leaves the rest to the
+model; the layout takes the record's shape (exact items and entries, nulls, the branch of a union, slots wide
+enough); a user's anchor still wins; the switch turns all of it off."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from wmstudio.locations import ASSETS_DIR
+from wmstudio.model.backends import load_backend
+from wmstudio.model.canvas import build_canvas
+from wmstudio.model.constraints import END
+from wmstudio.model.generation import generate
+from wmstudio.model.layout import NULL_SHAPE, ExactEntries, ExactItems, Holds
+from wmstudio.model.record_copy import named_record_of, record_shape, record_values
+from wmstudio.model.sampler import SamplerSettings
+from wmstudio.train.field_kinds import parse
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.simulators import get_simulator
+from wmstudio.world.spec import Call, load_world
+from wmstudio.world.steering.anchors import Anchor
+
+TAU = ASSETS_DIR / "benchmarks" / "tau2-retail"
+
+
+@pytest.fixture(scope="module")
+def tau():
+    world = load_world(TAU / "world.json")
+    cases = [json.loads(line) for line in (TAU / "cases.jsonl").read_text().splitlines() if line.strip()]
+    return world, cases
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return load_backend()
+
+
+def _case(cases, tool):
+    """The first case of `tool` that tau2's code answered with an object (its response parsed)."""
+    for case in cases:
+        truth = parse(case["response"]) if isinstance(case["response"], str) else case["response"]
+        if case["tool"] == tool and isinstance(truth, dict):
+            return {**case, "response": truth}
+    raise AssertionError(f"no {tool} case")
+
+
+def test_a_lookup_on_an_unseen_world_answers_with_the_whole_record(tau, backend):
+    world, cases = tau
+    case = _case(cases, "get_order_details")
+    call = Call(case["tool"], case["arguments"])
+    order = world.initial_state["orders"][case["arguments"]["order_id"]]
+    assert len(order["items"]) > 3  # more items than an array gets slots for by default
+    response = json.loads(generate(backend, world, call).samples[0].response)
+    assert response == case["response"]  # every item, every option entry, the nulls of an order never returned
+    alone = json.loads(generate(backend, world, call, settings=SamplerSettings(record_copy=False)).samples[0].response)
+    assert alone != case["response"]  # switched off, the heads see only the cut prompt
+
+
+def test_a_user_lookup_takes_each_payment_method_in_its_own_branch(tau, backend):
+    world, cases = tau
+    case = _case(cases, "get_user_details")
+    response = json.loads(generate(backend, world, Call(case["tool"], case["arguments"])).samples[0].response)
+    truth = case["response"]
+    assert response["email"] == truth["email"]  # longer than an email slot's budget: the slot is widened
+    assert response["payment_methods"] == truth["payment_methods"]  # gift cards keep `balance`, paypal its source
+
+
+def test_a_write_keeps_what_its_arguments_do_not_touch_and_leaves_the_rest_to_the_model(tau):
+    world, _ = tau
+    order_id = next(k for k, o in world.initial_state["orders"].items() if o["status"] == "pending")
+    call = Call("cancel_pending_order", {"order_id": order_id, "reason": "ordered by mistake"})
+    named = named_record_of(world, call)
+    assert not named.reads and named.touches("cancel_reason") and not named.touches("address")
+    schema = world.tool(call.name).response
+    values = record_values(named, schema)
+    order = world.initial_state["orders"][order_id]
+    assert values["address.city"] == order["address"]["city"]
+    assert values["items[0].name"] == order["items"][0]["name"]
+    assert "status" not in values and "cancel_reason" not in values  # what a write changes is the model's
+    assert values["user_id"] == order["user_id"]  # a write never changes whose record it is
+    shape = record_shape(named, schema)
+    assert shape["cancel_reason"] is None  # touched: laid out from the schema, not pinned null
+    assert shape["exchange_items"] is NULL_SHAPE  # untouched and absent: null
+
+
+def test_a_history_answer_naming_the_record_updates_it():
+    simulator = get_simulator("retail")
+    world = simulator.world()
+    order = next(o for o in world.initial_state["orders"] if o["status"] == "processing")
+    cancel = Call("cancel_order", {"order_id": order["id"]})
+    state, answer = simulator.step(world.initial_state, cancel)
+    named = named_record_of(world, Call("get_order", {"order_id": order["id"]}), [HistoryStep(cancel, answer)])
+    assert named.record["status"] == answer["order_status"] == "cancelled"
+    values = record_values(named, world.tool("get_order").response)
+    assert values["order_status"] == "cancelled" and "status" not in values  # `status` is the outcome here
+
+
+def test_a_demo_lookup_is_the_simulators_answer_and_an_anchor_still_wins(backend):
+    simulator = get_simulator("retail")
+    world = simulator.world()
+    order = world.initial_state["orders"][0]
+    call = Call("get_order", {"order_id": order["id"]})
+    _, truth = simulator.step(world.initial_state, call)
+    response = json.loads(generate(backend, world, call).samples[0].response)
+    assert {k: v for k, v in response.items() if k != "message"} == {k: v for k, v in truth.items() if k != "message"}
+    pinned = generate(backend, world, call, [Anchor("total_cents", 1)]).samples[0]
+    assert json.loads(pinned.response)["total_cents"] == 1
+
+
+def test_the_layout_takes_the_records_shape():
+    from wmstudio.model.tokenizer import train_tokenizer
+    from wmstudio.store.seeding import demo_worlds
+
+    tokenizer = train_tokenizer([w.dumps() for w in demo_worlds()], vocab_size=800)
+    schema = {"type": "object", "properties": {
+        "items": {"type": "array", "items": {"type": "string"}},
+        "options": {"type": "object", "additionalProperties": {"type": "string"}},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "email": {"type": "string", "format": "email"}}}
+    email = "someone.with.a.long.address@example.com"
+    shape = {"items": ExactItems([None, None]), "options": ExactEntries({"color": None, "size": None}),
+             "note": NULL_SHAPE, "email": Holds(email)}
+    canvas = build_canvas(tokenizer, schema, shape=shape)
+    text = canvas.decode(canvas.tokens)
+    assert '"note":null' in text and '"color":' in text and '"size":' in text
+    assert [s.path for s in canvas.spans if s.path.startswith("items")] == ["items[0]", "items[1]"]
+    assert not any(s.kind == END for s in canvas.spans)  # exact: no end spans to decide
+    filled = canvas.with_values({"email": email, "items[1]": "ID-2"})
+    assert email in filled.decode(filled.tokens) and "ID-2" in filled.decode(filled.tokens)
+    plain = build_canvas(tokenizer, schema)
+    assert next(s for s in plain.spans if s.path == "email").length < len(tokenizer(email)["input_ids"])

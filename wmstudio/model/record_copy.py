@@ -1,0 +1,331 @@
+"""Copying the record a call names, whole: its values offered to the copy head from the structured state, never cut
+by the prompt's budget, and its shape laid over the response schema (an array's items, a map's entries, a null).
+
+A lookup (`get_order_details("#W3130288")`) answers with a record. A small model reading a cut prompt neither sees
+all of that record nor knows how many items its arrays hold, so it writes three of five items and makes up the rest.
+The record is found the way the checks and baselines find it (world/records.named_record_at: the object of the
+initial state holding an id the call sends). Its leaves join the copy head's candidates with their full path, so
+`items[3].price` meets `orders.#W3130288.items.3.price`; the head still chooses each value and the outcome head the
+status. The shape applies where the response reads as the record (at least half of an object's fields are the
+record's keys), at the top or one object down: a read-only tool's arrays and maps get exactly the record's items and
+entries and its nulls stay null; a write's arrays get at least the record's slots.
+
+A read-only tool's answer is the record, so for a read that the outcome head does not refuse the record's values
+are written into their slots as one operation (`record_values`, as the outcome's values are), and the denoiser and
+the copy head fill only what the record lacks. A write is left to the heads: it changes what the call asks. The
+record is the initial state's, with the fields the newest earlier answer naming it shows (grounding `none` knows
+the state only from the history)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+from wmstudio.model.canvas import OUTCOME_KEY
+from wmstudio.model.copy_head import key_words
+from wmstudio.model.layout import (
+    NULL_SHAPE,
+    AtLeastItems,
+    Chosen,
+    ExactEntries,
+    ExactItems,
+    Holds,
+    nullable,
+    resolve_schema,
+)
+from wmstudio.world.checks.invention import read_only
+from wmstudio.world.heads.copy_sources import CopySource, shown_leaves
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.jsonpath import format_path
+from wmstudio.world.records import named_record_at, needles_of
+from wmstudio.world.spec import Call, WorldSpec
+
+MIN_SHARED = 0.5  # the share of an object's fields that must be the record's keys for it to read as the record
+OUTCOME_FIELDS = frozenset({OUTCOME_KEY, "error", "message"})
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class NamedRecord:
+    """The record a call names: where it sits in the state, the record, whether the tool only reads, and the
+    values the call sends."""
+
+    path: tuple[str | int, ...]
+    record: dict[str, Any]
+    reads: bool
+    needles: frozenset
+    changes: frozenset[str] = frozenset()  # a write's argument key words (`reason`): the fields it may change
+    arguments: dict[str, Any] = field(default_factory=dict)  # the call's scalar arguments, by key
+    aliases: dict[str, str] = field(default_factory=dict)  # response keys naming the record's fields (`order_id`)
+
+    def touches(self, key: str) -> bool:
+        """Whether a write may change a field named `key`: its key words meet the call's argument keys'."""
+        return not self.reads and bool(self.changes & set(key_words(key)))
+
+
+@dataclass(frozen=True)
+class RecordCopy:
+    """What copying gives generation: the canvas's shape, the values written before denoising ({path: value}) and
+    the copied records' values as copy candidates."""
+
+    shape: Any
+    values: dict[str, Any]
+    sources: list[CopySource]
+
+
+def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any) -> RecordCopy | None:
+    """The copy of the record `call` names; None when it names none."""
+    named = named_record_of(world, call, history)
+    if named is None:
+        return None
+    shape = record_shape(named, schema)
+    return RecordCopy(shape, record_values(named, schema) if shape is not None else {}, record_sources(named, shape))
+
+
+def _kind_aliases(path: tuple, record: dict[str, Any]) -> dict[str, str]:
+    """Response keys that name a record's own fields by its kind: `order_id` for `id`, `order_status` for `status`
+    when the record sits under `orders`."""
+    collection = next((p for p in reversed(path) if isinstance(p, str) and p != record.get("id")), "")
+    kind = collection[:-1] if collection.endswith("s") else collection
+    return {f"{kind}_{key}": key for key in record} if kind else {}
+
+
+def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> NamedRecord | None:
+    """The record `call` names in the world's initial state, as the newest earlier answer naming it shows its
+    fields; None when the call sends no id-like value or no record holds one."""
+    found = named_record_at(world.initial_state, call)
+    if found is None:
+        return None
+    path, record = found
+    needles = frozenset(needles_of(call.arguments))
+    newest = next((step.response_value() for step in reversed(history) if isinstance(step.response_value(), dict)
+                   and needles & {v for v in step.response_value().values() if isinstance(v, str)}), None)
+    aliases = _kind_aliases(path, record)
+    if newest is not None:
+        record = {**record, **{aliases.get(key, key): value for key, value in newest.items()
+                               if aliases.get(key, key) in record and not isinstance(value, (dict, list))
+                               and key not in OUTCOME_FIELDS}}
+    tool = next((t for t in world.tools if t.name == call.name), None)
+    reads = tool is not None and read_only(tool)
+    arguments = {key: value for key, value in (call.arguments if isinstance(call.arguments, dict) else {}).items()
+                 if isinstance(value, (str, int, float)) and not isinstance(value, bool)}
+    return NamedRecord(path, record, reads, needles, frozenset() if reads else _changes(call, record), arguments,
+                       aliases)
+
+
+def _changes(call: Call, record: dict[str, Any]) -> frozenset[str]:
+    """The key words of a write's arguments, but for those naming the record (`order_id` = the order's id) and
+    the generic `id`: `cancel(order_id, reason)` may change `cancel_reason`, not `address`."""
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    held = {v for v in record.values() if isinstance(v, str)}
+    words = {word for key, value in arguments.items() if not (isinstance(value, str) and value in held)
+             for word in key_words(key)}
+    return frozenset(words - {"id"})
+
+
+def record_shape(named: NamedRecord, schema: Any) -> Any:
+    """The shape of a response laid over `schema` from the record (build_canvas's `shape`), or None when no object
+    of the response reads as the record."""
+    root = _record_root(named, schema)
+    if root is None:
+        return None
+    key, child = root
+    if key is None:
+        return _project_record(schema, named, schema)
+    properties = resolve_schema(schema, schema).get("properties") or {}
+    return {name: _project_record(child, named, schema) if name == key else None for name in properties}
+
+
+def record_values(named: NamedRecord, schema: Any) -> dict[str, Any]:
+    """{path: value} of every scalar of the response that the record holds, for a read-only tool (its answer is
+    the record); for a write, its identifiers and those inside the record's objects and arrays that the call's
+    arguments do not touch (an order's `user_id`, items and address, not its status: what a write changes is the
+    model's). Outcome fields (a status
+    of ok/error, its code and message) are the outcome head's. {} when no object of the response reads as the
+    record."""
+    root = _record_root(named, schema)
+    if root is None:
+        return {}
+    key, child = root
+    return _record_scalars(child, named, schema, [] if key is None else [key],
+                           _outcome_status(resolve_schema(schema, schema)) and key is None)
+
+
+def _record_scalars(schema: Any, named: NamedRecord, root: dict, prefix: list, outcome: bool) -> dict[str, Any]:
+    """record_values for the object `schema` at `prefix` (`outcome`: its outcome fields are the outcome head's)."""
+    properties = resolve_schema(schema, root).get("properties") or {}
+    found: list[tuple[str, Any]] = []
+    for name, sub in properties.items():
+        value = _field(named.record, name, named.aliases)
+        if value is _MISSING or (outcome and name in OUTCOME_FIELDS):
+            continue
+        if named.reads or isinstance(value, (dict, list)) or _names_a_record(name):
+            found += _scalars(sub, value, root, prefix + [name], named)
+    return dict(found)
+
+
+def _names_a_record(key: str) -> bool:
+    """An identifier's key (`id`, `user_id`): a write never changes what its record is or belongs to."""
+    return key == "id" or key.endswith("_id")
+
+
+def _outcome_status(schema: dict) -> bool:
+    """Whether a response's `status` is an outcome (its options include ok or error), not a record's own field."""
+    status = (schema.get("properties") or {}).get(OUTCOME_KEY)
+    options = status.get("enum") if isinstance(status, dict) else None
+    return isinstance(options, list) and bool({"ok", "error"} & set(options))
+
+
+def record_sources(named: NamedRecord, shape: Any = None) -> list[CopySource]:
+    """The record's leaves as copy candidates (its path in the state before theirs, each marked as the call's
+    record), and the entry keys of the maps `shape` lays out entry by entry (`options` offers `color`)."""
+    leaves = [replace(source, call_record=True)
+              for source in shown_leaves(named.record, named.path, "state", 0, set(named.needles))]
+    keys = [CopySource(key, named.path + path, "state", 0, True) for path, key in _map_keys(named.record, shape, ())]
+    return list(dict.fromkeys(leaves + keys))
+
+
+def with_record(sources: list[CopySource], record: list[CopySource]) -> list[CopySource]:
+    """`sources` with the record's candidates the prompt did not show as the call's record (no source of the same
+    key and value marked so) right after the call's own values: a record the prompt shows whole leaves the copy
+    head's choice as it was."""
+    shown = {(s.key, s.value) for s in sources if s.call_record}
+    calls = [s for s in sources if s.source == "call"]
+    rest = [s for s in sources if s.source != "call"]
+    return calls + [s for s in record if (s.key, s.value) not in shown] + rest
+
+
+def _record_root(named: NamedRecord, schema: Any) -> tuple[str | None, Any] | None:
+    """(None, schema) when the response reads as the record, (key, its schema) when one object-valued field
+    does, else None."""
+    if not isinstance(schema, dict):
+        return None
+    top = resolve_schema(schema, schema)
+    if _reads_as_record(top, named, schema):
+        return None, schema
+    properties = top.get("properties") if isinstance(top.get("properties"), dict) else {}
+    return next(((key, child) for key, child in properties.items()
+                 if _reads_as_record(resolve_schema(child, schema), named, schema)), None)
+
+
+def _reads_as_record(schema: dict, named: NamedRecord, root: dict) -> bool:
+    """Whether an object `schema` is the record's: 2+ of its fields, and at least MIN_SHARED of those that are not
+    outcome fields or nullable fields the record lacks (an optional `cancel_reason` of an order never cancelled)."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return False
+    found = {key: _field(named.record, key, named.aliases) is not _MISSING
+             for key in properties if key not in OUTCOME_FIELDS}
+    counted = [key for key, there in found.items() if there or not nullable(properties[key], root)]
+    shared = sum(found.values())
+    return shared >= 2 and shared >= MIN_SHARED * len(counted)
+
+
+def _field(record: dict[str, Any], key: str, aliases: dict[str, str]) -> Any:
+    """The record's value for a response key (the same key, else the field an alias names), or _MISSING."""
+    found = key if key in record else aliases.get(key)
+    return record[found] if found is not None and found in record else _MISSING
+
+
+def _project_record(schema: Any, named: NamedRecord, root: dict) -> dict[str, Any]:
+    """The record's object laid over `schema` by its fields (a field the record lacks reads as null)."""
+    properties = resolve_schema(schema, root).get("properties") or {}
+    shaped = {}
+    for key, sub in properties.items():
+        value = _field(named.record, key, named.aliases)
+        shaped[key] = _project(sub, None if value is _MISSING else value, root, named, key)
+    return shaped
+
+
+def _project(schema: Any, value: Any, root: dict, named: NamedRecord, key: str) -> Any:
+    """`value` (at a field named `key`) as a shape for `schema`: objects by their schema's keys, maps by the
+    value's entries, arrays by its items, a leaf by the value it holds, a null as NULL_SHAPE where the schema admits
+    one. A field a write may change (NamedRecord.touches) keeps its items but may add more, and is no null."""
+    resolved = resolve_schema(schema, root)
+    kept = not named.touches(key)
+    if value is None:
+        return NULL_SHAPE if kept and nullable(schema, root) else None
+    kinds = resolved.get("type")
+    if isinstance(value, dict) and kinds in (None, "object"):
+        branch = _branch(schema, value, root)
+        properties = (branch or resolved).get("properties")
+        if isinstance(properties, dict) and properties:
+            shaped = {name: _project(properties[name], value.get(name), root, named, name) for name in properties}
+            return Chosen(shaped, branch) if branch is not None else shaped
+        entries = resolved.get("additionalProperties")
+        if isinstance(entries, dict):
+            shaped = {name: _project(entries, child, root, named, name) for name, child in value.items()}
+            return ExactEntries(shaped) if kept else _Entries(shaped)
+        return None
+    if isinstance(value, list) and kinds in (None, "array"):
+        items = resolved.get("items") if isinstance(resolved.get("items"), dict) else {}
+        shaped = [_project(items, child, root, named, key) for child in value]
+        return ExactItems(shaped) if kept else AtLeastItems(shaped)
+    if not kept and key in named.arguments:
+        value = named.arguments[key]
+    return Holds(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+
+def _scalars(schema: Any, value: Any, root: dict, path: list, named: NamedRecord) -> list[tuple[str, Any]]:
+    """(path, scalar) of `value` laid over `schema` as _project lays it out, but for leaves a write may change."""
+    resolved = resolve_schema(schema, root)
+    if isinstance(value, dict):
+        properties = (_branch(schema, value, root) or resolved).get("properties")
+        if isinstance(properties, dict) and properties:
+            return [found for key in properties if key in value
+                    for found in _scalars(properties[key], value[key], root, path + [key], named)]
+        entries = resolved.get("additionalProperties")
+        if isinstance(entries, dict):
+            return [found for key, child in value.items()
+                    for found in _scalars(entries, child, root, path + [key], named)]
+        return []
+    if isinstance(value, list):
+        items = resolved.get("items") if isinstance(resolved.get("items"), dict) else {}
+        return [found for index, child in enumerate(value)
+                for found in _scalars(items, child, root, path + [index], named)]
+    key = next((str(p) for p in reversed(path) if isinstance(p, str)), "")
+    if value is None or not path:
+        return []
+    if named.touches(key) and not any(isinstance(p, int) for p in path):
+        # a write sets a field to the argument of its name (`address1`), the rest is the model's; the items a
+        # record already lists (an order's earlier payments) stay as they are
+        return [(format_path(path), named.arguments[key])] if key in named.arguments else []
+    return [(format_path(path), value)]
+
+
+def _branch(schema: Any, value: dict[str, Any], root: dict, depth: int = 0) -> dict | None:
+    """The anyOf/oneOf object branch (resolved) that `value` takes: one whose `const` fields it matches, sharing
+    the most keys with it; None when `schema` is no union of objects."""
+    if not isinstance(schema, dict) or depth > 8:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for raw in ref[2:].split("/"):
+            target = target.get(raw.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
+        return _branch(target, value, root, depth + 1)
+    branches = [resolve_schema(b, root) for key in ("anyOf", "oneOf") for b in schema.get(key, []) if isinstance(b, dict)]
+    fitting = [b for b in branches if isinstance(b.get("properties"), dict) and all(
+        value.get(key) == prop["const"] for key, prop in b["properties"].items()
+        if isinstance(prop, dict) and "const" in prop)]
+    return max(fitting, key=lambda b: len(set(b["properties"]) & set(value)), default=None) if len(branches) > 1 \
+        else None
+
+
+class _Entries(dict):
+    """A write's map shape (its entries keyed as the record's), told apart from an object's."""
+
+
+def _map_keys(value: Any, shape: Any, path: tuple) -> list[tuple[tuple, str]]:
+    """(the map's path, an entry key) for each map of `value` that `shape` lays out entry by entry."""
+    found: list[tuple[tuple, str]] = []
+    if isinstance(shape, dict) and isinstance(value, dict):
+        if isinstance(shape, _Entries):
+            found += [(path, key) for key in value]
+        for key, child in shape.items():
+            if key in value:
+                found += _map_keys(value[key], child, path + (key,))
+    elif isinstance(shape, list) and isinstance(value, list):
+        for index, (child, item) in enumerate(zip(shape, value)):
+            found += _map_keys(item, child, path + (index,))
+    return found
