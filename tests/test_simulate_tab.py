@@ -17,6 +17,7 @@ from serving import free_port
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.model.generation import generate_stream
 from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.sampler_settings import SETTING_NAMES
 from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     create_rollout,
@@ -360,8 +361,11 @@ def request(world_id, tool, arguments="{}", pins=None, free="", steps=4, samples
     slots = [MASKED] * ANCHOR_SLOTS
     for path, value in (pins or {}).items():
         slots[fields.index(path)] = value
-    return [world_id, tool, arguments, free, steps, "low_confidence", 0.9, 0, temperature, 1.0, samples, 0,
-            free_mode, free_length, False, outcome_head, True, "none", True, *slots]
+    settings = {"steps": steps, "strategy": "low_confidence", "threshold": 0.9, "block": 0,
+                "temperature": temperature, "repetition_penalty": 1.0, "samples": samples, "seed": 0,
+                "free": free_mode, "free_length": free_length, "repair": False, "outcome_head": outcome_head,
+                "copy_head": True, "record_copy": True, "grounding": "none", "retrieval": True}
+    return [world_id, tool, arguments, free, *(settings[name] for name in SETTING_NAMES), *slots]
 
 
 def test_run_streams_frames_then_the_report_and_save_stores_the_step(client, ctx, worlds):

@@ -47,9 +47,10 @@ def test_ten_clients_generating_at_once_all_get_complete_results(studio_url):
     with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         results = list(pool.map(lambda job: _simulate(url, *job), jobs))
     assert len(results) == CLIENTS
-    for status, canvas, report, updates in results:
+    for (_, tool, _, _), (status, canvas, report, updates) in zip(jobs, results):
         assert "Done:" in status, status
         step, done, masked = CANVAS_STATE.search(canvas).groups()
         assert done == "1" and masked == "0"  # the whole response was drawn
         assert "JSON: valid" in report  # skeleton mode: parseable JSON, checked
-        assert updates >= 3  # streamed: the empty canvas, frames, the final state
+        # streamed: the empty canvas, frames, the final state (a lookup is written from the record it names at once)
+        assert updates >= (2 if tool == "get_order" else 3)
