@@ -82,14 +82,6 @@ def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], sc
     return RecordCopy(shape, record_values(named, schema) if shape is not None else {}, record_sources(named, shape))
 
 
-def _kind_aliases(path: tuple, record: dict[str, Any]) -> dict[str, str]:
-    """Response keys that name a record's own fields by its kind: `order_id` for `id`, `order_status` for `status`
-    when the record sits under `orders`."""
-    collection = next((p for p in reversed(path) if isinstance(p, str) and p != record.get("id")), "")
-    kind = collection[:-1] if collection.endswith("s") else collection
-    return {f"{kind}_{key}": key for key in record} if kind else {}
-
-
 def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> NamedRecord | None:
     """The record `call` names in the world's initial state, as the newest earlier answer naming it shows its
     fields; None when the call sends no id-like value or no record holds one."""
@@ -111,6 +103,14 @@ def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep]
                  if isinstance(value, (str, int, float)) and not isinstance(value, bool)}
     return NamedRecord(path, record, reads, needles, frozenset() if reads else _changes(call, record), arguments,
                        aliases)
+
+
+def _kind_aliases(path: tuple, record: dict[str, Any]) -> dict[str, str]:
+    """Response keys that name a record's own fields by its kind: `order_id` for `id`, `order_status` for `status`
+    when the record sits under `orders`."""
+    collection = next((p for p in reversed(path) if isinstance(p, str) and p != record.get("id")), "")
+    kind = collection[:-1] if collection.endswith("s") else collection
+    return {f"{kind}_{key}": key for key in record} if kind else {}
 
 
 def _changes(call: Call, record: dict[str, Any]) -> frozenset[str]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from wmstudio.locations import DEFAULT_MODEL
+from wmstudio.model.answer_cache import AnswerCache, CachedAnswer
 from wmstudio.model.backends import Backend, load_backend
 from wmstudio.model.generation import Generation, Sample, generate
 from wmstudio.model.remote_world_model import RemoteWorldModel
@@ -47,17 +48,19 @@ class Turn:
 
 
 class EpisodeWorld:
-    """Answers one episode's calls in `mode`; `answered_by` counts who answered (for the hybrid share)."""
+    """Answers one episode's calls in `mode`; `answered_by` counts who answered (for the hybrid share). A `cache`
+    shared between episodes answers a greedy world-model call it has seen (the same world, call, anchors, history
+    and settings) without generating it again."""
 
     def __init__(self, scenario: Scenario, mode: str, backend: Backend | RemoteWorldModel | None = None,
-                 settings: SamplerSettings = SamplerSettings()):
+                 settings: SamplerSettings = SamplerSettings(), cache: AnswerCache | None = None):
         if mode not in MODES:
             raise InvalidInput(Problem("env", f"{mode!r} is not an environment: use {', '.join(MODES)}"))
         if mode != SIMULATOR and backend is None:
             raise InvalidInput(Problem("env", f"the {mode} environment needs a world model"))
         if mode != WORLD_MODEL and not scenario.world.simulator:
             raise InvalidInput(Problem("env", f"world {scenario.world.name!r} has no simulator: use {WORLD_MODEL}"))
-        self.scenario, self.mode, self.backend, self.settings = scenario, mode, backend, settings
+        self.scenario, self.mode, self.backend, self.settings, self.cache = scenario, mode, backend, settings, cache
         self.simulator = get_simulator(scenario.world.simulator) if scenario.world.simulator else None
         self.state = scenario.world.initial_state
         self.history: list[HistoryStep] = []
@@ -79,12 +82,27 @@ class EpisodeWorld:
                     anchors = self.scenario.steering.get(call.name, [])
                     text = self.backend.answer(self.scenario.world, call, anchors, self.history).response
                 else:
-                    generation = model_generation(self.backend, self.scenario, call, self.history, self.settings)
-                    self.prompts.append(generation.prompt)
-                    text = generation.samples[0].response
+                    text = self._model_answer(call)
             except InvalidInput as err:  # an unknown tool, say: the world answers as an API would
                 text = json.dumps({"error": "INVALID_CALL", "message": str(err), "status": "error"})
         self.history.append(HistoryStep(call=call, response=text))
+        return text
+
+    def _model_answer(self, call: Call) -> str:
+        """The local world model's answer to `call` (from the cache when it holds it), its prompt kept."""
+        key = None
+        if self.cache is not None:
+            anchors = self.scenario.steering.get(call.name, [])
+            key = self.cache.key(self.backend.name, self.scenario.world, call, anchors, self.history, self.settings)
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.prompts.append(cached.prompt)
+                return cached.response
+        generation = model_generation(self.backend, self.scenario, call, self.history, self.settings)
+        self.prompts.append(generation.prompt)
+        text = generation.samples[0].response
+        if self.cache is not None:
+            self.cache.put(key, CachedAnswer(text, generation.prompt))
         return text
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from wmstudio.model.answer_cache import AnswerCache
 from wmstudio.model.backends import Backend
 from wmstudio.model.batching import ForwardBatcher
 from wmstudio.model.remote_world_model import RemoteWorldModel
@@ -82,13 +83,14 @@ class Rollout:
 
 def play_group(policy: TrainablePolicy, scenarios: list[Scenario], env: str,
                backend: Backend | RemoteWorldModel | None,
-               batcher: ForwardBatcher | None = None, temperature: float = 1.0, sample: bool = True) -> list[Rollout]:
+               batcher: ForwardBatcher | None = None, temperature: float = 1.0, sample: bool = True,
+               cache: AnswerCache | None = None) -> list[Rollout]:
     """Play one episode per scenario (repeats allowed: a GRPO group), the policy sampling its actions turn by turn
-    and each turn's calls answered together in `env`."""
+    and each turn's calls answered together in `env` (greedy world-model answers from `cache` when it has them)."""
     rollouts = []
     for scenario in scenarios:
         episode, prompt_ids = policy.begin(scenario)
-        rollouts.append(Rollout(scenario, EpisodeWorld(scenario, env, backend), episode, prompt_ids))
+        rollouts.append(Rollout(scenario, EpisodeWorld(scenario, env, backend, cache=cache), episode, prompt_ids))
     for _ in range(MAX_TURNS):
         active = [r for r in rollouts if not r.done]
         if not active:
@@ -208,6 +210,7 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
     before = _heldout_success(start, heldout)
     log(f"policy {settings.policy}: held-out success in the simulator {_success_text(before)}")
     batcher = world_model_batcher(backend, settings.env)
+    cache = AnswerCache() if settings.env != SIMULATOR else None  # the world model answers greedily: once a call
     counts = {"model": 0, "calls": 0}
 
     def rollout_func(prompts: list[str], trainer: Any) -> dict[str, Any]:
@@ -216,7 +219,7 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
         trainer.model.eval()
         try:
             rollouts = play_group(policy, [scenarios[p] for p in prompts], settings.env, backend, batcher,
-                                  settings.temperature)
+                                  settings.temperature, cache=cache)
         finally:
             trainer.model.train(was_training)
         for rollout in rollouts:
@@ -279,6 +282,8 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
                                      "start": settings.policy, "steps": trainer.state.global_step,
                                      "heldout_success_before": before, "heldout_success_after": after})
     log(f"held-out success in the simulator: {_success_text(before)} -> {_success_text(after)}")
+    if cache is not None:
+        log(f"world model: {cache.summary()}")
     share = counts["model"] / counts["calls"] if counts["calls"] else None
     return GrpoResult(str(folder), str(policy_folder), settings.env, trainer.state.global_step,
                       round(time.perf_counter() - started, 1), _rounded(before), _rounded(after), len(heldout),
