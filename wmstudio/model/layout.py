@@ -377,12 +377,7 @@ def resolve_schema(schema: Any, root: dict, depth: int = 0) -> dict:
         return {}
     ref = schema.get("$ref")
     if isinstance(ref, str):
-        target: Any = root if ref == "#" else None
-        if ref.startswith("#/"):
-            target = root
-            for raw in ref[2:].split("/"):
-                key = raw.replace("~1", "/").replace("~0", "~")
-                target = target.get(key) if isinstance(target, dict) else None
+        target = ref_target(ref, root)
         merged = {**(resolve_schema(target, root, depth + 1) if isinstance(target, dict) else {}),
                   **{k: v for k, v in schema.items() if k != "$ref"}}
         return merged
@@ -395,6 +390,18 @@ def resolve_schema(schema: Any, root: dict, depth: int = 0) -> dict:
     return schema
 
 
+def ref_target(ref: str, root: dict) -> Any:
+    """What a local `$ref` (`#`, `#/$defs/Order`) points at in `root`; None for any other reference."""
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    target: Any = root
+    for raw in ref[2:].split("/"):
+        target = target.get(raw.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
+    return target
+
+
 def nullable(schema: Any, root: dict, depth: int = 0) -> bool:
     """Whether `schema` admits null: a `null` type, or an anyOf/oneOf branch (or a `$ref`'s target) that does."""
     if not isinstance(schema, dict) or depth > MAX_DEPTH:
@@ -403,12 +410,8 @@ def nullable(schema: Any, root: dict, depth: int = 0) -> bool:
     if declared == "null" or (isinstance(declared, list) and "null" in declared):
         return True
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/"):
-        target: Any = root
-        for raw in ref[2:].split("/"):
-            target = target.get(raw.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
-        if nullable(target, root, depth + 1):
-            return True
+    if isinstance(ref, str) and nullable(ref_target(ref, root), root, depth + 1):
+        return True
     return any(nullable(branch, root, depth + 1) for key in ("anyOf", "oneOf")
                for branch in schema.get(key, []) if isinstance(branch, dict))
 

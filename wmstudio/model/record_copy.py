@@ -31,6 +31,7 @@ from wmstudio.model.layout import (
     ExactItems,
     Holds,
     nullable,
+    ref_target,
     resolve_schema,
 )
 from wmstudio.world.checks.invention import read_only
@@ -299,11 +300,8 @@ def _branch(schema: Any, value: dict[str, Any], root: dict, depth: int = 0) -> d
     if not isinstance(schema, dict) or depth > 8:
         return None
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/"):
-        target: Any = root
-        for raw in ref[2:].split("/"):
-            target = target.get(raw.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
-        return _branch(target, value, root, depth + 1)
+    if isinstance(ref, str):
+        return _branch(ref_target(ref, root), value, root, depth + 1)
     branches = [resolve_schema(b, root) for key in ("anyOf", "oneOf") for b in schema.get(key, []) if isinstance(b, dict)]
     fitting = [b for b in branches if isinstance(b.get("properties"), dict) and all(
         value.get(key) == prop["const"] for key, prop in b["properties"].items()
