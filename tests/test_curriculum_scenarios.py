@@ -154,8 +154,12 @@ def test_an_edited_success_condition_and_steering_are_what_training_gets_and_jud
     ({"steering": {"refund_order": ['status="done"']}}, "steering.refund_order[0]", "expected one of"),
     ({"steering": {"refund_order": ['status="ok"', 'status="error"']}}, "steering.refund_order[1]", "again"),
     ({"steering": ['refund_order: status="ok"']}, "steering", "must map tool names"),
+    ({"steering": {"refund_order#0": ['status="error"']}}, "steering.refund_order#0", "whole number 1-99"),
+    ({"steering": {"refund_order#first": ['status="error"']}}, "steering.refund_order#first", "refund_order#1"),
+    ({"steering": {"launch_rocket#1": ['status="ok"']}}, "steering.launch_rocket#1", "no tool 'launch_rocket'"),
 ], ids=["syntax", "empty", "unknown name", "not boolean", "empty task", "unknown tool", "value not JSON",
-        "not an anchor", "field not in schema", "value not allowed", "pinned twice", "not a mapping"])
+        "not an anchor", "field not in schema", "value not allowed", "pinned twice", "not a mapping",
+        "call number 0", "call number not a number", "unknown tool's call"])
 def test_a_bad_edit_is_refused_naming_the_field_and_nothing_changes(store, change, field, words):
     curriculum = seed_demo_scenarios(store)
     scenario = retail(curriculum_scenarios(store))

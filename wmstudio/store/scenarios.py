@@ -20,12 +20,13 @@ from wmstudio.world.rules.cel import cel_syntax_problem, evaluate_check
 from wmstudio.world.spec import Call, WorldSpec, parse_world
 from wmstudio.world.steering.anchors import EXAMPLE as ANCHOR_EXAMPLE
 from wmstudio.world.steering.anchors import anchor_problems, parse_anchor
+from wmstudio.world.steering.occurrence import parse_steering_key
 
 MAX_KEY_CHARS = 100
 MAX_TASK_CHARS = 4000
 SUCCESS_NAMES = ("state", "trajectory")  # what a success condition reads (world.rules.evaluate_check's `names`)
 SUCCESS_EXAMPLE = 'trajectory.calls.exists(c, c.name == "refund_order" && c.status == "ok")'
-STEERING_EXAMPLE = '{"refund_order": ["status=\\"error\\"", "error=\\"NOT_FOUND\\""]}'
+STEERING_EXAMPLE = '{"refund_order#1": ["status=\\"error\\"", "error=\\"RATE_LIMITED\\""]}'
 EMPTY_TRAJECTORY = {"calls": [], "final_answer": ""}
 
 
@@ -33,7 +34,7 @@ EMPTY_TRAJECTORY = {"calls": [], "final_answer": ""}
 class NewScenario:
     """A scenario to save: key (unique in its curriculum version), split, world, task, success condition (CEL over
     `state` and `trajectory`), the expert's target call and whether the world accepts it, and steering as anchor
-    text per tool (`{"refund_order": ['status="error"']}`)."""
+    text per tool or per call of a tool (`{"refund_order#1": ['status="error"']}`: its first call in an episode)."""
 
     key: str
     split: str
@@ -135,8 +136,10 @@ def success_problem(success: Any, world: WorldSpec, path: str = "success") -> Pr
 
 def checked_steering(steering: Any, world: WorldSpec, path: str = "steering") -> tuple[dict[str, list[str]],
                                                                                      list[Problem]]:
-    """The steering in canonical anchor text (`status="error"`) per tool, and its problems: a tool the world does
-    not have, an anchor that does not parse, a field the tool's response schema rules out, a field pinned twice."""
+    """The steering in canonical anchor text (`status="error"`) per tool (`refund_order`: every call of it) or per
+    call of a tool (`refund_order#2`: its second call in an episode), and its problems: a tool the world does not
+    have, a bad call number, an anchor that does not parse, a field the tool's response schema rules out, a field
+    pinned twice."""
     if not isinstance(steering, dict):
         return {}, [Problem(path, f"must map tool names to lists of anchors, e.g. {STEERING_EXAMPLE}")]
     tools = {tool.name: tool for tool in world.tools}
@@ -144,8 +147,13 @@ def checked_steering(steering: Any, world: WorldSpec, path: str = "steering") ->
     canonical, problems = {}, []
     for name, texts in steering.items():
         where = join_path(path, str(name))
-        if name not in tools:
-            problems.append(Problem(where, f"world {world.name!r} has no tool {name!r}: steer one of its tools "
+        try:
+            key = parse_steering_key(name, where)
+        except InvalidInput as err:
+            problems += err.problems
+            continue
+        if key.tool not in tools:
+            problems.append(Problem(where, f"world {world.name!r} has no tool {key.tool!r}: steer one of its tools "
                                            f"({known})"))
             continue
         if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
@@ -158,7 +166,7 @@ def checked_steering(steering: Any, world: WorldSpec, path: str = "steering") ->
             except InvalidInput as err:
                 problems += [Problem(f"{where}[{i}]", str(p)) for p in err.problems]
                 continue
-            schema = [Problem(f"{where}[{i}]", str(p)) for p in anchor_problems([anchor], tools[name].response)]
+            schema = [Problem(f"{where}[{i}]", str(p)) for p in anchor_problems([anchor], tools[key.tool].response)]
             if anchor.path in pinned:
                 schema.append(Problem(f"{where}[{i}]", f"pins `{anchor.path}` again (also [{pinned[anchor.path]}]): "
                                                        "keep one value per field"))
@@ -166,7 +174,7 @@ def checked_steering(steering: Any, world: WorldSpec, path: str = "steering") ->
             problems += schema
             anchors.append(str(anchor))
         if anchors:
-            canonical[name] = anchors
+            canonical[str(key)] = anchors
     return canonical, problems
 
 

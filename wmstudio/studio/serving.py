@@ -32,6 +32,7 @@ from wmstudio.train.scenarios import (  # noqa: F401 - re-exported: an episode's
 from wmstudio.world.json_types import json_or
 from wmstudio.world.spec import WorldSpec
 from wmstudio.world.steering.anchors import Anchor
+from wmstudio.world.steering.occurrence import SteeringKey, occurrence_of
 
 DEMO = "demo"  # the demo curriculum's name: its scenarios are made, not saved
 
@@ -57,14 +58,20 @@ def episode_scenarios(store: Store | None, name: str | None, split: str) -> tupl
 
 
 def scenario_of(scenario_id: str, world: WorldSpec, title: str, steps: list[dict[str, Any]]) -> Scenario:
-    """A saved rollout as a scenario: the world's task (and the rollout's title), the first anchors pinned per tool,
-    no success condition."""
+    """A saved rollout as a scenario: the world's task (and the rollout's title), each step's anchors pinned to that
+    call of its tool (`get_order#2`: the second get_order), no success condition."""
     steering: dict[str, list[Anchor]] = {}
+    earlier: list[str] = []
     for step in steps:
         made_by = json_or(step.get("made_by"), None) or {}
         call = json_or(step.get("call"), None) or {}
+        name = call.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        key = SteeringKey(name, occurrence_of(name, earlier))
+        earlier.append(name)
         anchors = [Anchor(a["path"], a["value"]) for a in made_by.get("anchors") or []]
-        if anchors and call.get("name") and call["name"] not in steering:
-            steering[call["name"]] = anchors
+        if anchors:
+            steering[str(key)] = anchors
     task = world.task if not title else f"{world.task}\n\nScenario: {title}"
     return Scenario(scenario_id, TRAIN, world, task, steering=steering)

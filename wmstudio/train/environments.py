@@ -1,13 +1,13 @@
 """Where an agent's calls are answered during an episode: the world model, the simulator, or both.
 
-`world-model`: the MDLM answers every call (under the scenario's steering: its anchors for that tool), with the
-episode's earlier steps as history. `simulator`: the world's simulator answers (ground truth). `hybrid`: the world
-model answers the calls whose outcome a task turns on (the state-changing tools the tasks ask for: a refund, a
-booking, a move) and the simulator everything it computes exactly (lookups, listings, logins), as the paper's RL
-loop answered most calls from a deterministic responder and the world model the rest. The simulator steps along in
-every mode, as the ground truth that scores the episode; the world model never reads it: its prompt holds the
-scenario's initial state and the episode's history as the agent saw it (grounding `none`, unless the settings ask
-for `oracle` by name)."""
+`world-model`: the MDLM answers every call (under the scenario's steering: the anchors for that call of that
+tool), with the episode's earlier steps as history. `simulator`: the world's simulator answers (ground truth).
+`hybrid`: the world model answers the calls whose outcome a task turns on (the state-changing tools the tasks ask
+for: a refund, a booking, a move) and the simulator everything it computes exactly (lookups, listings, logins), as
+the paper's RL loop answered most calls from a deterministic responder and the world model the rest. The simulator
+steps along in every mode, under the same steering and the world's directives, as the ground truth that scores the
+episode; the world model never reads it: its prompt holds the scenario's initial state and the episode's history
+as the agent saw it (grounding `none`, unless the settings ask for `oracle` by name)."""
 
 from __future__ import annotations
 
@@ -27,10 +27,12 @@ from wmstudio.train.scenarios import TASKS, Scenario, Step, Trajectory
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.anchors import Anchor
+from wmstudio.world.steering.occurrence import anchors_for, occurrence_of, steered_step
 
 WORLD_MODEL, SIMULATOR, HYBRID = "world-model", "simulator", "hybrid"
 MODES = (WORLD_MODEL, SIMULATOR, HYBRID)
-MAX_TURNS = 6
+MAX_TURNS = 6  # a login, the task's call, a retry or two (after an error, a partial page), the answer
 
 Action = Call | str  # a tool call, or the agent's final answer
 Policy = Callable[[Scenario, Trajectory], Action]
@@ -70,8 +72,9 @@ class EpisodeWorld:
     def answer(self, call: Call) -> str:
         """The response to `call` as the agent sees it (JSON text)."""
         truth = None
+        anchors = episode_anchors(self.scenario, call, self.history)
         if self.simulator is not None:
-            self.state, truth = self.simulator.step(self.state, call)
+            self.state, truth = steered_step(self.simulator, self.state, call, anchors, self.scenario.world.directives)
         if self.mode == SIMULATOR or (self.mode == HYBRID and call.name not in TASKS):
             self.answered_by[SIMULATOR] += 1
             text = json.dumps(truth, ensure_ascii=False, separators=(",", ":"))
@@ -79,20 +82,19 @@ class EpisodeWorld:
             self.answered_by[WORLD_MODEL] += 1
             try:
                 if isinstance(self.backend, RemoteWorldModel):  # a shared server answers (serve-wm)
-                    anchors = self.scenario.steering.get(call.name, [])
                     text = self.backend.answer(self.scenario.world, call, anchors, self.history).response
                 else:
-                    text = self._model_answer(call)
+                    text = self._model_answer(call, anchors)
             except InvalidInput as err:  # an unknown tool, say: the world answers as an API would
                 text = json.dumps({"error": "INVALID_CALL", "message": str(err), "status": "error"})
         self.history.append(HistoryStep(call=call, response=text))
         return text
 
-    def _model_answer(self, call: Call) -> str:
-        """The local world model's answer to `call` (from the cache when it holds it), its prompt kept."""
+    def _model_answer(self, call: Call, anchors: list[Anchor]) -> str:
+        """The local world model's answer to `call` under `anchors` (from the cache when it holds it), its prompt
+        kept."""
         key = None
         if self.cache is not None:
-            anchors = self.scenario.steering.get(call.name, [])
             key = self.cache.key(self.backend.name, self.scenario.world, call, anchors, self.history, self.settings)
             cached = self.cache.get(key)
             if cached is not None:
@@ -116,13 +118,17 @@ def world_model_for(env: str, model: str | None = None, url: str | None = None) 
     return load_backend(model or DEFAULT_MODEL)
 
 
+def episode_anchors(scenario: Scenario, call: Call, history: list[HistoryStep]) -> list[Anchor]:
+    """The scenario's anchors for `call`, counted among the earlier calls of its tool in the episode (`history`)."""
+    return anchors_for(scenario.steering, call.name, occurrence_of(call.name, (step.call.name for step in history)))
+
+
 def model_generation(backend: Backend, scenario: Scenario, call: Call, history: list[HistoryStep],
                      settings: SamplerSettings = SamplerSettings()) -> Generation:
-    """The world model's answer to an episode's call, checked, under the scenario's anchors for that tool, with
-    the prompt it read (InvalidInput for a call it cannot lay out, such as an unknown tool). `history` is the
-    episode as the agent saw it; with grounding `none` (the default) nothing of the simulator reaches the prompt."""
-    anchors = scenario.steering.get(call.name, [])
-    return generate(backend, scenario.world, call, anchors, history, settings)
+    """The world model's answer to an episode's call, checked, under the scenario's anchors for that call of that
+    tool, with the prompt it read (InvalidInput for a call it cannot lay out, such as an unknown tool). `history` is
+    the episode as the agent saw it; with grounding `none` (the default) nothing of the simulator reaches the prompt."""
+    return generate(backend, scenario.world, call, episode_anchors(scenario, call, history), history, settings)
 
 
 def model_answer(backend: Backend, scenario: Scenario, call: Call, history: list[HistoryStep],

@@ -30,7 +30,7 @@ from wmstudio.problems import InvalidInput
 from wmstudio.train.agent_config import GrpoSettings
 from wmstudio.train.agent_policy import AgentPolicy, load_policy
 from wmstudio.train.chat_policy import ChatPolicy
-from wmstudio.train.environments import SIMULATOR, EpisodeWorld
+from wmstudio.train.environments import MAX_TURNS, SIMULATOR, EpisodeWorld
 from wmstudio.train.off_policy import evaluate_policy
 from wmstudio.train.run_files import complete_checkpoints
 from wmstudio.train.scenarios import (
@@ -49,7 +49,6 @@ from wmstudio.train.scenarios import (
 )
 from wmstudio.world.spec import Call
 
-MAX_TURNS = 4  # login, the task's call, a retry, the answer
 MAX_COMPLETION_TOKENS = 320  # actions plus the tools' answers (the longest demo episode takes about 110)
 FORMAT_WEIGHT = 0.1
 INVALID_ACTION = json.dumps({"error": "INVALID_ACTION", "message": "the action did not parse", "status": "error"})

@@ -1,5 +1,6 @@
 """The Train tab's Scenarios panel: the selected curriculum's scenarios (key, split, world, task, success), and a
-form to edit one's task, success condition (CEL) and steering (one anchor per line, `tool: path=value`).
+form to edit one's task, success condition (CEL) and steering (one anchor per line, `tool: path=value` for every
+call of the tool, `tool#n: path=value` for its n-th call in an episode).
 
 Saving checks everything first (store.update_scenario): bad input is named and nothing is changed."""
 
@@ -29,8 +30,8 @@ from wmstudio.studio.curricula import (
 from wmstudio.ui.messages import failure_markdown
 
 SCENARIO_COLUMNS = ["key", "split", "world", "task", "success"]
-STEERING_EXAMPLE = 'refund_order: status="error"\nrefund_order: error="NOT_FOUND"'
-STEERING_LINE = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*:\s*(.+?)\s*$")  # tool: path=value
+STEERING_EXAMPLE = 'refund_order#1: status="error"\nrefund_order#1: error="RATE_LIMITED"'
+STEERING_LINE = re.compile(r"^\s*([A-Za-z0-9_.\-]+(?:#[0-9]+)?)\s*:\s*(.+?)\s*$")  # tool[#n]: path=value
 SHOWN_CHARS = 240
 KEPT = "the saved scenario is unchanged"
 
@@ -168,7 +169,8 @@ def build_scenarios_panel(store: Store, curriculum: gr.Dropdown, studio: gr.Bloc
                           placeholder="What the user asks the agent for, e.g. Refund order ORD-1.")
         success = gr.Textbox(label="Success condition (CEL over state and trajectory)", lines=3, max_lines=10,
                              placeholder=SUCCESS_EXAMPLE, elem_id="train-scenario-success")
-        steering = gr.Textbox(label="Steering: the anchors the world model keeps, one per line as tool: path=value",
+        steering = gr.Textbox(label="Steering: the anchors the world model and the simulator keep, one per line as "
+                              "tool: path=value (every call) or tool#n: path=value (the tool's n-th call)",
                               lines=3, max_lines=12, placeholder=STEERING_EXAMPLE, elem_id="train-scenario-steering")
         save = gr.Button("Save scenario", variant="primary", elem_id="train-scenario-save")
         message = gr.Markdown(elem_id="train-scenario-message")
