@@ -312,9 +312,9 @@ def test_the_scenarios_panel_lists_edits_and_names_the_bad_field(store, tmp_path
            'refund_order: status="error"\nrefund_order: error="ORDER_NOT_FOUND"'
     assert read_steering(steering_text({"a": ["x=1", "y=2"], "b": ["z=3"]})) == {"a": ["x=1", "y=2"], "b": ["z=3"]}
 
-    assert [name for _, name in trainable_curricula(store)] == ["demo"]
+    assert [name for _, name in trainable_curricula(store)] == ["demo", "adversarial"]  # the built-in ones
     retail_curriculum(store)
-    assert trainable_curricula(store)[1:] == [("retail v1 · 3 scenarios", "retail")]
+    assert trainable_curricula(store)[2:] == [("retail v1 · 3 scenarios", "retail")]
 
 
 def test_a_curriculum_saved_from_rollouts_is_offered_and_says_what_it_needs_to_train(store):

@@ -97,10 +97,11 @@ def runs_resume(
 
 @commands.command("evaluate")
 def evaluate_cmd(
-    policy: str = typer.Option(..., "--policy", help="A scripted policy (expert, noisy or random) or a trained "
-                                                     "policy's folder (train-agent, train-grpo)."),
-    curriculum: str = typer.Option("demo", "--curriculum", help="The scenarios: demo (the five simulated worlds) "
-                                                                 "or a saved curriculum with scenarios."),
+    policy: str = typer.Option(..., "--policy", help="A scripted policy (expert, recovering, noisy or random) or a "
+                                                     "trained policy's folder (train-agent, train-grpo)."),
+    curriculum: str = typer.Option("demo", "--curriculum", help="The scenarios: demo (the five simulated worlds), "
+                                                                 "adversarial (recovering from a failed first try) or "
+                                                                 "a saved curriculum with scenarios."),
     split: str = typer.Option("heldout", "--split", help="train or heldout."),
     env: str = typer.Option("world-model", "--env", help="Where the estimate's calls are answered: world-model, "
                                                          "simulator or hybrid."),
@@ -140,4 +141,7 @@ def evaluate_cmd(
     if not as_json:
         typer.echo(f"{policy} on {curriculum}/{split} in {env}: {data['estimate']:.1%} "
                    f"[{data['ci95'][0]:.1%}, {data['ci95'][1]:.1%}], ground truth {data['ground_truth']:.1%}", err=True)
+        for family, figures in data.get("per_family", {}).items():
+            typer.echo(f"  {family}: {figures['estimate']:.1%} of {figures['episodes']}, ground truth "
+                       f"{figures['ground_truth']:.1%}", err=True)
     emit(data)

@@ -74,7 +74,8 @@ class GrpoSettings:
     newest checkpoint."""
 
     curriculum: str = setting("demo", "The curriculum whose training scenarios the policy plays: demo (the five "
-                                      "simulated worlds) or a saved curriculum with scenarios.")
+                                      "simulated worlds), adversarial (recovering from a failed first try) or a "
+                                      "saved curriculum with scenarios.")
     env: str = setting("world-model", "Who answers the policy's calls: world-model, simulator or hybrid.")
     policy: str = setting(DEFAULT_POLICY, "The policy to start from: a `train-agent` folder, or a chat model by "
                                           "hub id or folder (e.g. Qwen/Qwen3-0.6B, on a GPU).")

@@ -1,7 +1,9 @@
 """Scripted agent policies, the yardsticks of off-policy evaluation before a trained policy exists.
 
 `expert` logs in where the task needs a session (using the token the world answered with), makes the task's call
-and answers from the world's reply (done, or could not); `noisy` is the expert with, on a seeded share of scenarios, one argument swapped for another value
+and answers from the world's reply (done, or could not); `recovering` is the expert that retries after a transient
+error or a partial answer and signs in again after an expired session (the adversarial curriculum's yardstick);
+`noisy` is the expert with, on a seeded share of scenarios, one argument swapped for another value
 the state holds (a wrong id: the mistake that matters); `random` makes the simulators' scripted-agent calls (a
 plausible call, sometimes a malformed one) and stops. Each is a function `(scenario, trajectory) -> call or answer`."""
 
@@ -23,6 +25,9 @@ if TYPE_CHECKING:  # type aliases only: the environments module loads the model 
     from wmstudio.train.environments import Action, Policy
 
 DONE = "Done: {task}"
+RETRIED = ("RATE_LIMITED",)  # errors a retry of the same call can get past
+SIGN_IN_AGAIN = ("TOKEN_EXPIRED", "INVALID_TOKEN", "UNAUTHENTICATED")  # errors a new session gets past
+MAX_TRIES = 3  # of the task's call, by the recovering expert
 
 
 def expert(scenario: Scenario, trajectory: Trajectory) -> Action:
@@ -32,6 +37,22 @@ def expert(scenario: Scenario, trajectory: Trajectory) -> Action:
         return Call("login", dict(scenario.world.initial_state["login"]))
     if scenario.target is not None and scenario.target.name not in names:
         return _with_session(scenario.target, trajectory)
+    return answer(scenario, trajectory)
+
+
+def recovering(scenario: Scenario, trajectory: Trajectory) -> Action:
+    """The expert that recovers: after RATE_LIMITED or a `partial` answer it makes the task's call again, after an
+    expired session it logs in again and then retries (the task's call three times at most); else as `expert`."""
+    names = [step.call.name for step in trajectory.steps]
+    if scenario.target is None or scenario.target.name not in names:
+        return expert(scenario, trajectory)
+    last = json_or(trajectory.steps[-1].response, None)
+    if names.count(scenario.target.name) < MAX_TRIES and isinstance(last, dict):
+        if names[-1] == scenario.target.name and last.get("error") in SIGN_IN_AGAIN and scenario.needs_login:
+            return Call("login", dict(scenario.world.initial_state["login"]))
+        if (names[-1] == "login" and last.get("status") == "ok") or last.get("status") == "partial" \
+                or last.get("error") in RETRIED:
+            return _with_session(scenario.target, trajectory)
     return answer(scenario, trajectory)
 
 
@@ -69,7 +90,8 @@ def random_agent(seed: int = 0, calls: int = 2) -> Policy:
     return act
 
 
-POLICIES: dict[str, Callable[[int], Policy]] = {"expert": lambda seed: expert, "noisy": lambda seed: noisy(seed=seed),
+POLICIES: dict[str, Callable[[int], Policy]] = {"expert": lambda seed: expert, "recovering": lambda seed: recovering,
+                                                "noisy": lambda seed: noisy(seed=seed),
                                                 "random": lambda seed: random_agent(seed=seed)}
 
 

@@ -14,6 +14,7 @@ import gradio as gr
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.studio.curricula import (
+    BUILT_IN,
     DEMO_CURRICULUM,
     SUCCESS_EXAMPLE,
     CurriculumScenario,
@@ -40,13 +41,14 @@ KEPT = "the saved scenario is unchanged"
 
 
 def trainable_curricula(store: Store) -> list[tuple[str, str]]:
-    """Every curriculum the Train tab offers, as (label, name): `demo`, then each saved curriculum at its latest
-    version (what a run trains on), saying how many scenarios it holds, or that it holds none yet."""
+    """Every curriculum the Train tab offers, as (label, name): the built-in ones (`demo`, `adversarial`), then each
+    saved curriculum at its latest version (what a run trains on), saying how many scenarios it holds, or that it
+    holds none yet."""
     latest = {}
     for summary in list_curricula(store):  # newest version of each name first
         latest.setdefault(summary.curriculum.name, summary)
-    choices = [(f"{DEMO_CURRICULUM} · the five simulated worlds' scenarios", DEMO_CURRICULUM)]
-    for name in sorted(set(latest) - {DEMO_CURRICULUM}):
+    choices = [(f"{name} · {built_in.label}", name) for name, built_in in BUILT_IN.items()]
+    for name in sorted(set(latest) - set(BUILT_IN)):
         summary = latest[name]
         holds = (f"{summary.scenario_count} scenarios" if summary.scenario_count else
                  f"{summary.rollout_count} rollouts, no scenarios yet")
@@ -56,9 +58,9 @@ def trainable_curricula(store: Store) -> list[tuple[str, str]]:
 
 def missing_scenarios(store: Store, curriculum_name: Any) -> str:
     """What a curriculum needs before GRPO can train on it, in words; empty when its latest version has scenarios
-    (or it is `demo`, which is given its own). InvalidInput for a name that is not saved."""
+    (or it is built in, and given its own). InvalidInput for a name that is not saved."""
     name = str(curriculum_name or DEMO_CURRICULUM).strip()
-    if name == DEMO_CURRICULUM:
+    if name in BUILT_IN:
         return ""
     curriculum = get_curriculum(store, name)
     if count_scenarios(store, curriculum.id):
@@ -73,8 +75,8 @@ def missing_scenarios(store: Store, curriculum_name: Any) -> str:
 
 
 def scenarios_of(store: Store, curriculum_name: Any) -> tuple[str, list[CurriculumScenario]]:
-    """The latest version of the curriculum (`demo` made and given its scenarios when missing): its label and
-    scenarios."""
+    """The latest version of the curriculum (a built-in one made and given its scenarios when missing): its label
+    and scenarios."""
     name = str(curriculum_name or DEMO_CURRICULUM).strip()
     curriculum = curriculum_row(store, name)
     return f"{curriculum.name} v{curriculum.version}", list_scenarios(store, curriculum.id)

@@ -1,0 +1,81 @@
+"""The adversarial curriculum: tasks whose first try fails on purpose, each family held out as it says, judged by the
+same steering in the simulator and the world model: an agent that does not recover fails every steered task and a
+recovering one succeeds, and the world model's off-policy estimate agrees with the truth."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from typer.testing import CliRunner
+
+from wmstudio.cli import app
+from wmstudio.model.backends import load_backend
+from wmstudio.store import open_store
+from wmstudio.train.adversarial import ADVERSARIAL_CURRICULUM, CONTROL, FAMILIES, adversarial_scenarios, scenario_family
+from wmstudio.train.curriculum_scenarios import curriculum_scenarios
+from wmstudio.train.environments import SIMULATOR, WORLD_MODEL, run_episode
+from wmstudio.train.off_policy import evaluate_policy, report
+from wmstudio.train.scenarios import HELDOUT, TRAIN, batch_problems, demo_scenarios, split_of, succeeded
+from wmstudio.train.scripted_policies import expert, recovering
+from wmstudio.ui.scenarios_panel import trainable_curricula
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+SCENARIOS = adversarial_scenarios()
+
+
+def test_every_family_has_training_and_held_out_scenarios_and_transient_errors_are_held_out_by_world():
+    counts = Counter((scenario_family(s), s.split) for s in SCENARIOS)
+    assert all(counts[(family, split)] >= 6 for family in FAMILIES for split in (TRAIN, HELDOUT))
+    worlds = {split: {s.world.name for s in SCENARIOS if scenario_family(s) == "transient" and s.split == split}
+              for split in (TRAIN, HELDOUT)}
+    assert worlds[TRAIN] and worlds[HELDOUT] and not worlds[TRAIN] & worlds[HELDOUT]
+    demo_states = {json.dumps(s.world.initial_state, sort_keys=True) for s in demo_scenarios()}
+    assert not demo_states & {json.dumps(s.world.initial_state, sort_keys=True) for s in SCENARIOS}
+    assert all(bool(s.steering) == (scenario_family(s) != CONTROL) for s in SCENARIOS)
+    assert not batch_problems(SCENARIOS, 4)
+
+
+def test_only_an_agent_that_recovers_succeeds_where_the_first_try_fails():
+    for scenario in split_of(SCENARIOS, HELDOUT):
+        tried, _ = run_episode(expert, scenario, SIMULATOR)
+        recovered, _ = run_episode(recovering, scenario, SIMULATOR)
+        first = json.loads(tried.steps[-1].response)
+        steered = scenario_family(scenario) != CONTROL
+        assert first["status"] == ("ok" if not steered else "partial" if scenario_family(scenario) == "partial"
+                                   else "error"), scenario.id
+        assert succeeded(scenario, tried) == (not steered), scenario.id
+        assert succeeded(scenario, recovered), scenario.id
+
+
+def test_the_world_models_estimates_agree_with_the_simulator_family_by_family():
+    chosen = [next(s for s in split_of(SCENARIOS, HELDOUT) if scenario_family(s) == family and s.world.name == world)
+              for family, world in (("transient", "payments"), ("transient", "records"), ("expired", "payments"),
+                                    ("partial", "records"), (CONTROL, "retail"))]
+    backend = load_backend()
+    for policy, expected in ((expert, {"transient": 0.0, "expired": 0.0, "partial": 0.0, CONTROL: 1.0}),
+                             (recovering, dict.fromkeys(FAMILIES, 1.0))):
+        data = report("policy", ADVERSARIAL_CURRICULUM, HELDOUT, evaluate_policy(policy, chosen, backend, WORLD_MODEL))
+        assert {family: figures["estimate"] for family, figures in data["per_family"].items()} == expected
+        assert {family: figures["ground_truth"] for family, figures in data["per_family"].items()} == expected
+
+
+def test_the_curriculum_is_built_in_saved_once_with_its_steering_per_call_and_offered_in_the_train_tab(tmp_path,
+                                                                                                      monkeypatch):
+    monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
+    store = open_store(tmp_path / "studio.db")
+    assert (f"{ADVERSARIAL_CURRICULUM} · recover from a failed first try, beside controls",
+            ADVERSARIAL_CURRICULUM) in trainable_curricula(store)
+    saved = curriculum_scenarios(store, ADVERSARIAL_CURRICULUM)
+    assert [(s.id, s.steering, s.success, s.target) for s in saved] == \
+           [(s.id, s.steering, s.success, s.target) for s in SCENARIOS]
+    transient = next(s for s in saved if scenario_family(s) == "transient")
+    assert list(transient.steering) == [f"{transient.target.name}#1"]
+
+    result = CliRunner().invoke(app, ["evaluate", "--policy", "recovering", "--curriculum", ADVERSARIAL_CURRICULUM,
+                                      "--env", "simulator", "--db", str(tmp_path / "studio.db"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["ground_truth"] == 1.0 and set(data["per_family"]) == set(FAMILIES)
+    assert data["episodes"] == len(split_of(SCENARIOS, HELDOUT))
