@@ -12,11 +12,15 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.model.backends import load_backend
+from wmstudio.problems import InvalidInput
 from wmstudio.store import open_store
 from wmstudio.train.adversarial import ADVERSARIAL_CURRICULUM, CONTROL, FAMILIES, adversarial_scenarios, scenario_family
+from wmstudio.train.agent_config import GrpoSettings
 from wmstudio.train.curriculum_scenarios import curriculum_scenarios
 from wmstudio.train.environments import SIMULATOR, WORLD_MODEL, run_episode
+from wmstudio.train.grpo import train_grpo
 from wmstudio.train.off_policy import evaluate_policy, report
+from wmstudio.train.reachability import Reach
 from wmstudio.train.scenarios import HELDOUT, TRAIN, batch_problems, demo_scenarios, split_of, succeeded
 from wmstudio.train.scripted_policies import expert, recovering
 from wmstudio.ui.scenarios_panel import trainable_curricula
@@ -79,3 +83,27 @@ def test_the_curriculum_is_built_in_saved_once_with_its_steering_per_call_and_of
     data = json.loads(result.stdout)
     assert data["ground_truth"] == 1.0 and set(data["per_family"]) == set(FAMILIES)
     assert data["episodes"] == len(split_of(SCENARIOS, HELDOUT))
+
+
+def test_a_run_the_policy_cannot_learn_from_is_refused_before_it_trains_naming_each_family(tmp_path):
+    settings = GrpoSettings(env=SIMULATOR, curriculum=ADVERSARIAL_CURRICULUM, max_steps=1)  # the shipped SFT policy
+    said: list[str] = []
+    with pytest.raises(InvalidInput) as err:
+        train_grpo(settings, tmp_path / "run", None, log=said.append, curriculum=SCENARIOS)
+    assert [p.path for p in err.value.problems] == ["min_reachable"]
+    message = str(err.value)
+    assert all(f"{family} 0 of 6 groups" in message for family in ("expired", "partial", "transient"))
+    assert "control" not in message and "--min-reachable 0" in message
+    assert any(line.startswith("reach at temperature 1") and "control 6/6" in line for line in said)
+    assert not (tmp_path / "run" / "policy").exists()  # nothing trained, nothing saved
+
+
+def test_the_reach_of_a_family_counts_groups_with_a_success():
+    reach = Reach(temperature=1.0, generations=4)
+    for family, successes in (("transient", 0), ("transient", 1), ("control", 4), ("", 2)):
+        reach.add(family, successes)
+    assert reach.share("transient") == 0.5 and reach.mixed["transient"] == 1 and reach.mixed["control"] == 0
+    assert reach.to_json()["families"]["all"] == {"groups": 1, "reached": 1, "differing": 1}
+    assert not reach.problems(0.5) and not reach.problems(0.0)
+    assert [p.path for p in reach.problems(0.6)] == ["min_reachable"]
+    assert "transient 1 of 2 groups" in str(reach.problems(0.6)[0])

@@ -121,6 +121,13 @@ def test_an_sft_policy_copies_the_tasks_ids_and_the_session_token_on_held_out_sc
 
 
 @pytest.mark.slow
+def test_an_sft_policy_reads_every_worlds_outcomes_as_words_of_its_own(sft_policy):
+    vocab = load_policy(sft_policy).tokenizer.get_vocab()
+    for word in ("RATE_LIMITED", "TOKEN_EXPIRED", "partial", "INVALID_TOKEN", "ENOENT", "REFUND_WINDOW_EXPIRED"):
+        assert word in vocab, word  # outcomes its expert episodes never showed, read as themselves, not as unknown
+
+
+@pytest.mark.slow
 def test_train_grpo_records_metrics_checkpoints_a_policy_and_resumes(sft_policy, tmp_path, monkeypatch):
     monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
     db = tmp_path / "studio.db"

@@ -111,7 +111,8 @@ def test_rollouts_of_a_chat_policy_carry_the_log_probabilities_trl_will_score(ch
 @pytest.mark.parametrize("lora_rank", [0, 4])
 def test_train_grpo_trains_a_chat_policy_and_saves_one_that_loads_back(chat_model_folder, tmp_path, lora_rank):
     settings = GrpoSettings(policy=str(chat_model_folder), env=SIMULATOR, max_steps=2, generations=2,
-                            scenarios_per_step=2, save_every=2, lora_rank=lora_rank, learning_rate=1e-3)
+                            scenarios_per_step=2, save_every=2, lora_rank=lora_rank, learning_rate=1e-3,
+                            min_reachable=0)  # an untrained model succeeds nowhere: the plumbing is under test
     result = train_grpo(settings, tmp_path / "run", None, log=lambda _: None, curriculum=SCENARIOS)
     assert result.steps == 2 and result.heldout_episodes == len(split_of(SCENARIOS, HELDOUT))
     saved = json.loads((Path(result.policy_folder) / "policy.json").read_text())
@@ -131,7 +132,7 @@ def test_a_run_says_no_simulator_where_none_can_judge_and_refuses_a_batch_it_can
                 for s in split_of(SCENARIOS, HELDOUT)[:2]]
     said: list[str] = []
     settings = GrpoSettings(policy=str(chat_model_folder), env=SIMULATOR, max_steps=1, generations=2,
-                            scenarios_per_step=2, save_every=1)
+                            scenarios_per_step=2, save_every=1, min_reachable=0)  # untrained: succeeds nowhere
     result = train_grpo(settings, tmp_path / "run", None, log=said.append, curriculum=train + unjudged)
     assert result.steps == 1 and result.heldout_before is None and result.heldout_after is None
     assert result.heldout_episodes == 0 and any("unmeasured (no simulator" in line for line in said)

@@ -92,6 +92,10 @@ class GrpoSettings:
     learning_rate: float = setting(1e-4, "Learning rate (AdamW).")
     beta: float = setting(0.02, "KL penalty towards the starting policy.")
     temperature: float = setting(1.0, "Sampling temperature of the rollouts.")
+    min_reachable: float = setting(0.1, "Before training, the policy plays groups of up to 24 training scenarios as "
+                                        "a step would; the run is refused when fewer than this share of some "
+                                        "family's groups have any success (GRPO learns nothing from a group that "
+                                        "all fails). 0: no probe.")
     save_every: int = setting(10, "Checkpoint every N steps (resume continues from the newest).")
     seed: int = setting(0, "Seed of TRL, the sampling and the world model.")
     out: Path | None = setting(None, "Run folder (default: the run's folder in the studio's data folder).")
@@ -118,6 +122,8 @@ class GrpoSettings:
             problems.append(Problem("lora_rank", f"must be a whole number from 0, got {self.lora_rank!r}"))
         for name in ("minutes", "learning_rate", "temperature"):
             _positive(problems, name, getattr(self, name))
+        if not number_in(self.min_reachable, 0, 1):
+            problems.append(Problem("min_reachable", f"must be a share from 0 to 1, got {self.min_reachable!r}"))
         if not number_in(self.beta, 0):
             problems.append(Problem("beta", f"must be a number from 0, got {self.beta!r}"))
         if not problems and self.generations < 2:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,12 +21,14 @@ from wmstudio.train.agent_policy import MAX_CONTEXT, AgentPolicy, new_policy_mod
 from wmstudio.train.agent_text import SlotTable, action_words, prompt_words, result_words
 from wmstudio.train.environments import SIMULATOR, run_episode
 from wmstudio.train.policy_card import heldout_success, write_policy_card
-from wmstudio.train.scenarios import Scenario, make_scenario
+from wmstudio.train.scenarios import Scenario, _logged_in, make_scenario
 from wmstudio.train.scripted_policies import expert
-from wmstudio.world.simulators import SIMULATORS
+from wmstudio.world.simulators import SIMULATORS, get_simulator
 
 SFT_SEED_OFFSET = 50_000  # scenario seeds of the SFT episodes: apart from the curriculum's train and held-out states
 IGNORE = -100
+CODE = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\bE[A-Z]{3,}\b")  # REFUND_WINDOW_EXPIRED, ENOENT
+DIRECTIVE_PROBES = ((), ("rate_limit",), ("auth_failure",), ("partial_success",), ("empty_result",))
 
 
 @dataclass
@@ -69,13 +72,35 @@ def expert_episodes(count: int, seed: int = 0) -> list[Episode]:
     return episodes
 
 
+def world_words() -> list[str]:
+    """The words an answer of any simulated world can show as words (its `status` and `error`): the statuses its
+    tools' schemas allow and the error codes its rules name or a directive makes it answer (RATE_LIMITED,
+    TOKEN_EXPIRED...), so that a policy reads every outcome as a word of its own, never as unknown."""
+    words: set[str] = set()
+    for name in sorted(SIMULATORS):
+        simulator = get_simulator(name)
+        world = simulator.world()
+        for tool in world.tools:
+            status = ((tool.response or {}).get("properties") or {}).get("status") or {}
+            words.update(v for v in status.get("enum", []) if isinstance(v, str))
+        words.update(CODE.findall(" ".join(f"{rule.text} {rule.check or ''}" for rule in world.rules)))
+        rng = random.Random(0)
+        for directives in DIRECTIVE_PROBES:
+            for _ in range(8):
+                call = simulator.agent_call(world.initial_state, rng)
+                for state in (world.initial_state, _logged_in(name, world.initial_state)):
+                    _, response = simulator.step(state, call, directives)
+                    words.update(str(response.get(key)) for key in ("status", "error") if response.get(key))
+    return sorted(words)
+
+
 def train_agent(config: AgentTrainConfig, log: Callable[[str], None] = print) -> dict:
     """Train a new policy on expert episodes within the budget, measure it on the held-out scenarios, save it with
     `policy.json` and its model card, return the summary."""
     torch.set_num_threads(config.threads)
     started = time.perf_counter()
     episodes = expert_episodes(config.episodes, config.seed)
-    words = sorted({word for episode in episodes for word in episode.words})
+    words = sorted({word for episode in episodes for word in episode.words} | set(world_words()))
     tokenizer = word_tokenizer(words)
     model = new_policy_model(tokenizer, layers=config.layers, hidden=config.hidden, heads=config.heads,
                              ffn=config.hidden * 3, seed=config.seed)

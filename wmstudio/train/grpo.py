@@ -27,11 +27,13 @@ from wmstudio.model.backends import Backend
 from wmstudio.model.batching import ForwardBatcher
 from wmstudio.model.remote_world_model import RemoteWorldModel
 from wmstudio.problems import InvalidInput
+from wmstudio.train.adversarial import scenario_family
 from wmstudio.train.agent_config import GrpoSettings
 from wmstudio.train.agent_policy import AgentPolicy, load_policy
 from wmstudio.train.chat_policy import ChatPolicy
 from wmstudio.train.environments import MAX_TURNS, SIMULATOR, EpisodeWorld
 from wmstudio.train.off_policy import evaluate_policy
+from wmstudio.train.reachability import Reach, probe_scenarios
 from wmstudio.train.run_files import complete_checkpoints
 from wmstudio.train.scenarios import (
     MALFORMED,
@@ -181,6 +183,7 @@ class GrpoResult:
     heldout_after: float | None
     heldout_episodes: int
     model_answered_share: float | None = None
+    reach: dict[str, Any] | None = None  # the probe before the run (reachability.Reach), None when none ran
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -206,10 +209,16 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
     problems += tool_problems(list(scenarios.values()), policy_words(settings.policy), repr(settings.curriculum))
     if problems:
         raise InvalidInput(problems)
-    before = _heldout_success(start, heldout)
-    log(f"policy {settings.policy}: held-out success in the simulator {_success_text(before)}")
     batcher = world_model_batcher(backend, settings.env)
     cache = AnswerCache() if settings.env != SIMULATOR else None  # the world model answers greedily: once a call
+    reach = None
+    if settings.min_reachable and not settings.resume:
+        reach = probe_reach(start, [scenarios[i] for i in train_ids], settings, backend, cache)
+        log(reach.text())
+        if problems := reach.problems(settings.min_reachable, repr(settings.curriculum)):
+            raise InvalidInput(problems)
+    before = _heldout_success(start, heldout)
+    log(f"policy {settings.policy}: held-out success in the simulator {_success_text(before)}")
     counts = {"model": 0, "calls": 0}
 
     def rollout_func(prompts: list[str], trainer: Any) -> dict[str, Any]:
@@ -286,7 +295,22 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
     share = counts["model"] / counts["calls"] if counts["calls"] else None
     return GrpoResult(str(folder), str(policy_folder), settings.env, trainer.state.global_step,
                       round(time.perf_counter() - started, 1), _rounded(before), _rounded(after), len(heldout),
-                      None if share is None else round(share, 4))
+                      None if share is None else round(share, 4), None if reach is None else reach.to_json())
+
+
+def probe_reach(policy: TrainablePolicy, train: list[Scenario], settings: GrpoSettings,
+                backend: Backend | RemoteWorldModel | None, cache: AnswerCache | None = None) -> Reach:
+    """Play one group (settings.generations episodes, sampled at the run's temperature) of each of up to
+    PROBE_SCENARIOS training scenarios (the families taking turns), in the simulator where each of their worlds has
+    one (else in the run's environment), and count each family's groups with a success."""
+    chosen = probe_scenarios(train)
+    env = SIMULATOR if all(s.world.simulator for s in chosen) else settings.env
+    reach = Reach(settings.temperature, settings.generations)
+    for scenario in chosen:
+        group = play_group(policy, [scenario] * settings.generations, env, backend if env != SIMULATOR else None,
+                           temperature=settings.temperature, cache=cache)
+        reach.add(scenario_family(scenario), sum(succeeded(r.scenario, r.trajectory) for r in group))
+    return reach
 
 
 def distributed_rank() -> int:

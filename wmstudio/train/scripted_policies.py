@@ -3,9 +3,9 @@
 `expert` logs in where the task needs a session (using the token the world answered with), makes the task's call
 and answers from the world's reply (done, or could not); `recovering` is the expert that retries after a transient
 error or a partial answer and signs in again after an expired session (the adversarial curriculum's yardstick);
-`noisy` is the expert with, on a seeded share of scenarios, one argument swapped for another value
-the state holds (a wrong id: the mistake that matters); `random` makes the simulators' scripted-agent calls (a
-plausible call, sometimes a malformed one) and stops. Each is a function `(scenario, trajectory) -> call or answer`."""
+`noisy` is the expert with, on a seeded share of scenarios, one argument swapped for another value the state holds
+(a wrong id: the mistake that matters); `random` makes the simulators' scripted-agent calls (a plausible call,
+sometimes a malformed one) and stops. Each is a function `(scenario, trajectory) -> call or answer`."""
 
 from __future__ import annotations
 
