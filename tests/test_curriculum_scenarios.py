@@ -11,14 +11,18 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from sqlmodel import select
 
 from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     MadeBy,
+    Rollout,
     append_step,
     create_curriculum_version,
     create_rollout,
+    curriculum_rollouts,
     ensure_curriculum,
+    get_curriculum,
     get_scenario,
     list_curricula,
     list_runs,
@@ -196,6 +200,11 @@ def test_saving_scenarios_is_all_or_nothing_and_never_overwrites_by_accident(sto
 # --- exports and versions ----------------------------------------------------------------------------------------
 
 
+def count_rollouts(store) -> int:
+    with store.read() as session:
+        return len(session.exec(select(Rollout.id)).all())
+
+
 def retail_curriculum(store):
     """Curriculum `retail` v1: one accepted rollout and three retail scenarios, one with an edited success."""
     picked = [s for s in demo_scenarios() if s.world.name == "retail"][:3]
@@ -226,8 +235,35 @@ def test_export_then_import_keeps_the_scenarios_as_edited(store, tmp_path):
     assert [(s.curriculum.name, s.curriculum.version, s.scenario_count) for s in list_curricula(other)] == \
            [("retail", 1, 3)]
 
-    here = import_dataset_file(store, folder)  # into the database it came from: the next version
-    assert here.curriculum == "retail v2" and curriculum_scenarios(store, "retail", 2) == expected
+    rollouts_before = count_rollouts(store)
+    here = import_dataset_file(store, folder)  # into the database it came from: its own rollouts, the same version
+    assert here.curriculum == "retail v1" and here.rollout_ids == [r.id for r in curriculum_rollouts(store,
+                                                                                                     curriculum.id)]
+    assert count_rollouts(store) == rollouts_before
+
+
+def test_an_export_imported_back_with_edited_scenarios_is_the_next_version_of_the_same_rollouts(store, tmp_path):
+    """Issue 39: each round trip copied every rollout (and the copies entered the Annotate queue), and an import of
+    the folder after editing its scenarios was refused as imported before, dropping the new scenarios."""
+    curriculum = retail_curriculum(store)
+    folder, _ = export_curriculum(store, curriculum.id, tmp_path / "out" / "retail-v1")
+    lines = [json.loads(line) for line in (folder / SCENARIOS_FILE).read_text().splitlines()]
+    lines[1]["task"] = "Refund the order, then say so."
+    extra = dict(lines[2], key="retail-extra-1")
+    (folder / SCENARIOS_FILE).write_text("".join(json.dumps(line) + "\n" for line in [*lines, extra]))
+    rollouts_before = count_rollouts(store)
+
+    result = import_dataset_file(store, folder)
+    assert result.curriculum == "retail v2" and result.scenarios == 4
+    assert count_rollouts(store) == rollouts_before  # no copy of any rollout
+    assert [r.id for r in curriculum_rollouts(store, get_curriculum(store, "retail").id)] == \
+           [r.id for r in curriculum_rollouts(store, curriculum.id)]
+    newest = curriculum_scenarios(store, "retail")
+    assert [s.task for s in newest][1] == "Refund the order, then say so." and newest[3].id == "retail-extra-1"
+    assert curriculum_scenarios(store, "retail", 1)[1].task != newest[1].task  # v1 kept as it was
+
+    again = import_dataset_file(store, folder)  # the same edited export again: nothing new
+    assert again.curriculum == "retail v2" and count_rollouts(store) == rollouts_before
 
 
 def test_a_new_version_keeps_the_scenarios_and_exports_without_them_drop_the_file(store, tmp_path):

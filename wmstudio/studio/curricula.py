@@ -7,6 +7,7 @@ Plain functions over the store; the Rollouts tab and `wmstudio curricula` call t
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -38,6 +39,7 @@ from wmstudio.store import (  # noqa: F401 - re-exported: the curricula's and th
     import_rollouts,
     list_curricula,
     list_scenarios,
+    rollout_steps,
     save_scenarios,
     update_scenario,
 )
@@ -172,8 +174,10 @@ def import_dataset_file(store: Store, path: Path) -> ImportResult:
     made (`repeated`) instead of copies. A zip is checked while it unpacks (studio/dataset_zip.py).
 
     A folder or zip with scenarios.jsonl also becomes the next version of its curriculum (named in its card), holding
-    the new rollouts and those scenarios; a bad scenario line is refused, with its number, before anything is
-    imported."""
+    the rollouts and those scenarios; a bad scenario line is refused, with its number, before anything is imported.
+    Rows that hold what a rollout of that curriculum's latest version holds now (its world, title, calls and
+    responses: an export of it, its scenarios edited) are that rollout, never a copy; a changed scenario file makes
+    the next version."""
     path = Path(path)
     with tempfile.TemporaryDirectory(prefix="wmstudio-import-") as scratch:
         source = unzip_dataset(path, Path(scratch)) if path.suffix.lower() == ".zip" else path
@@ -187,12 +191,44 @@ def import_dataset_file(store: Store, path: Path) -> ImportResult:
                                                                                      ".made_by"), s.check_report)
                              for j, s in enumerate(r.steps)])
            for i, r in enumerate(rollouts)]
-    done = import_rollouts(store, new, fingerprint)
+    known = _known_rollouts(store, name, rollouts) if name else {}
+    fresh = [i for i in range(len(new)) if i not in known]
+    if len(fresh) < len(new):  # only the rows no rollout holds yet are written: their own fingerprint
+        fingerprint = hashlib.sha256(f"{fingerprint}:{fresh}".encode()).hexdigest()
+    done = import_rollouts(store, [new[i] for i in fresh], fingerprint) if fresh else None
+    made = dict(zip(fresh, done.rollout_ids)) if done else {}
+    rollout_ids = [known[i] if i in known else made[i] for i in range(len(new))]
+    steps = sum(len(r.steps) for r in new)
+    repeated = done is None or done.repeated
     if not scenarios:
-        return ImportResult(done.rollout_ids, done.steps, done.repeated)
-    curriculum = _curriculum_of_import(store, name, done.rollout_ids, scenarios, path.name)
-    return ImportResult(done.rollout_ids, done.steps, done.repeated, f"{curriculum.name} v{curriculum.version}",
-                        len(scenarios))
+        return ImportResult(rollout_ids, steps, repeated)
+    curriculum = _curriculum_of_import(store, name, rollout_ids, scenarios, path.name)
+    return ImportResult(rollout_ids, steps, repeated, f"{curriculum.name} v{curriculum.version}", len(scenarios))
+
+
+def _known_rollouts(store: Store, name: str, rollouts: Sequence[ExportRollout]) -> dict[int, int]:
+    """Which imported rows (by index) hold what a rollout of the latest version of curriculum `name` holds now: the
+    same world, title, calls and responses. Each rollout answers for one row at most."""
+    try:
+        latest = get_curriculum(store, name)
+    except InvalidInput:
+        return {}
+    owners: dict[str, list[int]] = {}
+    for rollout in curriculum_rollouts(store, latest.id):
+        steps = [(step.call, step.response) for step in rollout_steps(store, rollout.id)]
+        owners.setdefault(_content_key(get_world(store, rollout.world_id).spec().to_json(), rollout.title, steps),
+                          []).append(rollout.id)
+    known = {}
+    for index, row in enumerate(rollouts):
+        key = _content_key(row.world.to_json(), row.title, [(s.call.to_json(), s.response) for s in row.steps])
+        if owners.get(key):
+            known[index] = owners[key].pop(0)
+    return known
+
+
+def _content_key(world: dict, title: str, steps: list[tuple[dict, str]]) -> str:
+    """What a rollout holds, as one comparable text."""
+    return json.dumps([world, title, steps], sort_keys=True, ensure_ascii=False)
 
 
 def exported_curriculum_name(folder: Path) -> str:
@@ -211,7 +247,8 @@ def exported_curriculum_name(folder: Path) -> str:
 def _curriculum_of_import(store: Store, name: str, rollout_ids: list[int], scenarios: list[NewScenario],
                           source: str) -> Curriculum:
     """The next version of `name` holding the imported rollouts and scenarios; when its latest version already
-    holds exactly these rollouts (the same file imported again), that version, given the scenarios if it has none."""
+    holds exactly these rollouts and these scenarios (the same export imported again), that version (given the
+    scenarios if it has none)."""
     try:
         latest = get_curriculum(store, name)
     except InvalidInput:
@@ -219,7 +256,9 @@ def _curriculum_of_import(store: Store, name: str, rollout_ids: list[int], scena
     if latest is not None and [r.id for r in curriculum_rollouts(store, latest.id)] == rollout_ids:
         if not count_scenarios(store, latest.id):
             save_scenarios(store, latest.id, scenarios)
-        return latest
+            return latest
+        if [s.to_json() for s in export_scenarios(store, latest.id)] == [s.to_json() for s in scenarios]:
+            return latest
     return create_curriculum_version(store, name, rollout_ids, f"imported from {source}", accepted_only=False,
                                      scenarios=scenarios)
 
