@@ -36,6 +36,7 @@ from wmstudio.store import (
 from wmstudio.store.database import current_revision, head_revision, upgrade_database
 from wmstudio.store.scenarios import SUCCESS_EXAMPLE
 from wmstudio.studio.curricula import add_to_curriculum, export_curriculum, import_dataset_file, zip_folder
+from wmstudio.studio.scenario_authoring import add_scenario, curriculum_worlds, try_success
 from wmstudio.studio.scenario_file import SCENARIOS_FILE
 from wmstudio.train.curriculum_scenarios import curriculum_scenarios, scenario_rows, seed_demo_scenarios
 from wmstudio.train.jobs import demo_curriculum, job_settings, training_command
@@ -398,3 +399,30 @@ def test_a_curriculum_whose_tools_the_policy_cannot_name_is_refused_at_start(sto
         start_run(store, "shop", "simulator", "5")
     assert [p.path for p in err.value.problems] == ["policy"] and list_runs(store) == []
     assert "names none of the tools of the worlds of 'shop'" in str(err.value)
+
+
+# --- authoring ---------------------------------------------------------------------------------------------------
+
+
+def test_a_scenario_added_to_a_saved_curriculum_is_its_next_version_with_its_rollouts_and_scenarios(store):
+    curriculum = retail_curriculum(store)
+    world = curriculum_worlds(store, "retail")["retail"]
+    condition = 'trajectory.calls.exists(c, c.name == "refund_order" && c.status == "ok")'
+    rollout = curriculum_rollouts(store, curriculum.id)[0].id
+    assert try_success(store, condition, world, rollout).holds  # the saved refund answered ok
+    assert not try_success(store, condition.replace('"ok"', '"error"'), world, rollout).holds
+    with pytest.raises(InvalidInput, match="success: CEL syntax error"):
+        try_success(store, "trajectory.calls.exists(c, ", world, rollout)
+
+    added = add_scenario(store, "retail", world, "Refund it twice.", condition, {"refund_order#2": ['status="ok"']},
+                         split="heldout")
+    assert (added.name, added.version) == ("retail", 2)
+    assert [r.id for r in curriculum_rollouts(store, added.id)] == [rollout]
+    scenarios = curriculum_scenarios(store, "retail")
+    assert len(scenarios) == 4 and scenarios[-1].id == "retail-heldout-0" and scenarios[-1].split == "heldout"
+    assert len(curriculum_scenarios(store, "retail", 1)) == 3  # the version before keeps its own
+
+    with pytest.raises(InvalidInput) as err:
+        add_scenario(store, "retail", world, "", condition, {}, key="retail-heldout-0")
+    assert [p.path for p in err.value.problems] == ["task", "key"]
+    assert get_curriculum(store, "retail").version == 2  # nothing saved

@@ -35,7 +35,8 @@ def create_curriculum_version(store: Store, name: str, rollout_ids: Sequence[int
     """Save the next version of curriculum `name` holding these rollouts (in this order, duplicates dropped).
 
     By default every rollout must be accepted: a curriculum is what the model is trained on. The new version holds
-    `scenarios` when given (saved in the same transaction), else the scenarios of the version before."""
+    `scenarios` when given (saved in the same transaction), else the scenarios of the version before; with
+    scenarios it may hold no rollout."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput(Problem("name", "give the curriculum a name"))
     name = name.strip()
@@ -47,7 +48,7 @@ def create_curriculum_version(store: Store, name: str, rollout_ids: Sequence[int
     bad = [i for i, rid in enumerate(ids) if not is_whole(rid)]
     if bad:
         raise InvalidInput(Problem(f"rollout_ids[{bad[0]}]", f"must be a rollout id (a whole number), got {ids[bad[0]]!r}"))
-    if not ids:
+    if not ids and not scenarios:  # a version of scenarios alone trains as well (the built-in curricula are such)
         raise InvalidInput(Problem("rollout_ids", "pick at least one rollout for the curriculum"))
     if scenarios is not None:
         check_scenarios(scenarios)

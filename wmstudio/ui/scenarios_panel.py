@@ -1,13 +1,12 @@
-"""The Train tab's Scenarios panel: the selected curriculum's scenarios (key, split, world, task, success), and a
-form to edit one's task, success condition (CEL) and steering (one anchor per line, `tool: path=value` for every
-call of the tool, `tool#n: path=value` for its n-th call in an episode).
+"""The Train tab's Scenarios panel: the selected curriculum's scenarios (key, split, world, task, success), a form
+to edit one's task, success condition (CEL) and steering (one anchor per line, `tool: path=value` for every call of
+the tool, `tool#n: path=value` for its n-th call in an episode), and the New scenario form below it.
 
 Saving checks everything first (store.update_scenario): bad input is named and nothing is changed."""
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import gradio as gr
@@ -29,10 +28,10 @@ from wmstudio.studio.curricula import (
     update_scenario,
 )
 from wmstudio.ui.messages import failure_markdown
+from wmstudio.ui.new_scenario_form import build_new_scenario_form
+from wmstudio.ui.steering_lines import STEERING_EXAMPLE, STEERING_LABEL, read_steering, steering_text
 
 SCENARIO_COLUMNS = ["key", "split", "world", "task", "success"]
-STEERING_EXAMPLE = 'refund_order#1: status="error"\nrefund_order#1: error="RATE_LIMITED"'
-STEERING_LINE = re.compile(r"^\s*([A-Za-z0-9_.\-]+(?:#[0-9]+)?)\s*:\s*(.+?)\s*$")  # tool[#n]: path=value
 SHOWN_CHARS = 240
 KEPT = "the saved scenario is unchanged"
 
@@ -103,30 +102,6 @@ def scenario_form(store: Store, scenario_id: Any) -> tuple[str, str, str, str]:
     return row.task, row.success, steering_text(row.steering), about
 
 
-def steering_text(steering: dict[str, list[str]]) -> str:
-    """Steering as the form shows it: one `tool: path=value` line per anchor."""
-    return "\n".join(f"{tool}: {anchor}" for tool, anchors in steering.items() for anchor in anchors)
-
-
-def read_steering(text: Any) -> dict[str, list[str]]:
-    """The steering form's lines (`tool: path=value`, blank lines skipped) as anchor text per tool; InvalidInput
-    naming each line that is not of that form. The anchors themselves are checked when saved."""
-    steering: dict[str, list[str]] = {}
-    problems = []
-    for number, line in enumerate(str(text or "").splitlines(), start=1):
-        if not line.strip():
-            continue
-        found = STEERING_LINE.match(line)
-        if found is None:
-            problems.append(Problem("Steering", f"line {number} `{line.strip()[:80]}` is not `tool: path=value`: "
-                                                f"write e.g. {STEERING_EXAMPLE.splitlines()[0]}"))
-            continue
-        steering.setdefault(found.group(1), []).append(found.group(2))
-    if problems:
-        raise InvalidInput(problems)
-    return steering
-
-
 def save_scenario(store: Store, scenario_id: Any, task: Any, success: Any, steering: Any) -> str:
     """Save the form's task, success condition and steering; a message saying what was saved."""
     row = update_scenario(store, _scenario_id(scenario_id), task=str(task or ""), success=str(success or ""),
@@ -171,9 +146,8 @@ def build_scenarios_panel(store: Store, curriculum: gr.Dropdown, studio: gr.Bloc
                           placeholder="What the user asks the agent for, e.g. Refund order ORD-1.")
         success = gr.Textbox(label="Success condition (CEL over state and trajectory)", lines=3, max_lines=10,
                              placeholder=SUCCESS_EXAMPLE, elem_id="train-scenario-success")
-        steering = gr.Textbox(label="Steering: the anchors the world model and the simulator keep, one per line as "
-                              "tool: path=value (every call) or tool#n: path=value (the tool's n-th call)",
-                              lines=3, max_lines=12, placeholder=STEERING_EXAMPLE, elem_id="train-scenario-steering")
+        steering = gr.Textbox(label=STEERING_LABEL, lines=3, max_lines=12, placeholder=STEERING_EXAMPLE,
+                              elem_id="train-scenario-steering")
         save = gr.Button("Save scenario", variant="primary", elem_id="train-scenario-save")
         message = gr.Markdown(elem_id="train-scenario-message")
     ids = gr.State({})  # the table's keys -> scenario ids (a row click names its key)
@@ -215,3 +189,4 @@ def build_scenarios_panel(store: Store, curriculum: gr.Dropdown, studio: gr.Bloc
     table.select(on_row, ids, picked, api_visibility="private")
     save.click(on_save, [picked, task, success, steering, curriculum], [message, summary, table],
                api_name="train_save_scenario")
+    build_new_scenario_form(store, curriculum, studio, on_curriculum, listed)

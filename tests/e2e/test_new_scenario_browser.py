@@ -1,0 +1,129 @@
+"""A scenario designer in headless Chromium: a scenario is added in the Train tab's New scenario form (its success
+condition tried on a saved episode first, bad steering named), a 2-step run trains on the curriculum version that
+holds it, and a run the curriculum cannot feed is refused with its reason, before it starts.
+
+Screenshots go to test-artifacts/ (git-ignored) for a person to look at."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import gradio as gr
+import pytest
+from playwright.sync_api import expect, sync_playwright
+from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from test_jobs import policy_for_tests
+
+from wmstudio.store import MadeBy, append_step, create_rollout, get_run, list_runs, open_store, save_world_version
+from wmstudio.studio.context import StudioContext
+from wmstudio.train import jobs
+from wmstudio.train.curriculum_scenarios import curriculum_scenarios
+from wmstudio.train.jobs import job_alive
+from wmstudio.ui.train_tab import build_train_tab
+from wmstudio.world.simulators import get_simulator
+from wmstudio.world.spec import Call
+from wmstudio.world.steering.anchors import Anchor
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+SUCCESS = 'trajectory.calls.exists(c, c.name == "get_order" && c.status == "ok")'
+
+
+@pytest.fixture
+def studio(tmp_path, monkeypatch):
+    """The Train tab on a fresh database holding one saved retail episode (a lookup); yields (url, store)."""
+    monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    policy = policy_for_tests(tmp_path / "policy")
+    if policy is not None:
+        command = jobs.training_command
+        monkeypatch.setattr(jobs, "training_command", lambda *args, **kwargs: [*command(*args, **kwargs),
+                                                                               "--policy", policy])
+    store = open_store(tmp_path / "studio.db")
+    simulator = get_simulator("retail")
+    world = simulator.world()
+    lookup = Call("get_order", {"order_id": world.initial_state["orders"][0]["id"]})
+    _, answer = simulator.step(world.initial_state, lookup)
+    rollout = create_rollout(store, save_world_version(store, world).id, "a lookup")
+    append_step(store, rollout.id, lookup, json.dumps(answer), MadeBy.by_model("simulator", {}, 0, []))
+    with gr.Blocks(title="World Model Studio") as app:
+        with gr.Tab("Train"):
+            build_train_tab(StudioContext(store=store, model="unused", ar_model=None), app)
+    app.queue()
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    yield url, store
+    app.close()
+    for run in list_runs(store):  # never leave a training process behind
+        if run.pid and job_alive(run.id, store.path):
+            os.kill(run.pid, 9)
+
+
+def test_add_a_scenario_train_on_it_and_see_a_run_refused_with_its_reason(studio):
+    url, store = studio
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1600})
+        page.goto(url)
+        page.locator("#train-scenarios").get_by_text("Scenarios").first.click()
+        expect(page.locator("#train-scenarios-summary")).to_contain_text("demo v1 · 90 scenarios", timeout=30_000)
+        page.locator("#train-new-scenario").get_by_text("New scenario").first.click()
+
+        world = page.locator("#train-new-world input")
+        world.click()
+        page.get_by_role("option", name="retail").click()
+        expect(page.locator("#train-new-episode input")).to_have_value("#1 a lookup · 1 step(s)", timeout=15_000)
+        page.locator("#train-new-task textarea").fill("Look the customer's first order up, then report it.")
+        success = page.locator("#train-new-success textarea")
+        tried = page.locator("#train-new-tried")
+        success.fill("trajectory.calls.exists(c, ")
+        page.locator("#train-new-try").click()
+        expect(tried).to_contain_text("CEL syntax error", timeout=15_000)
+        success.fill(SUCCESS)
+        page.locator("#train-new-try").click()
+        expect(tried).to_contain_text("Holds on rollout #1", timeout=15_000)
+
+        steering = page.locator("#train-new-steering textarea")
+        message = page.locator("#train-new-message")
+        steering.fill('get_order#0: status="error"')
+        page.locator("#train-new-add").click()
+        expect(message).to_contain_text("Cannot add the scenario", timeout=15_000)
+        expect(message).to_contain_text("steering.get_order#0")
+        steering.fill('get_order#1: status="error"\nget_order#1: error="RATE_LIMITED"')
+        page.locator("#train-new-add").click()
+        expect(message).to_contain_text("Added to demo v2", timeout=15_000)
+        expect(page.locator("#train-scenarios-summary")).to_contain_text("demo v2 · 91 scenarios (61 train",
+                                                                         timeout=15_000)
+        page.screenshot(path=str(ARTIFACTS / "train-5-scenario-added.png"), full_page=True)
+
+        start, note = page.locator("#train-start"), page.locator("#train-message")
+        per_step = page.locator("#train-scenarios-per-step input[type=number]")
+        per_step.fill("64")
+        per_step.press("Enter")
+        start.click()
+        expect(note).to_contain_text("Cannot start training", timeout=15_000)
+        expect(note).to_contain_text("has 61 training scenario(s) and a step plays 64")
+        page.screenshot(path=str(ARTIFACTS / "train-6-run-refused.png"), full_page=True)
+        assert list_runs(store) == []
+
+        per_step.fill("4")
+        per_step.press("Enter")
+        page.locator("#train-env").get_by_label("simulator").check()
+        page.locator("#train-max-steps textarea, #train-max-steps input").first.fill("2")
+        start.click()
+        expect(note).to_contain_text("Started run #1", timeout=30_000)
+        deadline = time.monotonic() + 240
+        while get_run(store, 1).status in ("queued", "running") and time.monotonic() < deadline:
+            time.sleep(1)
+        page.locator("#train-refresh").click()
+        expect(page.locator("#train-status")).to_contain_text("Run #1 · finished", timeout=30_000)
+        page.screenshot(path=str(ARTIFACTS / "train-7-run-finished.png"), full_page=True)
+        browser.close()
+
+    run = get_run(store, 1)
+    assert run.status == "finished" and run.config["curriculum"] == "demo", run.error
+    added = curriculum_scenarios(store)[-1]
+    assert added.id == "retail-train-12" and added.success == SUCCESS and added.world.name == "retail"
+    assert added.steering == {"get_order#1": [Anchor("status", "error"), Anchor("error", "RATE_LIMITED")]}

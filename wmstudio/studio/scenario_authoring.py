@@ -1,0 +1,101 @@
+"""Authoring a scenario for a curriculum: the worlds it can use, a success condition tried on a saved episode, and
+the scenario added as the curriculum's next version (its rollouts and earlier scenarios kept).
+
+The Train tab's *New scenario* form calls these; a built-in curriculum (`demo`, `adversarial`) is seeded first, so a
+scenario added to it is version 2 of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from wmstudio.problems import InvalidInput, Problem
+from wmstudio.store import (
+    Curriculum,
+    NewScenario,
+    Store,
+    create_curriculum_version,
+    curriculum_rollouts,
+    filter_rollouts,
+    get_world,
+    rollout_steps,
+)
+from wmstudio.store.scenarios import scenario_problems, success_problem
+from wmstudio.studio.curricula import curriculum_row, export_scenarios
+from wmstudio.train.scenarios import TRAIN, Step, Trajectory
+from wmstudio.world.rules.cel import evaluate_check
+from wmstudio.world.spec import Call, WorldSpec
+
+EPISODES_SHOWN = 30  # saved rollouts offered to try a condition on
+
+
+@dataclass
+class Tried:
+    """A success condition tried on a saved episode: whether it holds, and in words."""
+
+    holds: bool
+    text: str
+
+
+def curriculum_worlds(store: Store, name: str) -> dict[str, WorldSpec]:
+    """The worlds a new scenario of curriculum `name` can use, by name: those of its latest version's scenarios and
+    rollouts (the last seen of a name wins)."""
+    curriculum = curriculum_row(store, name)
+    worlds = {s.world.name: s.world for s in export_scenarios(store, curriculum.id)}
+    for rollout in curriculum_rollouts(store, curriculum.id):
+        spec = get_world(store, rollout.world_id).spec()
+        worlds[spec.name] = spec
+    return dict(sorted(worlds.items()))
+
+
+def saved_episodes(store: Store, world: str) -> list[tuple[str, int]]:
+    """The newest saved rollouts of `world` (any version) to try a condition on, as (label, rollout id)."""
+    page = filter_rollouts(store, world=world, page_size=EPISODES_SHOWN)
+    return [(f"#{r.id} {r.title or 'untitled'} · {r.step_count} step(s)", r.id) for r in page.items]
+
+
+def try_success(store: Store, condition: str, world: WorldSpec, rollout_id: Any) -> Tried:
+    """Evaluate `condition` on a saved rollout's calls and answers, as an episode of `world` (no final answer: a
+    rollout has none); InvalidInput naming the field when the condition is not one a scenario can hold (checked as
+    a saved one is) or no episode is picked."""
+    problem = success_problem(condition, world)
+    if problem is not None:
+        raise InvalidInput(problem)
+    try:
+        rollout = int(rollout_id)
+    except (TypeError, ValueError):
+        raise InvalidInput(Problem("episode", "pick a saved episode to try the condition on")) from None
+    steps = [Step(Call.from_json(s.call, f"rollout {rollout}.call"), s.response) for s in rollout_steps(store, rollout)]
+    trajectory = Trajectory(steps)
+    holds, why = evaluate_check(condition.strip(), {"state": world.initial_state, "trajectory": trajectory.to_json()},
+                                names=("state", "trajectory"))
+    if holds:
+        return Tried(True, f"Holds on rollout #{rollout} ({len(steps)} call(s)).")
+    return Tried(False, f"Does not hold on rollout #{rollout} ({len(steps)} call(s)): {why}.")
+
+
+def add_scenario(store: Store, curriculum: str, world: WorldSpec, task: str, success: str,
+                 steering: dict[str, list[str]], split: str = TRAIN, key: str = "") -> Curriculum:
+    """Save the next version of `curriculum` with its rollouts and scenarios and this new one (key: the world's name,
+    the split and the next free number when none is given); InvalidInput naming each bad field, nothing saved."""
+    latest = curriculum_row(store, curriculum)
+    existing = export_scenarios(store, latest.id)
+    taken = {s.key for s in existing}
+    key = (key or "").strip() or _free_key(taken, f"{world.name}-{split}")
+    scenario = NewScenario(key=key, split=split, world=world, task=str(task or "").strip(),
+                           success=str(success or "").strip(), steering=steering)
+    problems = scenario_problems(scenario)
+    if key in taken:
+        problems.append(Problem("key", f"{key!r} is already a scenario of {latest.name}: give another key"))
+    if problems:
+        raise InvalidInput(problems)
+    rollouts = [r.id for r in curriculum_rollouts(store, latest.id)]
+    return create_curriculum_version(store, latest.name, rollouts, latest.description, accepted_only=False,
+                                     scenarios=[*existing, scenario])
+
+
+def _free_key(taken: set[str], stem: str) -> str:
+    number = 0
+    while f"{stem}-{number}" in taken:
+        number += 1
+    return f"{stem}-{number}"
