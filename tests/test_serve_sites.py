@@ -109,7 +109,7 @@ def test_one_client_cannot_hold_every_session_and_an_idle_one_is_closed(served):
 
 def test_the_studios_api_refuses_foreign_hosts_and_origins(tmp_path, monkeypatch, one_thread):
     """The studio as `python app.py` launches it: its Gradio API (start_run among its endpoints) answers only its own
-    site; the page itself and scripts without an Origin (gradio_client) are unaffected."""
+    site; the page itself and scripts without an Origin (gradio_client) are unaffected; a stalled head is closed."""
     from wmstudio.ui.studio import launch
 
     monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path))
@@ -124,5 +124,10 @@ def test_the_studios_api_refuses_foreign_hosts_and_origins(tmp_path, monkeypatch
         assert httpx.post(f"{url}/gradio_api/queue/join", json=join, headers={"Origin": url}).status_code != 403
         assert httpx.get(f"{url}/gradio_api/info").status_code == 200
         assert httpx.get(f"{url}/", headers={"Host": f"localhost:{port}"}).status_code == 200
+        monkeypatch.setattr(HeadDeadline, "head_seconds", 1.0)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:  # a head that never ends
+            conn.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAcc")
+            started = time.monotonic()
+            assert conn.recv(1024) == b"" and time.monotonic() - started < 5  # closed by the studio
     finally:
         studio.close()

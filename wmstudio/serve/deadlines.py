@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import h11
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger("wmstudio.serve")
@@ -55,3 +58,22 @@ class HeadDeadline(H11Protocol):
             log.warning("%s: no complete request head within %.0f s: connection closed",
                         "%s:%d" % self.client if self.client else "a client", self.head_seconds)
             self.transport.close()
+
+
+@contextmanager
+def head_deadlines_for_gradio() -> Iterator[None]:
+    """While Gradio's `launch` runs inside, the uvicorn Config it builds for itself (it takes no protocol of ours)
+    gets HeadDeadline too, so the studio closes stalled heads as serve-wm does. Only the Config made meanwhile is
+    affected; uvicorn's own is put back after."""
+    original = uvicorn.Config
+
+    class DeadlineConfig(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs) -> None:
+            kwargs.setdefault("http", HeadDeadline)
+            super().__init__(*args, **kwargs)
+
+    uvicorn.Config = DeadlineConfig
+    try:
+        yield
+    finally:
+        uvicorn.Config = original

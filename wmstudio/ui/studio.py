@@ -14,6 +14,7 @@ import torch
 
 from wmstudio.locations import DEFAULT_AR_MODEL
 from wmstudio.problems import InvalidInput
+from wmstudio.serve.deadlines import head_deadlines_for_gradio
 from wmstudio.serve.site_guard import server_middleware
 from wmstudio.studio.context import DEFAULT_OVERLAP, StudioContext, open_context
 from wmstudio.studio.memory import limit_malloc_arenas
@@ -75,8 +76,9 @@ def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = No
     app_kwargs["middleware"] = [*server_middleware(host), *app_kwargs.get("middleware", [])]
     block = not launch_kwargs.pop("prevent_thread_lock", False)
     quiet = launch_kwargs.pop("quiet", False)
-    studio.launch(server_name=host, server_port=port, auth=auth, prevent_thread_lock=True, app_kwargs=app_kwargs,
-                  quiet=True, **launch_kwargs)  # Gradio's own lines suggest share=True, which a local studio never needs
+    with head_deadlines_for_gradio():  # a stalled request head is closed, as on serve-wm
+        studio.launch(server_name=host, server_port=port, auth=auth, prevent_thread_lock=True,
+                      app_kwargs=app_kwargs, quiet=True, **launch_kwargs)  # Gradio's lines suggest share=True: not here
     if not quiet:
         print(f"World Model Studio running at {studio.local_url} (Ctrl-C to stop)", flush=True)
     if on_started is not None:
