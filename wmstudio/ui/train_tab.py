@@ -272,8 +272,8 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
                 "train-grpo`); its checkpoints, episodes and log live in the studio's `runs/<database>/<id>` folder.")
     with gr.Row(equal_height=True):  # wide enough for a curriculum's whole label ("demo · the five simulated ...")
         curriculum = gr.Dropdown(trainable_curricula(store), value=DEMO_CURRICULUM, label="Curriculum", scale=3,
-                                 min_width=360, info="demo, or any curriculum saved in Rollouts (a run plays its "
-                                                     "scenarios)", elem_id="train-curriculum")
+                                 min_width=360, info="demo, adversarial, or any curriculum saved in Rollouts (a "
+                                                     "run plays its scenarios)", elem_id="train-curriculum")
         env = gr.Radio(list(ENVIRONMENTS), value="simulator", label="Environment", info=ENV_HELP, scale=3,
                        elem_id="train-env")
     with gr.Row(equal_height=True):
