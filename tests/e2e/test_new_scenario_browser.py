@@ -7,22 +7,15 @@ Screenshots go to test-artifacts/ (git-ignored) for a person to look at."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
-import gradio as gr
-import pytest
 from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port
-from test_jobs import policy_for_tests
+from serving import CHROMIUM, CHROMIUM_ARGS
+from test_train_browser import studio  # noqa: F401 - the Train tab on a fresh database, its runs' policy and cleanup
 
-from wmstudio.store import MadeBy, append_step, create_rollout, get_run, list_runs, open_store, save_world_version
-from wmstudio.studio.context import StudioContext
-from wmstudio.train import jobs
+from wmstudio.store import MadeBy, append_step, create_rollout, get_run, list_runs, save_world_version
 from wmstudio.train.curriculum_scenarios import curriculum_scenarios
-from wmstudio.train.jobs import job_alive
-from wmstudio.ui.train_tab import build_train_tab
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.anchors import Anchor
@@ -31,42 +24,25 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 SUCCESS = 'trajectory.calls.exists(c, c.name == "get_order" && c.status == "ok")'
 
 
-@pytest.fixture
-def studio(tmp_path, monkeypatch):
-    """The Train tab on a fresh database holding one saved retail episode (a lookup); yields (url, store)."""
-    monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    policy = policy_for_tests(tmp_path / "policy")
-    if policy is not None:
-        command = jobs.training_command
-        monkeypatch.setattr(jobs, "training_command", lambda *args, **kwargs: [*command(*args, **kwargs),
-                                                                               "--policy", policy])
-    store = open_store(tmp_path / "studio.db")
+def saved_lookup(store) -> None:
+    """One saved retail episode to try a condition on: a lookup the simulator answered."""
     simulator = get_simulator("retail")
     world = simulator.world()
     lookup = Call("get_order", {"order_id": world.initial_state["orders"][0]["id"]})
     _, answer = simulator.step(world.initial_state, lookup)
     rollout = create_rollout(store, save_world_version(store, world).id, "a lookup")
     append_step(store, rollout.id, lookup, json.dumps(answer), MadeBy.by_model("simulator", {}, 0, []))
-    with gr.Blocks(title="World Model Studio") as app:
-        with gr.Tab("Train"):
-            build_train_tab(StudioContext(store=store, model="unused", ar_model=None), app)
-    app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
-    yield url, store
-    app.close()
-    for run in list_runs(store):  # never leave a training process behind
-        if run.pid and job_alive(run.id, store.path):
-            os.kill(run.pid, 9)
 
 
-def test_add_a_scenario_train_on_it_and_see_a_run_refused_with_its_reason(studio):
+def test_add_a_scenario_train_on_it_and_see_a_run_refused_with_its_reason(studio):  # noqa: F811 - the fixture
     url, store = studio
+    saved_lookup(store)
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1600})
         page.goto(url)
+        page.get_by_role("tab", name="Train").click()
         page.locator("#train-scenarios").get_by_text("Scenarios").first.click()
         expect(page.locator("#train-scenarios-summary")).to_contain_text("demo v1 · 90 scenarios", timeout=30_000)
         page.locator("#train-new-scenario").get_by_text("New scenario").first.click()
