@@ -51,6 +51,8 @@ def test_only_an_agent_that_recovers_succeeds_where_the_first_try_fails():
                                    else "error"), scenario.id
         assert succeeded(scenario, tried) == (not steered), scenario.id
         assert succeeded(scenario, recovered), scenario.id
+        recovered.final_answer = f"Could not: {scenario.task}"  # recovered, then said it failed: not a success
+        assert not succeeded(scenario, recovered), scenario.id
 
 
 def test_the_world_models_estimates_agree_with_the_simulator_family_by_family():

@@ -17,16 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.model.outcome_head import Outcome, outcome_of, tool_key
+from wmstudio.problems import InvalidInput
 from wmstudio.world.grounding import NONE, ORACLE, Grounding
 from wmstudio.world.heads.message_templates import MESSAGE_KEY, SLOT, fill, template_of
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.render import current_state
 from wmstudio.world.records import named_record
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.directives import steering
 
 TEMPLATES_FILE = "message_templates.json"
 MIN_ROWS = 2  # answers sharing a template before it is kept
 ANY_TOOL = "*"  # the key part of a template learned from every tool's answers
+VERBOSE_MARK = "|verbose"  # ends the key of a success's template learned where the world asked for explanations
+ERROR_STATUS = "error"
 
 
 class OutcomeMessages:
@@ -40,8 +44,10 @@ class OutcomeMessages:
         """The message for `outcome` of `call`, or None (no template, a slot nothing fills, no message field)."""
         if MESSAGE_KEY not in ((schema or {}).get("properties") or {}) or outcome.error is None:
             return None
-        template = self.templates.get(_key(call.name, schema, outcome.status, outcome.error)) or \
-            self.templates.get(f"{ANY_TOOL}|{outcome.status}|{outcome.error}")
+        key = _key(call.name, schema, outcome.status, outcome.error, _explains(world, outcome.status))
+        template = self.templates.get(key)
+        if template is None:
+            template = self.templates.get(f"{ANY_TOOL}|{outcome.status}|{outcome.error}")
         if template is None:
             return None
         return fill(template, call, named_record(_shown(world, history, grounding), call))
@@ -49,22 +55,26 @@ class OutcomeMessages:
     @classmethod
     def fit(cls, rows: Sequence[tuple[WorldSpec, Call, Sequence[HistoryStep], Any, Grounding]]
             ) -> tuple[OutcomeMessages, dict[str, Any]]:
-        """Templates from training rows (world, call, history, response value, grounding): per tool and outcome,
-        the commonest template of the messages that make one, kept when MIN_ROWS answers share it; and per outcome
-        of any tool, its commonest template when it has no slot (an outage's "The request failed with TIMEOUT."),
-        for the tools whose rows never showed that outcome."""
+        """Templates from training rows (world, call, history, response value, grounding): per tool, outcome and (for
+        a success) whether the world asks for explanations (the `verbose` directive), the commonest template of the answers'
+        messages, an empty message counting as one (a tool whose ok answers say nothing gets ""), kept when MIN_ROWS
+        answers share it; and per outcome of any tool, its commonest written template when it has no slot (an
+        outage's "The request failed with TIMEOUT."), for the tools whose rows never showed that outcome."""
         counts: dict[str, Counter] = {}
         seen = 0
         for world, call, history, response, grounding in rows:
             outcome = outcome_of(response)
             message = response.get(MESSAGE_KEY) if isinstance(response, dict) else None
-            if outcome is None or not isinstance(message, str) or not message.strip():
+            if outcome is None or not isinstance(message, str):
                 continue
             seen += 1
-            schema = _schema(world, call)
+            key = _key(call.name, _schema(world, call), *outcome, _explains(world, outcome[0]))
+            if not message.strip():
+                counts.setdefault(key, Counter())[""] += 1
+                continue
             template = template_of(message, call, named_record(_shown(world, history, grounding), call))
             if template is not None:
-                counts.setdefault(_key(call.name, schema, *outcome), Counter())[template] += 1
+                counts.setdefault(key, Counter())[template] += 1
                 counts.setdefault(f"{ANY_TOOL}|{outcome[0]}|{outcome[1]}", Counter())[template] += 1
         templates = {key: found.most_common(1)[0][0] for key, found in counts.items()
                      if found.most_common(1)[0][1] >= MIN_ROWS
@@ -98,8 +108,19 @@ def fit_outcome_messages(rows: Sequence[tuple[WorldSpec, Call, Sequence[HistoryS
     return fitted
 
 
-def _key(tool: str, schema: dict[str, Any] | None, status: str, error: str) -> str:
-    return f"{tool_key(tool, schema)}|{status}|{error}"
+def _key(tool: str, schema: dict[str, Any] | None, status: str, error: str, verbose: bool = False) -> str:
+    return f"{tool_key(tool, schema)}|{status}|{error}" + (VERBOSE_MARK if verbose else "")
+
+
+def _explains(world: WorldSpec, status: str) -> bool:
+    """Whether an answer of `status` is asked to explain itself: a success (ok, partial) where the world's directives
+    say `verbose`. An error explains itself either way, so its templates are learned from every row."""
+    if status == ERROR_STATUS:
+        return False
+    try:
+        return steering(world.directives).verbose
+    except InvalidInput:
+        return False
 
 
 def _shown(world: WorldSpec, history: Sequence[HistoryStep], grounding: Grounding) -> Any:

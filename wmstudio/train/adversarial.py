@@ -12,13 +12,15 @@ Each family's scenarios are ids `<family>-<world>-<split>-<n>`:
   for it where nothing failed.
 
 Every scenario's task call is one the simulator accepts from its initial state, and the same steering fails its first
-try in the world model and in the simulator that scores the episode (world/steering/occurrence.py)."""
+try in the world model and in the simulator that scores the episode (world/steering/occurrence.py). Success reads
+the final answer too: the task's call answered ok, and an answer that does not say it could not be done."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
-from wmstudio.train.scenarios import HELDOUT, TRAIN, Scenario, make_scenario
+from wmstudio.train.scenarios import COULD_NOT, HELDOUT, TRAIN, Scenario, make_scenario
 from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.steering.occurrence import SteeringKey
 
@@ -26,6 +28,7 @@ ADVERSARIAL_CURRICULUM = "adversarial"
 CONTROL = "control"
 SEED_BASE = 700_000  # apart from the demo curriculum's seeds, so no adversarial state is a demo state
 RELOGIN = 'size(trajectory.calls.filter(c, c.name == "login" && c.status == "ok")) >= 2'
+ANSWERED = f"!trajectory.final_answer.startsWith({json.dumps(COULD_NOT)})"  # done, and not said to have failed
 FAILURES: dict[str, list[Anchor]] = {  # what the first try of the task's call answers, per family
     "transient": [Anchor("status", "error"), Anchor("error", "RATE_LIMITED"),
                   Anchor("message", "Too many requests: retry after 30 seconds.")],
@@ -89,8 +92,9 @@ def _steered(scenario: Scenario, family: str, index: int) -> Scenario:
     """`scenario` as one of `family`: its id, its first task call's failure, and (for `expired`) success that needs
     the second sign-in."""
     key = f"{family}-{scenario.world.name}-{scenario.split}-{index}"
+    success = f"{scenario.success} && {ANSWERED}"
     if family == CONTROL:
-        return replace(scenario, id=key)
+        return replace(scenario, id=key, success=success)
     steering = {str(SteeringKey(scenario.target.name, 1)): list(FAILURES[family])}
-    success = f"{scenario.success} && {RELOGIN}" if family == "expired" else scenario.success
+    success = f"{success} && {RELOGIN}" if family == "expired" else success
     return replace(scenario, id=key, steering=steering, success=success)
