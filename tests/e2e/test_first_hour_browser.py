@@ -57,7 +57,7 @@ def test_a_new_world_and_tools_imported_into_it_or_in_place_of_those_shown(page,
     tool_file = page.locator("#world-tool-file")
     tool_file.locator("input[type=file]").set_input_files(str(SAMPLES / "bfcl" / "multi_turn_func_doc" /
                                                                "math_api.json"))
-    expect(tool_file).to_contain_text("math_api.json", timeout=10_000)
+    expect(tool_file).to_contain_text(re.compile(r"math_api\s*\.json"), timeout=10_000)  # Gradio may break the name
     page.locator("#world-import-mode").get_by_label("start a new world with them").check()
     page.locator("#world-import").click()
     expect(status).to_contain_text("Imported 17 tool(s) from math_api.json, as a new world", timeout=30_000)
