@@ -106,6 +106,10 @@ def test_the_reach_of_a_family_counts_groups_with_a_success():
         reach.add(family, successes)
     assert reach.share("transient") == 0.5 and reach.mixed["transient"] == 1 and reach.mixed["control"] == 0
     assert reach.to_json()["families"]["all"] == {"groups": 1, "reached": 1, "differing": 1}
-    assert not reach.problems(0.5) and not reach.problems(0.0)
-    assert [p.path for p in reach.problems(0.6)] == ["min_reachable"]
-    assert "transient 1 of 2 groups" in str(reach.problems(0.6)[0])
+    assert not reach.problems(0.5) and not reach.problems(0.0) and not reach.warnings(0.5)
+    assert not reach.problems(0.6) and "transient 1 of 2 groups" in reach.warnings(0.6)  # the rest still trains
+    stuck = Reach(temperature=1.0, generations=4)
+    for family, successes in (("transient", 0), ("partial", 0), ("control", 4)):
+        stuck.add(family, successes)
+    assert [p.path for p in stuck.problems(0.1)] == ["min_reachable"]  # only the controls: nothing to learn
+    assert "transient 0 of 1 groups" in str(stuck.problems(0.1)[0]) and "control" not in str(stuck.problems(0.1)[0])

@@ -14,7 +14,7 @@ from wmstudio.cli import app
 from wmstudio.problems import InvalidInput
 from wmstudio.train.agent_config import AgentTrainConfig, GrpoSettings
 from wmstudio.train.agent_policy import load_policy
-from wmstudio.train.agent_sft import expert_episode, train_agent
+from wmstudio.train.agent_sft import SFT_SEED_OFFSET, expert_episode, expert_episodes, train_agent
 from wmstudio.train.agent_text import (
     EOA,
     SlotTable,
@@ -26,8 +26,8 @@ from wmstudio.train.agent_text import (
 )
 from wmstudio.train.environments import SIMULATOR, run_episode
 from wmstudio.train.off_policy import evaluate_policy
-from wmstudio.train.scenarios import HELDOUT, TRAIN, demo_scenarios, split_of, succeeded
-from wmstudio.train.scripted_policies import expert
+from wmstudio.train.scenarios import COULD_NOT, HELDOUT, TRAIN, demo_scenarios, make_scenario, split_of, succeeded
+from wmstudio.train.scripted_policies import expert, signs_in_late, tries_twice
 from wmstudio.world.spec import Call
 
 SCENARIOS = demo_scenarios()
@@ -95,6 +95,31 @@ def test_agent_settings_name_the_bad_field(tmp_path):
     result = CliRunner().invoke(app, ["train-grpo", "--curriculum", "mine", "--db", str(tmp_path / "s.db")])
     assert result.exit_code == 2 and "curriculum" in result.output and "Traceback" not in result.output
     assert "'mine'" in result.output
+
+
+def test_the_sft_datas_late_sign_ins_and_second_tries_are_ordinary_play_that_never_shows_a_recovery():
+    late_seen = twice_seen = 0
+    for index in range(60):
+        scenario = make_scenario(("payments", "records", "retail")[index % 3], "sft", index, SFT_SEED_OFFSET + index)
+        assert not scenario.steering
+        plain, _ = run_episode(expert, scenario, SIMULATOR)
+        late, _ = run_episode(signs_in_late, scenario, SIMULATOR)
+        twice, _ = run_episode(tries_twice, scenario, SIMULATOR)
+        outcomes = [json.loads(step.response) for step in twice.steps]
+        if scenario.needs_login:  # refused by the world's own rule (no session yet), then signed in and called again
+            late_seen += 1
+            first = json.loads(late.steps[0].response)
+            assert [s.call.name for s in late.steps] == [scenario.target.name, "login", scenario.target.name]
+            assert first["error"] == "UNAUTHENTICATED" and late.steps[-1].response == plain.steps[-1].response
+        if outcomes[-1]["status"] == "error":  # refused, and refused again the same way: no retry ever pays here
+            twice_seen += 1
+            assert [s.call for s in twice.steps][-2:] == [plain.steps[-1].call] * 2
+            assert outcomes[-2]["error"] == outcomes[-1]["error"] and twice.final_answer.startswith(COULD_NOT)
+        else:
+            assert [s.call for s in twice.steps] == [s.call for s in plain.steps]
+    assert late_seen >= 5 and twice_seen >= 5
+    words = [sum(len(e.words) for e in expert_episodes(30, late_sign_in=share, second_try=share)) for share in (0, 1)]
+    assert words[1] > words[0]
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import torch
 from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 from transformers.cache_utils import Cache, DynamicCache
 
+from wmstudio.model.ar_pins import PinWriter
 from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefix_causal_mask
 from wmstudio.model.copy_head import load_copy_head
 from wmstudio.model.outcome_head import load_outcome_head
@@ -210,7 +211,8 @@ class DreamBackend(BidirectionalBackend):
 class ArBaseline:
     """An autoregressive world model (`AutoModelForCausalLM`), generating left to right.
 
-    It cannot see anchors that come later in the response, so callers put them in the prompt as directives."""
+    It cannot see anchors that come later in the response: callers put them in the prompt as directives, and a pinned
+    top-level field's value is written for it where it opens that key (model/ar_pins.py)."""
 
     kind = AR
 
@@ -224,8 +226,10 @@ class ArBaseline:
 
     @torch.inference_mode()
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int = 128, temperature: float = 0.0,
-                 repetition_penalty: float = 1.0, samples: int = 1, seed: int = 0) -> list[list[int]]:
-        """`samples` continuations of `prompt_ids` (eos excluded), with a seeded generator and a CTRL penalty."""
+                 repetition_penalty: float = 1.0, samples: int = 1, seed: int = 0,
+                 pins: dict[str, str] | None = None) -> list[list[int]]:
+        """`samples` continuations of `prompt_ids` (eos excluded), with a seeded generator and a CTRL penalty;
+        `pins` (top-level key -> JSON value text) are written wherever a sample opens their key."""
         generator = torch.Generator(device="cpu").manual_seed(seed)
         ids = torch.as_tensor([list(prompt_ids)] * samples, dtype=torch.long, device=self.device)
         max_new_tokens = max(0, min(max_new_tokens, self.max_length - ids.shape[1]))
@@ -233,6 +237,7 @@ class ArBaseline:
         out = self.model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
         produced = torch.zeros((samples, 0), dtype=torch.long, device=self.device)
         finished = torch.zeros(samples, dtype=torch.bool, device=self.device)
+        writers = [PinWriter(pins, self.tokenizer) for _ in range(samples)] if pins else []
         for _ in range(max_new_tokens):
             logits = out.logits[:, -1].float()
             if repetition_penalty != 1.0 and produced.shape[1]:
@@ -244,8 +249,13 @@ class ArBaseline:
                 token = torch.multinomial(probs, 1, generator=generator).to(self.device).view(-1)
             else:
                 token = logits.argmax(dim=-1)
+            for row, writer in enumerate(writers):
+                if (forced := writer.next_forced()) is not None:
+                    token[row] = forced
             token = torch.where(finished, torch.full_like(token, self.eos_id), token)
             produced = torch.cat([produced, token.view(-1, 1)], dim=1)
+            for row, writer in enumerate(writers):
+                writer.after(self.tokenizer.decode(produced[row].tolist(), skip_special_tokens=True))
             finished |= token == self.eos_id
             if bool(finished.all()):
                 break

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
+from wmstudio.model.ar_pins import top_level_pins
 from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.canvas import (
     FREE,
@@ -424,7 +425,7 @@ def anchors_as_directives(world: WorldSpec, anchors: Sequence[Anchor]) -> WorldS
 
 def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: list[Anchor],
                  history: Sequence[HistoryStep], settings: SamplerSettings, started: float) -> Generation:
-    """Anchors become directives; the token budget is the skeleton's length (+16) or `free_length`."""
+    """Anchors become directives, and top-level ones are written where the model opens their key; the token budget is the skeleton's length (+16) or `free_length`."""
     steered = anchors_as_directives(world, anchors)
     tool = called_tool(world, call)
     budget = settings.free_length
@@ -437,7 +438,7 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
     check_fits(len(prompt_ids), budget, backend.max_length)
     outputs = backend.generate(prompt_ids, max_new_tokens=budget, temperature=settings.temperature,
                                repetition_penalty=settings.repetition_penalty, samples=settings.samples,
-                               seed=settings.seed)
+                               seed=settings.seed, pins=top_level_pins(anchors))
     results = []
     for ids in outputs:
         text = backend.tokenizer.decode(ids, skip_special_tokens=True)

@@ -5,7 +5,7 @@ Each family's scenarios are ids `<family>-<world>-<split>-<n>`:
 - `transient`: the task's first call answers RATE_LIMITED and a retry succeeds. Trained in retail, airline and
   filesystem, held out in payments and records (held out by world).
 - `expired`: the task's first call answers TOKEN_EXPIRED; signing in again and retrying succeeds, and success needs
-  that second sign-in. Payments only (the one simulated world with sessions): held out by initial state.
+  the task's call answered ok with a session other than the one that expired (a retry with the same token fails). Payments only (the one simulated world with sessions): held out by initial state.
 - `partial`: the first bulk tag answers `partial` (some ids failed); tagging them again succeeds. Records only (the
   one simulated task whose continuation is the same call): held out by initial state.
 - `control`: feasible tasks with no steering, in every world, so a policy that only learns to retry is not rewarded
@@ -27,7 +27,6 @@ from wmstudio.world.steering.occurrence import SteeringKey
 ADVERSARIAL_CURRICULUM = "adversarial"
 CONTROL = "control"
 SEED_BASE = 700_000  # apart from the demo curriculum's seeds, so no adversarial state is a demo state
-RELOGIN = 'size(trajectory.calls.filter(c, c.name == "login" && c.status == "ok")) >= 2'
 ANSWERED = f"!trajectory.final_answer.startsWith({json.dumps(COULD_NOT)})"  # done, and not said to have failed
 FAILURES: dict[str, list[Anchor]] = {  # what the first try of the task's call answers, per family
     "transient": [Anchor("status", "error"), Anchor("error", "RATE_LIMITED"),
@@ -72,6 +71,16 @@ def scenario_family(scenario: Scenario) -> str:
     return ""
 
 
+def new_session(tool: str) -> str:
+    """CEL: a call of `tool` answered ok with a session token no refused call of `tool` was given (a new sign-in
+    after the session expired, not the expired token tried again)."""
+    name = json.dumps(tool)
+    token = "arguments.session_token"
+    return (f'trajectory.calls.exists(c, c.name == {name} && c.status == "ok" && has(c.{token}) && '
+            f'!trajectory.calls.exists(d, d.name == {name} && d.status == "error" && has(d.{token}) && '
+            f'd.{token} == c.{token}))')
+
+
 def _family_scenarios(family: str, world: str, split: str, count: int, base: int) -> list[Scenario]:
     """`count` scenarios of `family` in `world`: feasible tasks (a login first where the world needs one; only bulk
     tags for `partial`), seeded from `base` on."""
@@ -96,5 +105,5 @@ def _steered(scenario: Scenario, family: str, index: int) -> Scenario:
     if family == CONTROL:
         return replace(scenario, id=key, success=success)
     steering = {str(SteeringKey(scenario.target.name, 1)): list(FAILURES[family])}
-    success = f"{success} && {RELOGIN}" if family == "expired" else success
+    success = f"{success} && {new_session(scenario.target.name)}" if family == "expired" else success
     return replace(scenario, id=key, steering=steering, success=success)

@@ -46,6 +46,13 @@ class AgentTrainConfig:
     label_smoothing: float = setting(0.0, "Share of each target word's probability spread over the vocabulary: a "
                                           "policy trained to certainty samples the same episode every time, and "
                                           "GRPO learns nothing from a group that agrees (0: plain cross-entropy).")
+    late_sign_in: float = setting(0.0, "Share of the episodes that need a session in which the expert first tries "
+                                       "the task's call, is refused by the world (UNAUTHENTICATED), signs in and "
+                                       "calls again: ordinary episodes where an answer's error changes what the "
+                                       "policy does next (0: the expert always signs in first).")
+    second_try: float = setting(0.0, "Share of the other episodes in which a call the world refuses is tried once "
+                                     "more before the answer (the world's own refusals: the second try fails too, "
+                                     "so no recovery is shown; 0: the expert answers at once).")
 
     def __post_init__(self) -> None:
         if self.out is None:
@@ -58,6 +65,9 @@ class AgentTrainConfig:
             _positive(problems, name, getattr(self, name))
         if self.steps is not None:
             _positive(problems, "steps", self.steps, whole=True)
+        for name in ("late_sign_in", "second_try"):
+            if not number_in(getattr(self, name), 0.0, 1.0):
+                problems.append(Problem(name, f"must be a share from 0 to 1, got {getattr(self, name)!r}"))
         if not number_in(self.label_smoothing, 0.0, below=1.0):
             problems.append(Problem("label_smoothing", f"must be a share from 0 to below 1, got {self.label_smoothing!r}"))
         if not problems and self.hidden % self.heads:

@@ -11,7 +11,7 @@ import random
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -19,11 +19,12 @@ import torch.nn.functional as F
 from wmstudio.train.agent_config import AgentTrainConfig
 from wmstudio.train.agent_policy import MAX_CONTEXT, AgentPolicy, new_policy_model, word_tokenizer
 from wmstudio.train.agent_text import SlotTable, action_words, prompt_words, result_words
-from wmstudio.train.environments import SIMULATOR, run_episode
+from wmstudio.train.environments import SIMULATOR, Policy, run_episode
 from wmstudio.train.policy_card import heldout_success, write_policy_card
-from wmstudio.train.scenarios import Scenario, _logged_in, make_scenario
-from wmstudio.train.scripted_policies import expert
+from wmstudio.train.scenarios import Scenario, _logged_in, make_scenario, task_text
+from wmstudio.train.scripted_policies import expert, signs_in_late, tries_twice
 from wmstudio.world.simulators import SIMULATORS, get_simulator
+from wmstudio.world.spec import Call
 
 SFT_SEED_OFFSET = 50_000  # scenario seeds of the SFT episodes: apart from the curriculum's train and held-out states
 IGNORE = -100
@@ -39,9 +40,10 @@ class Episode:
     written: list[bool]
 
 
-def expert_episode(scenario: Scenario) -> Episode | None:
-    """The expert's episode on `scenario` against the simulator as words (None if an action cannot be written)."""
-    trajectory, _ = run_episode(expert, scenario, SIMULATOR)
+def expert_episode(scenario: Scenario, policy: Policy = expert) -> Episode | None:
+    """The expert's (or another scripted policy's) episode on `scenario` against the simulator as words (None if an
+    action cannot be written)."""
+    trajectory, _ = run_episode(policy, scenario, SIMULATOR)
     slots = SlotTable()
     words = prompt_words(scenario, slots)
     written = [False] * len(words)
@@ -59,17 +61,38 @@ def expert_episode(scenario: Scenario) -> Episode | None:
     return Episode(words, written)
 
 
-def expert_episodes(count: int, seed: int = 0) -> list[Episode]:
-    """`count` expert episodes, the demo worlds taking turns, from scenario seeds no curriculum split uses."""
+def expert_episodes(count: int, seed: int = 0, late_sign_in: float = 0.0, second_try: float = 0.0) -> list[Episode]:
+    """`count` expert episodes, the demo worlds taking turns, from scenario seeds no curriculum split uses; on a
+    seeded `late_sign_in` share of those that need a session, the expert tries the task's call before signing in;
+    on a seeded `second_try` share of the others, a call the world refuses is tried once more. With second tries,
+    half the bulk tags also name an account that does not exist beside the real ones (the world refuses them in
+    part, answering `partial`), so a partial answer is met with and without a second try."""
     worlds = sorted(SIMULATORS)
+    rng = random.Random(f"late-{seed}")
     episodes = []
     for index in range(count):
         scenario = make_scenario(worlds[index % len(worlds)], "sft", index,
                                  SFT_SEED_OFFSET + seed * 100_000 + index)
-        episode = expert_episode(scenario)
+        late = scenario.needs_login and rng.random() < late_sign_in
+        if second_try and rng.random() < 0.5:
+            scenario = partly_unknown(scenario, rng)
+        twice = not late and rng.random() < second_try
+        episode = expert_episode(scenario, signs_in_late if late else tries_twice if twice else expert)
         if episode is not None:
             episodes.append(episode)
     return episodes
+
+
+def partly_unknown(scenario: Scenario, rng: random.Random) -> Scenario:
+    """A feasible bulk tag (`tag_records`) whose task also names an account that does not exist: the world tags the
+    others and answers `partial` with the unknown id failed, whatever is tried again. Other scenarios as they are."""
+    target = scenario.target
+    if target is None or not scenario.feasible or not isinstance(target.arguments.get("ids"), list):
+        return scenario
+    known = {str(record.get("id")) for record in scenario.world.initial_state.get("records", [])}
+    unknown = next(f"ACC-{n}" for n in iter(lambda: rng.randrange(2000, 2999), None) if f"ACC-{n}" not in known)
+    call = Call(target.name, {**target.arguments, "ids": [*target.arguments["ids"], unknown]})
+    return replace(scenario, task=task_text(call), target=call, feasible=False)
 
 
 def world_words() -> list[str]:
@@ -99,7 +122,7 @@ def train_agent(config: AgentTrainConfig, log: Callable[[str], None] = print) ->
     `policy.json` and its model card, return the summary."""
     torch.set_num_threads(config.threads)
     started = time.perf_counter()
-    episodes = expert_episodes(config.episodes, config.seed)
+    episodes = expert_episodes(config.episodes, config.seed, config.late_sign_in, config.second_try)
     words = sorted({word for episode in episodes for word in episode.words} | set(world_words()))
     tokenizer = word_tokenizer(words)
     model = new_policy_model(tokenizer, layers=config.layers, hidden=config.hidden, heads=config.heads,

@@ -217,6 +217,8 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
         log(reach.text())
         if problems := reach.problems(settings.min_reachable, repr(settings.curriculum)):
             raise InvalidInput(problems)
+        if warning := reach.warnings(settings.min_reachable):
+            log(warning)
     before = _heldout_success(start, heldout)
     log(f"policy {settings.policy}: held-out success in the simulator {_success_text(before)}")
     counts = {"model": 0, "calls": 0}

@@ -46,6 +46,7 @@ def write_policy_card(folder: Path) -> Path:
         f"- {info.get('trained_by', 'wmstudio train-agent')}: {_count(info.get('episodes'))} expert episodes of the "
         "five demo worlds (freshly seeded scenarios, never a curriculum's held-out states); the loss is on the "
         "policy's own words only (its actions), never on the task or the tools' answers",
+        *_ordinary_retries(config),
         f"- {_count(info.get('steps'))} optimizer steps in {info.get('seconds', '?')} s on "
         f"{config.get('threads', '?')} CPU thread(s); final loss {info.get('final_loss', '?')}",
         f"- settings: batch {config.get('batch', '?')}, peak learning rate {config.get('learning_rate', '?')} "
@@ -54,7 +55,7 @@ def write_policy_card(folder: Path) -> Path:
         f"{config.get('hidden', '?')}, {config.get('heads', '?')} heads",
         f"- reproduce: `wmstudio train-agent --out {shown}"
         f" --episodes {config.get('episodes', '?')} --minutes {config.get('minutes', '?')}"
-        f" --seed {config.get('seed', '?')} --threads {config.get('threads', '?')}`", "",
+        f" --seed {config.get('seed', '?')} --threads {config.get('threads', '?')}{_retry_flags(config)}`", "",
         "## Intended use",
         "- the warm start of GRPO (`wmstudio train-grpo --policy FOLDER`) and a baseline policy for off-policy "
         "evaluation (`wmstudio evaluate --policy FOLDER`);",
@@ -62,9 +63,7 @@ def write_policy_card(folder: Path) -> Path:
         "## Limitations",
         "- it knows the five demo worlds' tools and task phrasings only: a world it never saw (another tool set, "
         "another wording) gets words it has no slot for, and it writes no useful calls there;",
-        "- greedy, it plays the demonstrations it was trained on almost with certainty (a very low final loss), so "
-        "GRPO groups of its rollouts rarely disagree and GRPO learns little from it (`--label-smoothing 0.1` "
-        "keeps its samples varied);",
+        _sampling_limit(config),
         f"- it is a model of {_count(info.get('parameters'))} parameters sized for a CPU; a chat model (`--policy "
         "Qwen/Qwen3-0.6B` on a GPU) is the way to agents that read real tasks.", "",
         "## Measured success",
@@ -83,6 +82,34 @@ def write_policy_card(folder: Path) -> Path:
     return path
 
 
+def _ordinary_retries(config: dict[str, Any]) -> list[str]:
+    """The card's line on the SFT data's late sign-ins and second tries, when it had any."""
+    late, twice = config.get("late_sign_in") or 0.0, config.get("second_try") or 0.0
+    if not late and not twice:
+        return []
+    return [f"- ordinary episodes that meet the worlds' own refusals: on {late:.0%} of the episodes that need a "
+            "session the expert calls before signing in, is refused (UNAUTHENTICATED), signs in and calls again; "
+            f"on {twice:.0%} of the others a refused call (an error, or `partial` where a bulk tag names an account "
+            "that does not exist) is tried once more and refused again. No episode is steered and no second try "
+            "ever succeeds: recovery is never shown, but a sampled episode sometimes tries again, so GRPO can "
+            "find where that pays (`wmstudio train-grpo --curriculum adversarial`)"]
+
+
+def _retry_flags(config: dict[str, Any]) -> str:
+    late, twice = config.get("late_sign_in") or 0.0, config.get("second_try") or 0.0
+    return (f" --late-sign-in {late:g}" if late else "") + (f" --second-try {twice:g}" if twice else "")
+
+
+def _sampling_limit(config: dict[str, Any]) -> str:
+    """The card's limitation on sampling: a plain SFT policy samples its demonstrations almost always."""
+    if config.get("late_sign_in") or config.get("second_try"):
+        return ("- greedy, it mostly answers a refusal at once; sampled, it tries again about as often as it saw, "
+                "whether or not a retry can help: it knows no recovery, GRPO teaches it where one pays;")
+    return ("- greedy, it plays the demonstrations it was trained on almost with certainty (a very low final loss), "
+            "so GRPO groups of its rollouts rarely disagree and GRPO learns little from it: on the adversarial "
+            "curriculum no sampled group retries (see `--late-sign-in` and `--second-try`);")
+
+
 def _shown_path(folder: Path) -> str:
     """The folder as the card names it: relative to the repository when inside it, else by its name alone."""
     try:
@@ -93,3 +120,72 @@ def _shown_path(folder: Path) -> str:
 
 def _count(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else "?"
+
+
+def write_recovery_card(folder: Path, results: dict[str, Any], shipped: str) -> Path:
+    """`README.md` of a policy GRPO trained on the adversarial curriculum, from the comparison bench's results
+    (benchmarks/grpo_recovery_bench.py): how it was trained, and every environment's seeds per family beside its
+    SFT start, all judged on the held-out adversarial scenarios by the simulators."""
+    folder = Path(folder)
+    info = json.loads((folder / POLICY_MARKER).read_text(encoding="utf-8"))
+    run = results["runs"][shipped]
+    families = sorted(results["sft"]["families"])
+    shown, start = _shown_path(folder), results["start"]
+    seed = shipped.rsplit("-", 1)[1]
+    table = [f"| policy | held-out | {' | '.join(families)} |", "|---" * (len(families) + 2) + "|"]
+
+    def row(label: str, figures: dict[str, Any]) -> str:
+        cells = " | ".join(f"{figures['families'].get(family, 0):.0%}" for family in families)
+        return f"| {label} | {figures['truth']:.1%} | {cells} |"
+
+    table.append(row(f"SFT start `{start}` (greedy)", results["sft"]))
+    names = {"mdlm": "MDLM world model", "ar": "AR world model", "simulator": "simulator"}
+    means: dict[str, list[float]] = {}
+    for key, figures in results["runs"].items():
+        env, run_seed = key.rsplit("-", 1)
+        table.append(row(f"GRPO in the {names.get(env, env)}, seed {run_seed}", figures))
+        means.setdefault(env, []).append(figures["truth"])
+    table += [f"| **GRPO in the {names.get(env, env)}, mean of {len(truths)}** | **{sum(truths) / len(truths):.1%}** |"
+              + " |" * len(families) for env, truths in means.items()]
+    estimates = [f"- {key}: MDLM world model estimate {figures['estimate']:.1%}, truth {figures['truth']:.1%}"
+                 for key, figures in results.get("off_policy", {}).items()]
+    lines = [
+        "---", "library_name: transformers", "license: apache-2.0",
+        "tags: [wmstudio, agent, tool-calling, grpo]", "---", "",
+        f"# {folder.name}", "",
+        f"An agent policy of wmstudio trained by GRPO (TRL) in the MDLM world model on the built-in `adversarial` "
+        "curriculum: tasks whose first try the world fails on purpose (RATE_LIMITED, an expired session, a partial "
+        "bulk tag), beside ordinary tasks. It starts from an SFT policy that never saw a recovery and learns, from "
+        "the world model's answers alone, when trying again pays. Same architecture and word-level tokenizer as "
+        "`agent-small` (`wmstudio/train/agent_text.py`).", "",
+        "## Training",
+        f"- start: `{start}` (SFT on ordinary expert episodes only, see its card)",
+        f"- environment `world-model`: the shipped MDLM answers every call, grounding `none` (no simulator in the "
+        "prompt); steering per call occurrence fails each steered task's first try there as in the simulator",
+        f"- curriculum `adversarial`, training split (60 scenarios; transient errors trained in retail, airline "
+        "and filesystem); 4 scenarios x 8 rollouts a step at temperature 1",
+        f"- {info.get('steps', '?')} steps, learning rate {results['learning_rate']:g} (AdamW, constant), KL beta "
+        f"0.02, seed {seed}; {run['seconds']} s wall, {run.get('cpu_seconds') or '?'} CPU-s on 1 thread",
+        f"- reproduce: `wmstudio train-grpo --curriculum adversarial --env world-model --policy {start} "
+        f"--max-steps {results['steps']} --learning-rate {results['learning_rate']:g} --seed {seed} --threads 1`", "",
+        "## Intended use",
+        "- an agent that recovers from transient errors, expired sessions and partial results in the demo worlds;",
+        "- the worked example of GRPO in a world model: compare it with its start, and with the same run in the "
+        "simulator (`--env simulator`).", "",
+        "## Limitations",
+        "- it knows the five demo worlds' tools and task phrasings only;",
+        "- it learned to retry where retrying paid in training; a refusal no retry can fix is still answered at "
+        "once only as far as the controls and its start taught it.", "",
+        "## Measured success",
+        f"- **{run['truth']:.1%} of the {results['heldout_scenarios']} held-out adversarial scenarios** (transient "
+        "errors in payments and records, worlds it never trained them in; expired sessions and partial tags from "
+        "unseen states; controls), played greedily against the simulators: its start had "
+        f"{results['sft']['truth']:.1%}",
+        f"- reproduce: `wmstudio evaluate --policy {shown} --curriculum adversarial --split heldout --env simulator`",
+        "", "Every environment, three seeds each, judged by the simulators (`benchmarks/grpo_recovery_bench.py`):",
+        "", *table, "", "Off-policy estimates on the held-out set (greedy policy, MDLM world model, grounding `none`):",
+        *estimates,
+    ]
+    path = folder / "README.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

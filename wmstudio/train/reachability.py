@@ -4,8 +4,9 @@ GRPO learns from a group only where its episodes' rewards differ: a group that a
 every episode the same advantage, zero. So before training, a probe samples groups as a step would and counts, per
 family of the curriculum (the adversarial curriculum's transient, expired, partial and control; one family where the
 scenario ids name none), the groups with at least one success. A family too few of whose groups succeeded cannot be
-learned from this policy at this temperature, and the run is refused saying so (a policy that never retries after
-RATE_LIMITED gets no reward for retrying, however long it trains)."""
+learned from this policy at this temperature (a policy that never retries after RATE_LIMITED gets no reward for
+retrying, however long it trains): the run says so, and is refused when that holds for every family but the controls
+(nothing left to learn)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.problems import Problem
-from wmstudio.train.adversarial import scenario_family
+from wmstudio.train.adversarial import CONTROL, scenario_family
 from wmstudio.train.scenarios import Scenario
 
 PROBE_SCENARIOS = 24  # training scenarios the probe plays, the curriculum's families taking turns
@@ -63,18 +64,32 @@ class Reach:
         return (f"reach at temperature {self.temperature:g}, {self.generations} episodes a group, groups with a "
                 f"success: {', '.join(parts)}")
 
+    def short(self, minimum: float) -> list[str]:
+        """The families fewer than `minimum` of whose groups had any success (none when `minimum` is 0)."""
+        return [family for family in sorted(self.groups) if minimum and self.share(family) < minimum]
+
     def problems(self, minimum: float, curriculum: str = "the curriculum") -> list[Problem]:
-        """Why GRPO could not learn some family of `curriculum` from this policy: fewer than `minimum` of its groups
-        had any success. Empty when every family reaches it (or `minimum` is 0)."""
-        short = [family for family in sorted(self.groups) if minimum and self.share(family) < minimum]
-        if not short:
+        """Why GRPO could not learn `curriculum` from this policy: every family that needs more than the policy
+        does (all but the controls) had fewer than `minimum` of its groups with a success. Empty when some such
+        family is reachable (the others are named by `warnings`), or `minimum` is 0."""
+        short = self.short(minimum)
+        learnable = [family for family in sorted(self.groups) if family != CONTROL]
+        if not short or any(family not in short for family in learnable):
             return []
-        shown = ", ".join(f"{family} {self.reached[family]} of {self.groups[family]} groups" for family in short)
         return [Problem("min_reachable", f"sampled before the run, the policy succeeded in too few groups of "
-                                         f"{curriculum} to learn from ({shown}; at least {minimum:.0%} needed): "
-                                         "GRPO learns only from a group whose episodes differ. Start from a policy "
-                                         "that sometimes succeeds there, raise --temperature, or set "
+                                         f"{curriculum} to learn from ({self._shown(short)}; at least {minimum:.0%} "
+                                         "needed): GRPO learns only from a group whose episodes differ. Start from "
+                                         "a policy that sometimes succeeds there, raise --temperature, or set "
                                          "--min-reachable 0 to train anyway")]
+
+    def warnings(self, minimum: float) -> str:
+        """A line naming the families GRPO will not learn in a run that goes ahead (empty when none)."""
+        short = self.short(minimum)
+        return (f"GRPO will not learn {', '.join(short)} from this policy ({self._shown(short)} reached; at least "
+                f"{minimum:.0%} needed): the rest of the curriculum trains") if short else ""
+
+    def _shown(self, families: list[str]) -> str:
+        return ", ".join(f"{family} {self.reached[family]} of {self.groups[family]} groups" for family in families)
 
     def to_json(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "generations": self.generations,

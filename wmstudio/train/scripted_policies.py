@@ -1,7 +1,11 @@
 """Scripted agent policies, the yardsticks of off-policy evaluation before a trained policy exists.
 
 `expert` logs in where the task needs a session (using the token the world answered with), makes the task's call
-and answers from the world's reply (done, or could not); `recovering` is the expert that retries after a transient
+and answers from the world's reply (done, or could not); `signs_in_late` is the expert that tries the task's call
+before signing in, reads the world's own refusal (UNAUTHENTICATED: nothing steered), signs in and calls again (an
+ordinary episode whose error is fixed, part of the SFT data); `tries_twice` is the expert that, refused by the world
+(an error, or a `partial` answer), tries the same call once more before it says it could not (in the SFT data only on
+the world's own refusals, which a second try never gets past: no recovery is shown); `recovering` is the expert that retries after a transient
 error or a partial answer and signs in again after an expired session (the adversarial curriculum's yardstick);
 `noisy` is the expert with, on a seeded share of scenarios, one argument swapped for another value the state holds
 (a wrong id: the mistake that matters); `random` makes the simulators' scripted-agent calls (a plausible call,
@@ -38,6 +42,32 @@ def expert(scenario: Scenario, trajectory: Trajectory) -> Action:
     if scenario.target is not None and scenario.target.name not in names:
         return _with_session(scenario.target, trajectory)
     return answer(scenario, trajectory)
+
+
+def signs_in_late(scenario: Scenario, trajectory: Trajectory) -> Action:
+    """Where the task needs a session: the task's call first (no token yet), then login, then the call again with the
+    session; elsewhere as `expert`."""
+    if not scenario.needs_login or scenario.target is None:
+        return expert(scenario, trajectory)
+    names = [step.call.name for step in trajectory.steps]
+    if scenario.target.name not in names:
+        return _with_session(scenario.target, trajectory)
+    if "login" not in names:
+        return Call("login", dict(scenario.world.initial_state["login"]))
+    if names.count(scenario.target.name) < 2:
+        return _with_session(scenario.target, trajectory)
+    return answer(scenario, trajectory)
+
+
+def tries_twice(scenario: Scenario, trajectory: Trajectory) -> Action:
+    """The expert, but a task call the world did not answer ok (an error, a partial result) is made once more
+    before the answer."""
+    names = [step.call.name for step in trajectory.steps]
+    last = json_or(trajectory.steps[-1].response, None) if trajectory.steps else None
+    if scenario.target is not None and names and names[-1] == scenario.target.name \
+            and names.count(scenario.target.name) < 2 and isinstance(last, dict) and last.get("status") != "ok":
+        return _with_session(scenario.target, trajectory)
+    return expert(scenario, trajectory)
 
 
 def recovering(scenario: Scenario, trajectory: Trajectory) -> Action:
