@@ -94,6 +94,8 @@ def test_a_two_step_rollout_is_generated_with_the_earlier_steps_as_history(studi
     second = json.dumps({"name": "get_order", "arguments": {"order_id": "ORD-10001"}})
     _, _, steps_md, _, message = client.predict(rid, second, 'status="error"', 0.0, 8, api_name="/rollout_generate")
     assert "Step 2 generated" in message and "**Step 2**" in steps_md
+    assert 'steering: `get_order#1: status="error"`' in steps_md  # as the Train tab writes steering per call
+    assert steps_md.count("steering:") == 1  # the unsteered first step shows none
 
     steps = rollout_steps(ctx.store, rid)
     assert [s.tool_call().name for s in steps] == ["list_orders", "get_order"]

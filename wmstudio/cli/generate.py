@@ -147,11 +147,17 @@ def bench_denoise_cmd(
     workload: Optional[str] = typer.Option(None, "--workload", help="random (random prompts: the worst case) or "
                                                                     "real (held-out calls of the demo worlds); "
                                                                     "default both."),
+    prompt_tokens: list[int] = typer.Option([400, 1024], "--prompt-tokens", min=16,
+                                            help="Prompt lengths to time (repeat the option: --prompt-tokens 2048)."),
+    canvas_tokens: list[int] = typer.Option([32, 64, 128], "--canvas-tokens", min=4,
+                                            help="Canvas lengths to time (repeat the option: --canvas-tokens 80)."),
 ) -> None:
-    """Time our sampler against LLaDA's reference loop for canvases of 32/64/128 and prompts of ~400/1024."""
+    """Time our sampler against LLaDA's reference loop for canvases of 32/64/128 and prompts of ~400/1024 (or the
+    lengths given)."""
     from wmstudio.model.bench import WORKLOADS, bench_denoise
 
     report = bench_denoise(preset=preset, device=device, repeats=repeats, model=model,
+                           prompts=tuple(prompt_tokens), canvases=tuple(canvas_tokens),
                            workloads=(workload,) if workload else WORKLOADS,
                            progress=None if as_json else lambda line: typer.echo(line, err=True))
     if as_json:

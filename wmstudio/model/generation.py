@@ -425,7 +425,8 @@ def anchors_as_directives(world: WorldSpec, anchors: Sequence[Anchor]) -> WorldS
 
 def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: list[Anchor],
                  history: Sequence[HistoryStep], settings: SamplerSettings, started: float) -> Generation:
-    """Anchors become directives, and top-level ones are written where the model opens their key; the token budget is the skeleton's length (+16) or `free_length`."""
+    """Anchors become directives, and top-level ones are written where the model opens their key (ar_pins.py); the
+    token budget is the skeleton's length (+16) or `free_length`."""
     steered = anchors_as_directives(world, anchors)
     tool = called_tool(world, call)
     budget = settings.free_length

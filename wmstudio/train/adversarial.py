@@ -5,7 +5,8 @@ Each family's scenarios are ids `<family>-<world>-<split>-<n>`:
 - `transient`: the task's first call answers RATE_LIMITED and a retry succeeds. Trained in retail, airline and
   filesystem, held out in payments and records (held out by world).
 - `expired`: the task's first call answers TOKEN_EXPIRED; signing in again and retrying succeeds, and success needs
-  the task's call answered ok with a session other than the one that expired (a retry with the same token fails). Payments only (the one simulated world with sessions): held out by initial state.
+  the task's call answered ok with a session other than the one that expired (a retry with the same token fails).
+  Payments only (the one simulated world with sessions): held out by initial state.
 - `partial`: the first bulk tag answers `partial` (some ids failed); tagging them again succeeds. Records only (the
   one simulated task whose continuation is the same call): held out by initial state.
 - `control`: feasible tasks with no steering, in every world, so a policy that only learns to retry is not rewarded

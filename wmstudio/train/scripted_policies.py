@@ -5,8 +5,9 @@ and answers from the world's reply (done, or could not); `signs_in_late` is the 
 before signing in, reads the world's own refusal (UNAUTHENTICATED: nothing steered), signs in and calls again (an
 ordinary episode whose error is fixed, part of the SFT data); `tries_twice` is the expert that, refused by the world
 (an error, or a `partial` answer), tries the same call once more before it says it could not (in the SFT data only on
-the world's own refusals, which a second try never gets past: no recovery is shown); `recovering` is the expert that retries after a transient
-error or a partial answer and signs in again after an expired session (the adversarial curriculum's yardstick);
+the world's own refusals, which a second try never gets past: no recovery is shown); `recovering` is the expert that
+retries after a transient error or a partial answer and signs in again after an expired session (the adversarial
+curriculum's yardstick);
 `noisy` is the expert with, on a seeded share of scenarios, one argument swapped for another value the state holds
 (a wrong id: the mistake that matters); `random` makes the simulators' scripted-agent calls (a plausible call,
 sometimes a malformed one) and stops. Each is a function `(scenario, trajectory) -> call or answer`."""

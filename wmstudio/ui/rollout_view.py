@@ -4,6 +4,7 @@ call, response, check verdict and how the response was made."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ from wmstudio.studio.rollouts import MadeBy, Step, Store, get_rollout, rollout_s
 from wmstudio.studio.worlds import get_world
 from wmstudio.ui.check_view import pretty_response
 from wmstudio.world.spec import Call
+from wmstudio.world.steering.anchors import Anchor
 
 MAX_STEPS_SHOWN = 50
 MAX_RESPONSE_SHOWN = 4000
@@ -38,14 +40,18 @@ def render_rollout(store: Store, rollout_id: int) -> RolloutView:
               f"World **{world.name}** v{world.version} · {rollout.status} · "
               f"{len(steps)} step(s) · tags: {', '.join(tags) or '—'}{origin}\n\n"
               f"Tools: {', '.join(f'`{tool.name}`' for tool in world.spec().tools) or 'none'}")
+    occurrences, seen = [], Counter()
+    for step in steps:  # the n-th call of its tool in the rollout: how steering per call names it
+        seen[Call.from_json(step.call).name] += 1
+        occurrences.append(seen[Call.from_json(step.call).name])
     shown = steps[-MAX_STEPS_SHOWN:]
     parts = [f"_{len(steps) - len(shown)} earlier steps not shown._"] if len(shown) < len(steps) else []
-    parts += [_step_markdown(step) for step in shown]
+    parts += [_step_markdown(step, n) for step, n in zip(shown, occurrences[-len(shown):])]
     body = "\n\n---\n\n".join(parts) or "_No steps yet: type the first call below and press **Generate**._"
     return RolloutView(rollout.id, header, body, ", ".join(tags))
 
 
-def _step_markdown(step: Step) -> str:
+def _step_markdown(step: Step, occurrence: int = 1) -> str:
     report = step.check_report
     if step.check_ok is None:
         verdict = "not checked"
@@ -66,8 +72,13 @@ def _step_markdown(step: Step) -> str:
     fence = "```"
     while fence in response:
         fence += "`"
-    return (f"**Step {step.index + 1}** · `{call.name}` · {_made_by_text(step.provenance())}\n\n"
-            f"call: `{_compact(call.arguments)}`\n\n{fence}json\n{response}\n{fence}\n\n- {verdict}")
+    made_by = step.provenance()
+    pinned = [str(Anchor(anchor.get("path"), anchor.get("value"))) for anchor in made_by.anchors
+              if isinstance(anchor, dict)]
+    steering = ("steering: " + " · ".join(f"`{call.name}#{occurrence}: {text}`" for text in pinned) + "\n\n"
+                if pinned else "")  # as the Train tab writes it: this call's occurrence of its tool
+    return (f"**Step {step.index + 1}** · `{call.name}` · {_made_by_text(made_by)}\n\n"
+            f"call: `{_compact(call.arguments)}`\n\n{steering}{fence}json\n{response}\n{fence}\n\n- {verdict}")
 
 
 def _made_by_text(made_by: MadeBy) -> str:
@@ -79,8 +90,7 @@ def _made_by_text(made_by: MadeBy) -> str:
     if made_by.kind == "imported":
         return f"imported from {made_by.source or 'a file'}"
     seed = f", seed {made_by.seed}" if made_by.seed is not None else ""
-    anchors = f", {len(made_by.anchors)} anchor(s)" if made_by.anchors else ""
-    return f"model {made_by.model}{seed}{anchors}"
+    return f"model {made_by.model}{seed}"
 
 
 def _compact(value: Any, limit: int = 300) -> str:
