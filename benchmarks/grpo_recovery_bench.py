@@ -16,7 +16,6 @@ import argparse
 import json
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ from wmstudio.train.adversarial import ADVERSARIAL_CURRICULUM, adversarial_scena
 from wmstudio.train.agent_policy import load_policy  # noqa: E402
 from wmstudio.train.environments import SIMULATOR, WORLD_MODEL  # noqa: E402
 from wmstudio.train.off_policy import evaluate_policy, report  # noqa: E402
-from wmstudio.train.policy_card import write_recovery_card  # noqa: E402
+from wmstudio.train.policy_card import recovery_table, write_recovery_card  # noqa: E402
 from wmstudio.train.scenarios import HELDOUT, split_of  # noqa: E402
 
 ENVIRONMENTS = {"mdlm": (WORLD_MODEL, None), "ar": (WORLD_MODEL, DEFAULT_AR_MODEL), "simulator": (SIMULATOR, None)}
@@ -111,25 +110,11 @@ def main() -> None:
 
 
 def table(results: dict) -> str:
-    """Markdown: the SFT start and each environment's seeds, overall and per family, with each environment's mean."""
-    families = sorted(results["sft"]["families"])
-    lines = [f"| policy | held-out | {' | '.join(families)} | CPU-s |", "|---" * (len(families) + 3) + "|"]
-
-    def row(label: str, figures: dict, cpu: str = "") -> str:
-        cells = " | ".join(f"{figures['families'].get(f, 0):.0%}" for f in families)
-        return f"| {label} | {figures['truth']:.1%} | {cells} | {cpu} |"
-
-    lines.append(row("SFT start (greedy)", results["sft"]))
-    by_env: dict[str, list[float]] = {}
-    for key, figures in results["runs"].items():
-        lines.append(row(f"GRPO {key}", figures, str(figures.get("cpu_seconds") or "")))
-        by_env.setdefault(key.rsplit("-", 1)[0], []).append(figures["truth"])
-    for env, truths in by_env.items():
-        lines.append(f"| **GRPO {env}, mean of {len(truths)}** | **{statistics.mean(truths):.1%}** |"
-                     + " |" * (len(families) + 1))
-    for key, figures in results.get("off_policy", {}).items():
-        lines.append(f"| off-policy {key}: MDLM estimate / truth | {figures['estimate']:.1%} / "
-                     f"{figures['truth']:.1%} |" + " |" * (len(families) + 1))
+    """Markdown: the card's table with each run's CPU seconds, then the off-policy estimates beside the truth."""
+    lines = recovery_table(results, cpu=True)
+    columns = len(results["sft"]["families"]) + 1
+    lines += [f"| off-policy {key}: MDLM estimate / truth | {figures['estimate']:.1%} / {figures['truth']:.1%} |"
+              + " |" * columns for key, figures in results.get("off_policy", {}).items()]
     return "\n".join(lines)
 
 

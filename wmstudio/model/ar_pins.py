@@ -52,6 +52,11 @@ class PinWriter:
     queued: list[int] = field(default_factory=list)
     written: set[str] = field(default_factory=set)
 
+    @property
+    def pending(self) -> bool:
+        """Whether a pin is still to be opened (the text need not be read once all are written)."""
+        return not self.queued and len(self.written) < len(self.pins)
+
     def next_forced(self) -> int | None:
         """The next token a pin writes, or None when the model chooses."""
         return self.queued.pop(0) if self.queued else None
@@ -59,7 +64,7 @@ class PinWriter:
     def after(self, text: str) -> None:
         """Read the text written so far; where it has just written a pinned top-level key's name (or its colon, or
         the opening quote of its value), queue the rest of the key and the pinned value."""
-        if self.queued or len(self.written) == len(self.pins):
+        if not self.pending:
             return
         for key, value in self.pins.items():
             if key in self.written:

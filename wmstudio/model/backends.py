@@ -255,7 +255,8 @@ class ArBaseline:
             token = torch.where(finished, torch.full_like(token, self.eos_id), token)
             produced = torch.cat([produced, token.view(-1, 1)], dim=1)
             for row, writer in enumerate(writers):
-                writer.after(self.tokenizer.decode(produced[row].tolist(), skip_special_tokens=True))
+                if writer.pending:  # once its pins are written, a sample's text is not decoded step by step
+                    writer.after(self.tokenizer.decode(produced[row].tolist(), skip_special_tokens=True))
             finished |= token == self.eos_id
             if bool(finished.all()):
                 break

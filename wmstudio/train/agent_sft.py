@@ -90,7 +90,9 @@ def partly_unknown(scenario: Scenario, rng: random.Random) -> Scenario:
     if target is None or not scenario.feasible or not isinstance(target.arguments.get("ids"), list):
         return scenario
     known = {str(record.get("id")) for record in scenario.world.initial_state.get("records", [])}
-    unknown = next(f"ACC-{n}" for n in iter(lambda: rng.randrange(2000, 2999), None) if f"ACC-{n}" not in known)
+    unknown = f"ACC-{rng.randrange(2000, 2999)}"
+    while unknown in known:
+        unknown = f"ACC-{rng.randrange(2000, 2999)}"
     call = Call(target.name, {**target.arguments, "ids": [*target.arguments["ids"], unknown]})
     return replace(scenario, task=task_text(call), target=call, feasible=False)
 

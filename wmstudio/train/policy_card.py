@@ -129,24 +129,9 @@ def write_recovery_card(folder: Path, results: dict[str, Any], shipped: str) -> 
     folder = Path(folder)
     info = json.loads((folder / POLICY_MARKER).read_text(encoding="utf-8"))
     run = results["runs"][shipped]
-    families = sorted(results["sft"]["families"])
     shown, start = _shown_path(folder), results["start"]
     seed = shipped.rsplit("-", 1)[1]
-    table = [f"| policy | held-out | {' | '.join(families)} |", "|---" * (len(families) + 2) + "|"]
-
-    def row(label: str, figures: dict[str, Any]) -> str:
-        cells = " | ".join(f"{figures['families'].get(family, 0):.0%}" for family in families)
-        return f"| {label} | {figures['truth']:.1%} | {cells} |"
-
-    table.append(row(f"SFT start `{start}` (greedy)", results["sft"]))
-    names = {"mdlm": "MDLM world model", "ar": "AR world model", "simulator": "simulator"}
-    means: dict[str, list[float]] = {}
-    for key, figures in results["runs"].items():
-        env, run_seed = key.rsplit("-", 1)
-        table.append(row(f"GRPO in the {names.get(env, env)}, seed {run_seed}", figures))
-        means.setdefault(env, []).append(figures["truth"])
-    table += [f"| **GRPO in the {names.get(env, env)}, mean of {len(truths)}** | **{sum(truths) / len(truths):.1%}** |"
-              + " |" * len(families) for env, truths in means.items()]
+    table = recovery_table(results)
     estimates = [f"- {key}: MDLM world model estimate {figures['estimate']:.1%}, truth {figures['truth']:.1%}"
                  for key, figures in results.get("off_policy", {}).items()]
     lines = [
@@ -189,3 +174,26 @@ def write_recovery_card(folder: Path, results: dict[str, Any], shipped: str) -> 
     path = folder / "README.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def recovery_table(results: dict[str, Any], cpu: bool = False) -> list[str]:
+    """Markdown rows of the comparison bench's results: the SFT start, each environment's seeds (overall and per
+    family, with each run's CPU seconds when `cpu`), then each environment's mean."""
+    families = sorted(results["sft"]["families"])
+    extra = " CPU-s |" if cpu else ""
+    lines = [f"| policy | held-out | {' | '.join(families)} |{extra}", "|---" * (len(families) + 2 + cpu) + "|"]
+
+    def row(label: str, figures: dict[str, Any], seconds: Any = None) -> str:
+        cells = " | ".join(f"{figures['families'].get(family, 0):.0%}" for family in families)
+        return f"| {label} | {figures['truth']:.1%} | {cells} |" + (f" {seconds or ''} |" if cpu else "")
+
+    lines.append(row(f"SFT start `{results['start']}` (greedy)", results["sft"]))
+    names = {"mdlm": "MDLM world model", "ar": "AR world model", "simulator": "simulator"}
+    means: dict[str, list[float]] = {}
+    for key, figures in results["runs"].items():
+        env, seed = key.rsplit("-", 1)
+        lines.append(row(f"GRPO in the {names.get(env, env)}, seed {seed}", figures, figures.get("cpu_seconds")))
+        means.setdefault(env, []).append(figures["truth"])
+    lines += [f"| **GRPO in the {names.get(env, env)}, mean of {len(truths)}** | **{sum(truths) / len(truths):.1%}** |"
+              + " |" * (len(families) + cpu) for env, truths in means.items()]
+    return lines

@@ -4,7 +4,6 @@ call, response, check verdict and how the response was made."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +12,7 @@ from wmstudio.studio.worlds import get_world
 from wmstudio.ui.check_view import pretty_response
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.anchors import Anchor
+from wmstudio.world.steering.occurrence import SteeringKey, occurrence_of
 
 MAX_STEPS_SHOWN = 50
 MAX_RESPONSE_SHOWN = 4000
@@ -40,10 +40,8 @@ def render_rollout(store: Store, rollout_id: int) -> RolloutView:
               f"World **{world.name}** v{world.version} · {rollout.status} · "
               f"{len(steps)} step(s) · tags: {', '.join(tags) or '—'}{origin}\n\n"
               f"Tools: {', '.join(f'`{tool.name}`' for tool in world.spec().tools) or 'none'}")
-    occurrences, seen = [], Counter()
-    for step in steps:  # the n-th call of its tool in the rollout: how steering per call names it
-        seen[Call.from_json(step.call).name] += 1
-        occurrences.append(seen[Call.from_json(step.call).name])
+    names = [Call.from_json(step.call).name for step in steps]
+    occurrences = [occurrence_of(name, names[:index]) for index, name in enumerate(names)]  # how steering names it
     shown = steps[-MAX_STEPS_SHOWN:]
     parts = [f"_{len(steps) - len(shown)} earlier steps not shown._"] if len(shown) < len(steps) else []
     parts += [_step_markdown(step, n) for step, n in zip(shown, occurrences[-len(shown):])]
@@ -75,8 +73,8 @@ def _step_markdown(step: Step, occurrence: int = 1) -> str:
     made_by = step.provenance()
     pinned = [str(Anchor(anchor.get("path"), anchor.get("value"))) for anchor in made_by.anchors
               if isinstance(anchor, dict)]
-    steering = ("steering: " + " · ".join(f"`{call.name}#{occurrence}: {text}`" for text in pinned) + "\n\n"
-                if pinned else "")  # as the Train tab writes it: this call's occurrence of its tool
+    key = SteeringKey(call.name, occurrence)  # as the Train tab writes it: this call's occurrence of its tool
+    steering = "steering: " + " · ".join(f"`{key}: {text}`" for text in pinned) + "\n\n" if pinned else ""
     return (f"**Step {step.index + 1}** · `{call.name}` · {_made_by_text(made_by)}\n\n"
             f"call: `{_compact(call.arguments)}`\n\n{steering}{fence}json\n{response}\n{fence}\n\n- {verdict}")
 
