@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 
+import torch
 from transformers import AutoTokenizer
 
 from wmstudio.locations import DEFAULT_AR_MODEL, REPO_ROOT
-from wmstudio.model.ar_pins import PinWriter, top_level_pins
+from wmstudio.model.ar_pins import CLOSE, PinWriter, top_level_pins
 from wmstudio.model.backends import load_backend
 from wmstudio.model.generation import generate
 from wmstudio.train.adversarial import FAILURES, adversarial_scenarios, scenario_family
@@ -18,7 +19,7 @@ from wmstudio.world.steering.anchors import Anchor
 
 def _written(writer: PinWriter, text: str) -> str:
     writer.after(text)
-    return writer.tokenizer.decode(writer.queued)
+    return writer.tokenizer.decode([token for token in writer.queued if token != CLOSE])
 
 
 def test_a_pin_is_written_where_its_key_opens_at_the_top_level_only():
@@ -31,8 +32,11 @@ def test_a_pin_is_written_where_its_key_opens_at_the_top_level_only():
     assert _written(PinWriter(pins, tokenizer), '{"tag":{"error') == ""  # nested: not the pinned field
     assert _written(PinWriter(pins, tokenizer), '{"message":"an error') == ""  # words inside a value
     writer = PinWriter(pins, tokenizer)
-    assert _written(writer, '{"error') and writer.next_forced() is not None
-    writer.queued.clear()
+    assert _written(writer, '{"error') and writer.queued[-1] == CLOSE  # a string: the model closes it, but how
+    logits = torch.zeros(len(tokenizer))
+    logits[tokenizer.convert_tokens_to_ids("error")] = 9.0  # the model would read the value as a key next
+    forced = [writer.next_forced(logits) for _ in range(len(writer.queued))]
+    assert tokenizer.decode(forced[-1:]) in ('","', '",', '"}')  # closed, and on to the next key or the end
     assert _written(writer, '{"error":"RATE_LIMITED","x":1,"error') == ""  # each pin is written once
 
 

@@ -2,7 +2,9 @@
 top-level key (`{"status` or `, "status": `), the rest of the key and the pinned value are written for it, token by
 token, and generation goes on from there.
 
-Fields after the pin read it; fields before it were written without it (the left-to-right model's limit, which the
+A string value is written without its closing quote: the model closes it itself, its next token chosen among those
+that close a string and go on (`","`, `"}`), since its tokenizer joins a closing quote to what follows and a model
+left to choose freely may read the value as a key (`"status":"error":"",...`). Fields after the pin read it; fields before it were written without it (the left-to-right model's limit, which the
 masked diffusion model does not have: its canvas holds every pin from the first step). Pins of nested paths stay
 directives in the prompt only."""
 
@@ -14,7 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from wmstudio.world.steering.anchors import Anchor
+
+CLOSE = -1  # queued after a string value: the next token must close the string
+_CLOSERS: dict[int, torch.Tensor] = {}  # per tokenizer (by id): the tokens that close a string and go on
 
 
 def top_level_pins(anchors: Sequence[Anchor]) -> dict[str, str]:
@@ -57,9 +64,15 @@ class PinWriter:
         """Whether a pin is still to be opened (the text need not be read once all are written)."""
         return not self.queued and len(self.written) < len(self.pins)
 
-    def next_forced(self) -> int | None:
-        """The next token a pin writes, or None when the model chooses."""
-        return self.queued.pop(0) if self.queued else None
+    def next_forced(self, logits: torch.Tensor) -> int | None:
+        """The next token a pin writes (given the model's logits for this sample), or None when the model chooses."""
+        if not self.queued:
+            return None
+        token = self.queued.pop(0)
+        if token != CLOSE:
+            return token
+        closers = closing_tokens(self.tokenizer)
+        return int(closers[logits[closers.to(logits.device)].argmax()])
 
     def after(self, text: str) -> None:
         """Read the text written so far; where it has just written a pinned top-level key's name (or its colon, or
@@ -83,8 +96,17 @@ class PinWriter:
                     else None
             if rest is None:
                 continue
-            if value.startswith('"'):  # the model closes the string itself: its tokens join a closing quote to
-                rest = rest[:-1]       # what follows (`","`), and a lone quote reads to it as one still open
-            self.queued = list(self.tokenizer.encode(rest, add_special_tokens=False))
+            closed = value.startswith('"')  # the model closes a string itself, with a token that goes on
+            self.queued = list(self.tokenizer.encode(rest[:-1] if closed else rest, add_special_tokens=False))
+            self.queued += [CLOSE] if closed else []
             self.written.add(key)
             return
+
+
+def closing_tokens(tokenizer: Any) -> torch.Tensor:
+    """The ids of the tokens that close a string and go on to the next key or the end (`","`, `",`, `"}`)."""
+    if id(tokenizer) not in _CLOSERS:
+        pieces = {index: tokenizer.decode([index]) for index in range(len(tokenizer))}
+        found = [index for index, piece in pieces.items() if re.fullmatch(r'"\s*(,\s*"?|})', piece)]
+        _CLOSERS[id(tokenizer)] = torch.tensor(found or [tokenizer.convert_tokens_to_ids('"')], dtype=torch.long)
+    return _CLOSERS[id(tokenizer)]

@@ -250,7 +250,7 @@ class ArBaseline:
             else:
                 token = logits.argmax(dim=-1)
             for row, writer in enumerate(writers):
-                if (forced := writer.next_forced()) is not None:
+                if (forced := writer.next_forced(logits[row])) is not None:
                     token[row] = forced
             token = torch.where(finished, torch.full_like(token, self.eos_id), token)
             produced = torch.cat([produced, token.view(-1, 1)], dim=1)
