@@ -235,3 +235,45 @@ def test_a_model_reads_prompts_at_the_budget_its_config_chose_else_the_trained_o
     del config["wmstudio"]["read_prompt_tokens"]
     (copy / "config.json").write_text(json.dumps(config))
     assert load_backend(str(copy)).prompt_tokens == 768
+
+
+def test_the_canvas_pass_matches_transformers_forward_with_grouped_query_attention(tokenizer, tmp_path):
+    """Our step runs the canvas rows without transformers' call stack; a checkpoint whose key heads serve several
+    query heads gets the same logits and copy-head states as the model's own forward."""
+    model = new_model(tokenizer, layers=2, hidden=64, heads=4, ffn=128)
+    config = model.config
+    config.num_key_value_heads = 2
+    grouped = LlamaForCausalLM(config)
+    grouped.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    backend = load_backend(tmp_path)
+    assert isinstance(backend, PrefixCausalBackend)
+    prompt = prompt_ids(tokenizer)
+    canvas = torch.randint(5, len(tokenizer), (2, 16), generator=torch.Generator().manual_seed(2))
+    fast = backend.logits(canvas, backend.encode_prompt(prompt))
+    backend.fast_canvas = False
+    slow = backend.logits(canvas, backend.encode_prompt(prompt))
+    torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fast, backend.full_logits(torch.tensor([prompt]), canvas), atol=1e-5, rtol=1e-5)
+
+
+def test_the_shipped_model_answers_the_same_through_its_canvas_pass():
+    """On tau2-retail calls (long prompts, the denoiser writing every value: no record copy), sampled, the shipped
+    MDLM's answers through the canvas pass are those of transformers' own forward, token for token."""
+    from wmstudio.locations import ASSETS_DIR
+    from wmstudio.model.generation import generate
+    from wmstudio.world.spec import Call, load_world
+
+    tau = ASSETS_DIR / "benchmarks" / "tau2-retail"
+    world = load_world(tau / "world.json")
+    cases = [json.loads(line) for line in (tau / "cases.jsonl").read_text().splitlines() if line.strip()][:6]
+    backend = load_backend()
+    settings = SamplerSettings(record_copy=False, temperature=1.0, samples=2, seed=5)
+
+    def answers() -> list[str]:
+        return [s.response for case in cases
+                for s in generate(backend, world, Call(case["tool"], case["arguments"]), settings=settings).samples]
+
+    fast = answers()
+    backend.fast_canvas = False
+    assert answers() == fast

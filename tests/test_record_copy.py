@@ -132,3 +132,33 @@ def test_the_layout_takes_the_records_shape():
     assert email in filled.decode(filled.tokens) and "ID-2" in filled.decode(filled.tokens)
     plain = build_canvas(tokenizer, schema)
     assert next(s for s in plain.spans if s.path == "email").length < len(tokenizer(email)["input_ids"])
+
+
+def test_a_lookup_answers_a_referenced_records_field_by_its_kind():
+    """`dock_station_label`, `rider_full_name`: a lookup's answer often names a field of a record the named one refers
+    to by id. On generated worlds, every such key the simulator answered is found from the state, with its value,
+    and never a key the record itself holds."""
+    import random
+
+    from wmstudio.world.checks.invention import read_only
+
+    found = 0
+    for index in range(40):
+        simulator = get_simulator(f"synthetic:11:{index}")
+        world = simulator.world()
+        rng = random.Random(index)
+        for _ in range(30):
+            call = simulator.valid_call(world.initial_state, rng)
+            tool = world.tool(call.name)
+            named = named_record_of(world, call)
+            if tool is None or not read_only(tool) or named is None:
+                continue
+            _, truth = simulator.step(world.initial_state, call)
+            if truth.get("status") != "ok":
+                continue
+            objects = [truth, *(value for value in truth.values() if isinstance(value, dict))]  # flat or nested
+            for key, value in ((k, v) for answer in objects for k, v in answer.items() if k in named.joined):
+                assert key not in named.record
+                assert named.joined[key] == value, (world.name, call, key)
+                found += 1
+    assert found >= 10

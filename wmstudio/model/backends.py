@@ -18,6 +18,7 @@ from transformers.cache_utils import Cache, DynamicCache
 
 from wmstudio.model.ar_pins import PinWriter
 from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefix_causal_mask
+from wmstudio.model.canvas_pass import CanvasPass
 from wmstudio.model.copy_head import load_copy_head
 from wmstudio.model.outcome_head import load_outcome_head
 from wmstudio.model.outcome_messages import load_outcome_messages
@@ -40,7 +41,7 @@ class PromptCache:
 
     prompt_ids: torch.Tensor  # (1, P)
     layers: list[tuple[torch.Tensor, torch.Tensor]] | None = None
-    buffer: "CanvasCache | None" = None  # preallocated prompt+canvas keys/values, made on first use
+    buffer: "CanvasCache | CanvasPass | None" = None  # preallocated prompt+canvas keys/values, made on first use
 
     @property
     def length(self) -> int:
@@ -180,9 +181,28 @@ class Backend:
 
 
 class PrefixCausalBackend(Backend):
-    """Our MDLM: prompt causal, canvas bidirectional over prompt + canvas, so the prompt cache is exact."""
+    """Our MDLM: prompt causal, canvas bidirectional over prompt + canvas, so the prompt cache is exact. A Llama
+    checkpoint's steps run the canvas rows alone through `CanvasPass` (no transformers call stack, no mask)."""
 
     exact_cache = True
+    fast_canvas = True  # False: each step through transformers' own forward (the pass's reference)
+
+    def _forward(self, ids: torch.Tensor, **kwargs: Any) -> Any:
+        if kwargs.get("use_cache"):  # encoding the prompt: its keys/values are wanted, not its logits
+            kwargs.setdefault("logits_to_keep", 1)
+        return self.model(input_ids=ids, **kwargs)
+
+    @torch.inference_mode()
+    def canvas_outputs(self, canvas_ids: torch.Tensor, cache: PromptCache) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if cache.layers is None or not self.fast_canvas or not CanvasPass.fits(self.model):
+            return super().canvas_outputs(canvas_ids, cache)
+        canvas_ids = self._ids(canvas_ids)
+        batch, length = canvas_ids.shape
+        step = cache.buffer
+        if not isinstance(step, CanvasPass) or step.batch != batch or step.canvas_len != length:
+            step = cache.buffer = CanvasPass(self.model, cache.layers, batch, length)
+        hidden = step(canvas_ids)
+        return self.model.get_output_embeddings()(hidden), hidden if self.copy_head is not None else None
 
     def _sequence_logits(self, ids: torch.Tensor, prompt_len: int) -> torch.Tensor:
         mask = prefix_causal_mask(prompt_len, ids.shape[1] - prompt_len, device=self.device)

@@ -38,9 +38,10 @@ from wmstudio.world.checks.invention import read_only
 from wmstudio.world.heads.copy_sources import CopySource, shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.records import named_record_at, needles_of
+from wmstudio.world.records import named_record_at, needles_of, own_id_keys, record_with_id
 from wmstudio.world.spec import Call, WorldSpec
 
+MAX_REFERENCED = 4  # records one named record refers to whose leaves join the candidates
 MIN_SHARED = 0.5  # the share of an object's fields that must be the record's keys for it to read as the record
 OUTCOME_FIELDS = frozenset({OUTCOME_KEY, "error", "message"})
 _MISSING = object()
@@ -58,6 +59,7 @@ class NamedRecord:
     changes: frozenset[str] = frozenset()  # a write's argument key words (`reason`): the fields it may change
     arguments: dict[str, Any] = field(default_factory=dict)  # the call's scalar arguments, by key
     aliases: dict[str, str] = field(default_factory=dict)  # response keys naming the record's fields (`order_id`)
+    joined: dict[str, Any] = field(default_factory=dict)  # response keys naming a referenced record's fields
 
     def touches(self, key: str) -> bool:
         """Whether a write may change a field named `key`: its key words meet the call's argument keys'."""
@@ -80,7 +82,8 @@ def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], sc
     if named is None:
         return None
     shape = record_shape(named, schema)
-    return RecordCopy(shape, record_values(named, schema) if shape is not None else {}, record_sources(named, shape))
+    return RecordCopy(shape, record_values(named, schema) if shape is not None else {},
+                      record_sources(named, shape, world.initial_state))
 
 
 def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> NamedRecord | None:
@@ -103,7 +106,47 @@ def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep]
     arguments = {key: value for key, value in (call.arguments if isinstance(call.arguments, dict) else {}).items()
                  if isinstance(value, (str, int, float)) and not isinstance(value, bool)}
     return NamedRecord(path, record, reads, needles, frozenset() if reads else _changes(call, record), arguments,
-                       aliases)
+                       aliases, joined_fields(path, record, needles, world.initial_state))
+
+
+def referenced_records(path: tuple, record: dict[str, Any], needles: frozenset, state: Any
+                       ) -> list[tuple[tuple, dict[str, Any]]]:
+    """(path, record) of each record the named record refers to by id (a trip's `dock_station_id` -> that dock
+    station), one hop, at most MAX_REFERENCED."""
+    own = set(own_id_keys(path))
+    found = []
+    for key, value in record.items():
+        if len(found) == MAX_REFERENCED:
+            break
+        if key not in own and _refers(key) and isinstance(value, str) and value not in needles:
+            target = record_with_id(state, value, skip=path)
+            if target is not None:
+                found.append(target)
+    return found
+
+
+def _refers(key: str) -> bool:
+    """A key that holds another record's id: `dock_station_id`, `ownerId`, `id_of_rider`."""
+    words = key_words(key)
+    return bool(words) and "id" in words
+
+
+def joined_fields(path: tuple, record: dict[str, Any], needles: frozenset, state: Any) -> dict[str, Any]:
+    """Response keys naming a field of a record the named one refers to, by that record's kind, with its value:
+    `dock_station_label` for the referenced dock station's `label`, `rider_full_name` for its rider's `full_name`
+    (snake_case or camelCase). A lookup often answers with them, and a big state's prompt leaves those records out."""
+    joined: dict[str, Any] = {}
+    for target_path, target in referenced_records(path, record, needles, state):
+        collection = next((p for p in reversed(target_path) if isinstance(p, str) and p != target.get("id")), "")
+        kind = collection[:-1] if collection.endswith("s") else collection
+        if not kind:
+            continue
+        for key, value in target.items():
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool) and key not in own_id_keys(
+                    target_path):
+                joined.setdefault(f"{kind}_{key}", value)
+                joined.setdefault(f"{kind}{key[:1].upper()}{key[1:]}", value)
+    return {key: value for key, value in joined.items() if key not in record}
 
 
 def _kind_aliases(path: tuple, record: dict[str, Any]) -> dict[str, str]:
@@ -157,7 +200,7 @@ def _record_scalars(schema: Any, named: NamedRecord, root: dict, prefix: list, o
     properties = resolve_schema(schema, root).get("properties") or {}
     found: list[tuple[str, Any]] = []
     for name, sub in properties.items():
-        value = _field(named.record, name, named.aliases)
+        value = _field(named.record, name, named.aliases, named.joined)
         if value is _MISSING or (outcome and name in OUTCOME_FIELDS):
             continue
         if named.reads or isinstance(value, (dict, list)) or _names_a_record(name):
@@ -177,13 +220,24 @@ def _outcome_status(schema: dict) -> bool:
     return isinstance(options, list) and bool({"ok", "error"} & set(options))
 
 
-def record_sources(named: NamedRecord, shape: Any = None) -> list[CopySource]:
+def record_sources(named: NamedRecord, shape: Any = None, state: Any = None) -> list[CopySource]:
     """The record's leaves as copy candidates (its path in the state before theirs, each marked as the call's
-    record), and the entry keys of the maps `shape` lays out entry by entry (`options` offers `color`)."""
+    record), the entry keys of the maps `shape` lays out entry by entry (`options` offers `color`), then, given the
+    `state`, the leaves of the records it refers to (`referenced_sources`)."""
     leaves = [replace(source, call_record=True)
               for source in shown_leaves(named.record, named.path, "state", 0, set(named.needles))]
     keys = [CopySource(key, named.path + path, "state", 0, True) for path, key in _map_keys(named.record, shape, ())]
-    return list(dict.fromkeys(leaves + keys))
+    joined = referenced_sources(named, state) if state is not None else []
+    return list(dict.fromkeys(leaves + keys + joined))
+
+
+def referenced_sources(named: NamedRecord, state: Any) -> list[CopySource]:
+    """The leaves of each record the named record refers to by id (a trip's `dock_station_id` -> that dock
+    station), as the prompt would show them: a lookup often answers with the referenced record's label
+    (`dock_station_label`), and in a big state the prompt's budget leaves that record out. One hop, at most
+    MAX_REFERENCED records."""
+    return [source for path, record in referenced_records(named.path, named.record, named.needles, state)
+            for source in shown_leaves(record, path, "state", 0, set())]
 
 
 def with_record(sources: list[CopySource], record: list[CopySource]) -> list[CopySource]:
@@ -191,9 +245,10 @@ def with_record(sources: list[CopySource], record: list[CopySource]) -> list[Cop
     key and value marked so) right after the call's own values: a record the prompt shows whole leaves the copy
     head's choice as it was."""
     shown = {(s.key, s.value) for s in sources if s.call_record}
+    present = set(sources)
     calls = [s for s in sources if s.source == "call"]
     rest = [s for s in sources if s.source != "call"]
-    return calls + [s for s in record if (s.key, s.value) not in shown] + rest
+    return calls + [s for s in record if (s.key, s.value) not in shown and s not in present] + rest
 
 
 def _record_root(named: NamedRecord, schema: Any) -> tuple[str | None, Any] | None:
@@ -215,17 +270,20 @@ def _reads_as_record(schema: dict, named: NamedRecord, root: dict) -> bool:
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return False
-    found = {key: _field(named.record, key, named.aliases) is not _MISSING
+    found = {key: _field(named.record, key, named.aliases, named.joined) is not _MISSING
              for key in properties if key not in OUTCOME_FIELDS}
     counted = [key for key, there in found.items() if there or not nullable(properties[key], root)]
     shared = sum(found.values())
     return shared >= 2 and shared >= MIN_SHARED * len(counted)
 
 
-def _field(record: dict[str, Any], key: str, aliases: dict[str, str]) -> Any:
-    """The record's value for a response key (the same key, else the field an alias names), or _MISSING."""
+def _field(record: dict[str, Any], key: str, aliases: dict[str, str], joined: dict[str, Any]) -> Any:
+    """The record's value for a response key (the same key, else the field an alias names, else a referenced
+    record's field the key names), or _MISSING."""
     found = key if key in record else aliases.get(key)
-    return record[found] if found is not None and found in record else _MISSING
+    if found is not None and found in record:
+        return record[found]
+    return joined.get(key, _MISSING)
 
 
 def _project_record(schema: Any, named: NamedRecord, root: dict) -> dict[str, Any]:
@@ -233,7 +291,7 @@ def _project_record(schema: Any, named: NamedRecord, root: dict) -> dict[str, An
     properties = resolve_schema(schema, root).get("properties") or {}
     shaped = {}
     for key, sub in properties.items():
-        value = _field(named.record, key, named.aliases)
+        value = _field(named.record, key, named.aliases, named.joined)
         shaped[key] = _project(sub, None if value is _MISSING else value, root, named, key)
     return shaped
 

@@ -138,16 +138,16 @@ def write_recovery_card(folder: Path, results: dict[str, Any], shipped: str) -> 
         "---", "library_name: transformers", "license: apache-2.0",
         "tags: [wmstudio, agent, tool-calling, grpo]", "---", "",
         f"# {folder.name}", "",
-        f"An agent policy of wmstudio trained by GRPO (TRL) in the MDLM world model on the built-in `adversarial` "
+        "An agent policy of wmstudio trained by GRPO (TRL) in the MDLM world model on the built-in `adversarial` "
         "curriculum: tasks whose first try the world fails on purpose (RATE_LIMITED, an expired session, a partial "
         "bulk tag), beside ordinary tasks. It starts from an SFT policy that never saw a recovery and learns, from "
         "the world model's answers alone, when trying again pays. Same architecture and word-level tokenizer as "
         "`agent-small` (`wmstudio/train/agent_text.py`).", "",
         "## Training",
         f"- start: `{start}` (SFT on ordinary expert episodes only, see its card)",
-        f"- environment `world-model`: the shipped MDLM answers every call, grounding `none` (no simulator in the "
+        "- environment `world-model`: the shipped MDLM answers every call, grounding `none` (no simulator in the "
         "prompt); steering per call occurrence fails each steered task's first try there as in the simulator",
-        f"- curriculum `adversarial`, training split (60 scenarios; transient errors trained in retail, airline "
+        "- curriculum `adversarial`, training split (60 scenarios; transient errors trained in retail, airline "
         "and filesystem); 4 scenarios x 8 rollouts a step at temperature 1",
         f"- {info.get('steps', '?')} steps, learning rate {results['learning_rate']:g} (AdamW, constant), KL beta "
         f"0.02, seed {seed}; {run['seconds']} s wall, {run.get('cpu_seconds') or '?'} CPU-s on 1 thread",

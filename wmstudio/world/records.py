@@ -53,6 +53,32 @@ def named_record_at(state: Any, call: Call) -> tuple[tuple[str | int, ...], dict
     return None
 
 
+def record_with_id(state: Any, value: str, skip: tuple = ()) -> tuple[tuple[str | int, ...], dict[str, Any]] | None:
+    """(its key path, the record) of the record of `state` whose own id is `value`: the entry a map keys by it, or
+    the object holding it under `id` or its collection's `<kind>_id` / `<kind>Id`; never the one at `skip`."""
+    queue: list[tuple[tuple[str | int, ...], Any]] = [((), state)]
+    while queue:
+        path, node = queue.pop(0)
+        if isinstance(node, dict):
+            if path != skip and any(node.get(key) == value for key in own_id_keys(path)):
+                return path, node
+            for key, child in node.items():
+                if key == value and isinstance(child, dict) and path + (key,) != skip:
+                    return path + (key,), {"id": key, **child}
+                queue.append((path + (key,), child))
+        elif isinstance(node, list):
+            queue.extend((path + (index,), child) for index, child in enumerate(node))
+    return None
+
+
+def own_id_keys(path: tuple) -> tuple[str, ...]:
+    """The keys a record at `path` holds its own id under: `id`, and `dock_station_id` / `dockStationId` for one
+    under `dock_stations` / `dockStations`."""
+    collection = next((p for p in reversed(path) if isinstance(p, str)), "")
+    kind = collection[:-1] if collection.endswith("s") else collection
+    return ("id", f"{kind}_id", f"{kind}Id") if kind else ("id",)
+
+
 def json_leaves(value: Any, keys: bool = False) -> Iterator[Any]:
     """Every scalar inside a JSON value (and every map key, with `keys`), in no particular order."""
     stack = [value]
