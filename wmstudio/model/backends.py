@@ -18,7 +18,7 @@ from transformers.cache_utils import Cache, DynamicCache
 
 from wmstudio.model.ar_pins import PinWriter
 from wmstudio.model.architecture import AR, MDLM, canvas_mask, model_kind, prefix_causal_mask
-from wmstudio.model.canvas_pass import CanvasPass
+from wmstudio.model.canvas_pass import CanvasPass, prompt_buffers
 from wmstudio.model.copy_head import load_copy_head
 from wmstudio.model.outcome_head import load_outcome_head
 from wmstudio.model.outcome_messages import load_outcome_messages
@@ -57,15 +57,7 @@ class CanvasCache(Cache):
         super().__init__(layers=[])
         self.prompt_len = int(layers[0][0].shape[2])
         self.batch, self.canvas_len = batch, canvas_len
-        self.keys, self.values = [], []
-        for key, value in layers:
-            shape = (batch, key.shape[1], self.prompt_len + canvas_len, key.shape[3])
-            k = torch.empty(shape, dtype=key.dtype, device=key.device)
-            v = torch.empty((*shape[:3], value.shape[3]), dtype=value.dtype, device=value.device)
-            k[:, :, : self.prompt_len] = key
-            v[:, :, : self.prompt_len] = value
-            self.keys.append(k)
-            self.values.append(v)
+        self.keys, self.values = prompt_buffers(layers, batch, canvas_len)
 
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         self.keys[layer_idx][:, :, self.prompt_len :] = key_states

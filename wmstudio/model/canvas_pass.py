@@ -5,7 +5,7 @@ layer writes the canvas's keys/values after the prompt's in a preallocated buffe
 to all of it. Every canvas query sees every key, so attention needs no mask, which lets SDPA take its fused
 kernel; the rotary angles of the canvas positions are computed once per canvas. It reads the checkpoint's own
 modules (norms, projections, MLP), so it computes what `LlamaForCausalLM` computes with a prefix-causal mask
-(tests/test_canvas_pass.py compares the two); what it saves is the per-call overhead, which on a small model is
+(tests/test_backends.py compares the two); what it saves is the per-call overhead, which on a small model is
 a large part of a step."""
 
 from __future__ import annotations
@@ -13,6 +13,21 @@ from __future__ import annotations
 import torch
 from torch.nn.functional import scaled_dot_product_attention
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+
+def prompt_buffers(layers: list[tuple[torch.Tensor, torch.Tensor]], batch: int, canvas_len: int
+                   ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Each layer's keys and values `(batch, heads, P + canvas_len, dim)` with the prompt's `P` copied in front:
+    a step overwrites only the canvas part, so the prompt is never concatenated or copied again."""
+    keys, values = [], []
+    for key, value in layers:
+        prompt_len = key.shape[2]
+        shape = (batch, key.shape[1], prompt_len + canvas_len, key.shape[3])
+        keys.append(torch.empty(shape, dtype=key.dtype, device=key.device))
+        values.append(torch.empty((*shape[:3], value.shape[3]), dtype=value.dtype, device=value.device))
+        keys[-1][:, :, :prompt_len] = key
+        values[-1][:, :, :prompt_len] = value
+    return keys, values
 
 
 class CanvasPass:
@@ -23,18 +38,11 @@ class CanvasPass:
         self.model = model
         self.batch, self.canvas_len = batch, canvas_len
         self.prompt_len = int(layers[0][0].shape[2])
-        self.keys, self.values = [], []
-        for key, value in layers:
-            shape = (batch, key.shape[1], self.prompt_len + canvas_len, key.shape[3])
-            keys = torch.empty(shape, dtype=key.dtype, device=key.device)
-            values = torch.empty((*shape[:3], value.shape[3]), dtype=value.dtype, device=value.device)
-            keys[:, :, : self.prompt_len] = key
-            values[:, :, : self.prompt_len] = value
-            self.keys.append(keys)
-            self.values.append(values)
-        inner = model.model
+        self.keys, self.values = prompt_buffers(layers, batch, canvas_len)
+        key = layers[0][0]
         positions = torch.arange(self.prompt_len, self.prompt_len + canvas_len, device=key.device).view(1, -1)
         probe = torch.empty((1, canvas_len, model.config.hidden_size), dtype=key.dtype, device=key.device)
+        inner = model.model
         self.cos, self.sin = inner.rotary_emb(probe, positions)
 
     @staticmethod
