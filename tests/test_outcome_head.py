@@ -213,3 +213,23 @@ def test_tool_free_facts_know_a_lookup_from_a_create_and_a_token_an_earlier_resp
     assert "arg:missing" in general and "read&arg:missing" in general  # the id no record holds, on a lookup
     assert "arg:missing_answered" in general  # the token is in no state record, but the login answered it
     assert "read&bias" not in general  # only argument facts are crossed with the tool's family
+
+
+def test_an_error_the_head_chose_without_a_code_gets_the_code_whose_stated_cause_holds():
+    """A tool the head never saw gets ok/error from the generic scorer and no code; the code is then the one the
+    world's rules state a cause for here (a processing order cannot be refunded: ORDER_NOT_DELIVERED), else the
+    world's outage code, never one the denoiser makes up. Ok outcomes and coded errors are left as they are."""
+    from wmstudio.model.outcome_head import with_stated_codes
+    from wmstudio.world.checks.error_codes import outage_code
+
+    world = get_simulator("retail").world()
+    schema = world.tool("refund_order").response
+    processing = next(o for o in world.initial_state["orders"] if o["status"] == "processing")
+    ranked = [Outcome("error", None, 0.6), Outcome("ok", None, 0.3), Outcome("error", "TIMEOUT", 0.1)]
+    refund = Call("refund_order", {"order_id": processing["id"], "amount_cents": 100})
+    coded = with_stated_codes(ranked, world, refund, (), schema)
+    assert [(o.status, o.error) for o in coded] == [("error", "ORDER_NOT_DELIVERED"), ("ok", None),
+                                                     ("error", "TIMEOUT")]
+    lookup = Call("get_order", {"order_id": processing["id"]})  # no stated cause holds for a lookup of it
+    assert with_stated_codes(ranked, world, lookup, (), world.tool("get_order").response)[0].error == \
+        outage_code(world) != ""

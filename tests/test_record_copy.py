@@ -162,3 +162,35 @@ def test_a_lookup_answers_a_referenced_records_field_by_its_kind():
                 assert named.joined[key] == value, (world.name, call, key)
                 found += 1
     assert found >= 10
+
+
+def test_the_identifiers_a_call_sends_are_echoed_ok_or_not():
+    """On generated worlds (snake_case and camelCase), every top-level field named as an identifier the call sends
+    holds it in the simulator's answer, errors included; generation writes them before denoising, so the shipped
+    model echoes them where it wrote "" or another id."""
+    import random
+
+    from wmstudio.model.record_copy import call_identifiers
+
+    seen = {"ok": 0, "error": 0, "camel": 0}
+    refused = []
+    for index in range(30):
+        simulator = get_simulator(f"synthetic:11:{index}")
+        world = simulator.world()
+        rng = random.Random(index)
+        for number in range(20):
+            call = (simulator.valid_call if number % 2 else simulator.invalid_call)(world.initial_state, rng)
+            tool = world.tool(call.name)
+            if tool is None:
+                continue
+            _, truth = simulator.step(world.initial_state, call)
+            for path, value in call_identifiers(call, tool.response).items():
+                assert truth[path] == value, (world.name, call, path)
+                seen[truth["status"] if truth["status"] in seen else "ok"] += 1
+                seen["camel"] += path != path.lower()
+                if truth["status"] == "error":
+                    refused.append((world, call, path, value))
+    assert seen["ok"] >= 20 and seen["error"] >= 20 and seen["camel"] >= 10
+    backend = load_backend()
+    for world, call, path, value in refused[:12]:  # before the echo, 4 of these answered "" or another id
+        assert json.loads(generate(backend, world, call).samples[0].response)[path] == value, (world.name, call)

@@ -26,8 +26,8 @@ from wmstudio.model.canvas import (
     check_fits,
 )
 from wmstudio.model.copy_head import copy_plan
-from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, within_pins
-from wmstudio.model.record_copy import record_copy, with_record
+from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins
+from wmstudio.model.record_copy import call_identifiers, identifier_shape, record_copy, with_record
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
     REPAIR_ROUNDS,
@@ -59,6 +59,7 @@ from wmstudio.world.heads.copy_sources import CopySource
 from wmstudio.world.heads.schema_sketch import sketch_world
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.json_types import json_or
+from wmstudio.world.jsonpath import format_path
 from wmstudio.world.prompt.render import RenderedPrompt, render
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
@@ -265,20 +266,23 @@ def generate_stream(
             canvas = None
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema)
     copy = record_copy(world, the_call, history, schema) if settings.record_copy and not settings.free else None
+    echoed = call_identifiers(the_call, schema) if settings.record_copy and not settings.free else {}
     refused = canvas  # the canvas of a sample the outcome head refuses: no record's shape (a sketch's canvas as is)
     if canvas is None:
         shape = copy.shape if copy is not None else None
         canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length,
-                                history=history, schema=schema, shape=shape)
+                                history=history, schema=schema, shape=identifier_shape(shape, schema, echoed))
         if shape is not None and any(outcome.status == ERROR for outcome in outcomes or ()):
-            refused = prepare_canvas(backend, world, the_call, pinned, history=history, schema=schema)
+            refused = prepare_canvas(backend, world, the_call, pinned, history=history, schema=schema,
+                                     shape=identifier_shape(None, schema, echoed))
     copied = copy.values if copy is not None and canvas.mode == SKELETON else {}
+    echoed = {format_path([key]): value for key, value in echoed.items()} if canvas.mode == SKELETON else {}
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     canvases = {}
     for key, members in groups.items():
         outcome = outcomes[members[0]] if key else None
         laid_out = refused if outcome is not None and outcome.status == ERROR and refused is not None else canvas
-        canvases[key] = laid_out.with_values(_decided(copied, outcome, schema))
+        canvases[key] = laid_out.with_values({**echoed, **_decided(copied, outcome, schema)})
     canvas = canvases[next(iter(groups))]  # the first sample's: the one the view draws
     longest = max(len(c) for c in canvases.values())
     prompt = prepare_prompt(backend, world, the_call, history, longest, grounding=settings.grounding,
@@ -348,6 +352,7 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
         return None
     ranked = within_pins(head.distribution(world, call, history, schema, settings.grounding), pinned, world, call,
                          history, schema)
+    ranked = with_stated_codes(ranked, world, call, history, schema)
     if not ranked:
         return None
     messages = getattr(backend, "outcome_messages", None)

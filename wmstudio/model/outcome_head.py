@@ -20,7 +20,7 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -304,6 +304,22 @@ def within_pins(ranked: Sequence[Outcome], pinned: Sequence[Anchor], world: Worl
                 ([Outcome("error", outage, 1.0)] if outage else [])
     total = sum(outcome.probability for outcome in kept)
     return [Outcome(o.status, o.error, o.probability / total if total > 0 else 1.0 / len(kept)) for o in kept]
+
+
+def with_stated_codes(ranked: Sequence[Outcome], world: WorldSpec, call: Call, history: Sequence[HistoryStep],
+                      schema: dict[str, Any] | None) -> list[Outcome]:
+    """`ranked` with each error outcome that has no code (the generic scorer's, for a tool the head never saw)
+    given the first code whose cause, as the world's rules state it, holds for the call, the state and the history,
+    else the world's outage code; as a pinned error gets its code (`within_pins`). Without it the denoiser wrote
+    codes no rule names (`INVALID_NOT_NOT_`) or none."""
+    if not any(o.status == "error" and o.error is None for o in ranked) or \
+            ERROR_KEY not in ((schema or {}).get("properties") or {}):
+        return list(ranked)
+    holding = allowed_codes(world, call, {OUTCOME_KEY: "error"}, history)
+    code = holding[0] if holding else outage_code(world)
+    if not code:
+        return list(ranked)
+    return [replace(o, error=code) if o.status == "error" and o.error is None else o for o in ranked]
 
 
 def load_outcome_head(folder: Path) -> OutcomeHead | None:
