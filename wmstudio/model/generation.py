@@ -26,6 +26,7 @@ from wmstudio.model.canvas import (
     check_fits,
 )
 from wmstudio.model.copy_head import copy_plan
+from wmstudio.model.listing_copy import or_listing
 from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins
 from wmstudio.model.record_copy import call_identifiers, identifier_shape, record_copy, with_record
 from wmstudio.model.repair import (
@@ -265,7 +266,8 @@ def generate_stream(
         except InvalidInput:
             canvas = None
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema)
-    copy = record_copy(world, the_call, history, schema) if settings.record_copy and not settings.free else None
+    copy = or_listing(record_copy(world, the_call, history, schema), world, the_call, history, schema) \
+        if settings.record_copy and not settings.free else None
     echoed = call_identifiers(the_call, schema) if settings.record_copy and not settings.free else {}
     refused = canvas  # the canvas of a sample the outcome head refuses: no record's shape (a sketch's canvas as is)
     if canvas is None:

@@ -60,11 +60,11 @@ class SamplerSettings:
     copy_head: bool = setting(True, "Let the model's copy head fill values the prompt shows (off: the denoiser "
                                     "alone writes every value).",
                               label="Copy head (values the prompt shows copied whole)")
-    record_copy: bool = setting(True, "Copy the record the call names whole: its values offered to the copy head "
-                                      "from the state (never cut by the prompt's budget), its arrays, maps and "
-                                      "nulls laid out on the canvas, the fields of the records it refers to, and "
-                                      "the identifiers the call sends echoed into their fields (off: only what "
-                                      "the prompt shows).",
+    record_copy: bool = setting(True, "Copy the record the call names whole, or the page a list call answers "
+                                      "with: values offered to the copy head from the state (never cut by the "
+                                      "prompt's budget), arrays, maps and nulls laid out on the canvas, the fields "
+                                      "of the records it refers to, and the identifiers the call sends echoed into "
+                                      "their fields (off: only what the prompt shows).",
                                 label="Record copy (the named record's values and shape)")
     grounding: Grounding = setting(NONE, "What the prompt may hold beyond the five parts: none (the world model "
                                          "tracks the state from the initial state and the history) or oracle (a "

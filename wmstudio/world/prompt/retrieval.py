@@ -39,14 +39,14 @@ def listing_records(tool: Tool | None, call: Call, state: Any, history: Sequence
     None when the tool lists none, or no collection of the state is what it lists."""
     if tool is None or not isinstance(call.arguments, dict) or not isinstance(state, dict):
         return None
-    listed = _listed_property(tool.response)
+    listed = listed_property(tool.response)
     if listed is None:
         return None
     key, items = listed
     found = _collection(state, key, items)
     if found is None:
         return None
-    records = [record for record in found if _matches(record, call.arguments)]
+    records = [record for record in found if matches(record, call.arguments)]
     records = _ordered(records, f"{tool.description} {_description(tool.response, key)}")
     size = _page_size(call.arguments, tool, key)
     token = next((value for name, value in call.arguments.items() if name.lower().endswith("token")
@@ -59,6 +59,20 @@ def listing_records(tool: Tool | None, call: Call, state: Any, history: Sequence
         page = _whole(next((call.arguments[name] for name in PAGE_ARGS if name in call.arguments), 1))
         start = (page - 1) * size if page and page >= 1 else 0
     return {"matching": len(records), "page": records[start:start + size]}
+
+
+def understood(arguments: dict[str, Any], records: list[dict[str, Any]]) -> bool:
+    """Whether listing_records reads every argument of a list call: a page number or size, a token (a page's or a
+    session's), or a filter on a field the records hold (not a cursor or offset, nor a filter they lack)."""
+    for name, value in arguments.items():
+        lowered = name.lower()
+        if lowered in SIZE_ARGS or lowered in PAGE_ARGS or lowered.endswith("token"):
+            continue
+        if "cursor" in lowered or "offset" in lowered or lowered.replace("_", "") in ("pagesize", "pagenumber"):
+            return False
+        if value not in (None, "") and not any(_field_for(name, record)[0] is not None for record in records[:1]):
+            return False
+    return True
 
 
 def _after_token(token: str, key: str, records: list[dict[str, Any]], history: Sequence[HistoryStep]) -> int | None:
@@ -85,7 +99,7 @@ def _same_record(listed: dict[str, Any], record: dict[str, Any]) -> bool:
     return bool(ids) and all(v in record.values() for v in ids)
 
 
-def _listed_property(schema: Any) -> tuple[str, dict[str, Any]] | None:
+def listed_property(schema: Any) -> tuple[str, dict[str, Any]] | None:
     """(key, item properties) of the first top-level array of objects in a response schema."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
     for key, value in (properties or {}).items():
@@ -102,6 +116,10 @@ def _collection(state: dict[str, Any], key: str, items: dict[str, Any]) -> list[
     collections = {name: records for name, records in collections.items() if records}
     if key in collections:
         return collections[key]
+    kind = next((words[:-1] for words in map(_words, items) if len(words) > 1 and words[-1] == "id"), None)
+    named = [records for name, records in collections.items() if kind and _words(name) == kind]
+    if named:  # the items' own id (`pet_id`, the first id field) names the collection (`pets`)
+        return named[0]
     wanted = {_stem(name) for name in items}
     best, shared = None, 1
     for name, records in collections.items():
@@ -120,7 +138,7 @@ def _records(value: Any) -> list[dict[str, Any]] | None:
     return None
 
 
-def _matches(record: dict[str, Any], arguments: dict[str, Any]) -> bool:
+def matches(record: dict[str, Any], arguments: dict[str, Any]) -> bool:
     """Whether every argument that names a field of `record` (or a part of its text) holds for it."""
     for name, wanted in arguments.items():
         if isinstance(wanted, (dict, list)) or wanted is None or wanted == "":
@@ -213,6 +231,20 @@ def _whole(value: Any) -> int | None:
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
     return None
+
+
+def _words(name: str) -> list[str]:
+    """`freezerBoxes` / `freezer_box` -> ["freezer", "box"]: lower-case words, each singular."""
+    words = re.split(r"[^A-Za-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name)).lower())
+    return [_singular(word) for word in words if word]
+
+
+def _singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("xes", "ches", "shes", "sses")):
+        return word[:-2]
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
 
 
 def _stem(name: str) -> str:

@@ -1,0 +1,135 @@
+"""Copying a listing whole: the records a read-only list call answers with, found in the structured state by the
+call's filters and page as the prompt's computed query state finds them (world/prompt/retrieval.listing_records),
+never cut by the prompt's budget, each as the newest earlier answer naming it shows it.
+
+A small model reading a page the budget cut writes the first records and makes up the rest (`find_pets` listing
+`pe_4kh5lcwj` as `2_3333337700`). The listing's items are laid out one slot group per record found (no more, no
+fewer), and each item's fields that a record holds (by key, `<kind>_id` from `id`, `<kind>_<field>` from `field`)
+are written before denoising, as a named record's are (model/record_copy.py); the copy head and the denoiser fill
+what the records lack. A write is left alone: what it lists is what it changed."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from wmstudio.model.copy_head import key_words
+from wmstudio.model.layout import ExactItems, Holds
+from wmstudio.model.record_copy import OUTCOME_FIELDS, RecordCopy
+from wmstudio.problems import InvalidInput
+from wmstudio.world.checks.invention import read_only
+from wmstudio.world.heads.copy_sources import shown_leaves
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.jsonpath import format_path
+from wmstudio.world.prompt.retrieval import listed_property, listing_records, matches, understood
+from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.directives import Steering, steering
+
+
+def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any) -> RecordCopy | None:
+    """The copy of the page a read-only list call answers with; None when the call lists nothing the state holds."""
+    tool = next((t for t in world.tools if t.name == call.name), None)
+    listed = listed_property(schema)
+    if tool is None or not read_only(tool) or listed is None:
+        return None
+    found = listing_records(tool, call, world.initial_state, history)
+    if not found or not isinstance(found.get("page"), list) or not isinstance(call.arguments, dict) \
+            or not understood(call.arguments, found["page"]):  # a cursor, or a filter it cannot read
+        return None
+    key, fields = listed
+    records = [as_answered(record, history) for record in found["page"] if isinstance(record, dict)]
+    records = [record for record in records if matches(record, call.arguments)]  # an earlier write moved it out
+    matching = found["matching"] - (len(found["page"]) - len(records))
+    steer = listing_steering(world)
+    if steer.empty_result:
+        records = []
+    elif steer.page_size:
+        records = records[:steer.page_size]
+    items = [{name: value for name in fields if (value := item_field(record, name)) is not None}
+             for record in records]
+    shape: dict[str, Any] = dict.fromkeys((schema.get("properties") or {}))
+    shape[key] = ExactItems([{name: Holds(item[name]) if name in item else None for name in fields}
+                             for item in items])
+    values = {format_path([key, index, name]): value for index, item in enumerate(items)
+              for name, value in item.items()}
+    values.update(page_values(schema, key, 0 if steer.empty_result else matching, len(records), call))
+    sources = [source for index, record in enumerate(records)
+               for source in shown_leaves(record, ("listing", index), "query", 0, set())]
+    return RecordCopy(shape, values, list(dict.fromkeys(sources)))
+
+
+def page_values(schema: dict[str, Any], listed: str, matching: int, shown: int, call: Call) -> dict[str, Any]:
+    """The page's own top-level fields where the records found say them: a count (`total`, `count`, `matching`) is
+    how many match, the page number the one asked for (else 1); on a first page (no page number or token asked) whether there are more (`has_more`, `more`) or
+    it is the last (`last_page`), and, when there are no more, an empty next-page token or cursor."""
+    properties = schema.get("properties") or {}
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    first = not any(words & {"token", "cursor", "offset"} or ("page" in words and not words & {"size", "limit"})
+                    for words in map(set, map(key_words, arguments)))  # `page_size` asks for no other page
+    more = matching > shown
+    values: dict[str, Any] = {}
+    for name, sub in properties.items():
+        words, kind = set(key_words(name)), (sub or {}).get("type") if isinstance(sub, dict) else None
+        if name == listed:
+            continue
+        if kind == "integer" and words & {"total", "count", "matching"}:
+            values[format_path([name])] = matching
+        elif kind == "integer" and words in ({"page"}, {"page", "number"}):
+            values[format_path([name])] = next((v for k, v in arguments.items() if set(key_words(k)) == words
+                                                and isinstance(v, int) and not isinstance(v, bool)), 1)
+        elif first and kind == "boolean" and "more" in words:
+            values[format_path([name])] = more
+        elif first and kind == "boolean" and "last" in words:
+            values[format_path([name])] = not more
+        elif first and not more and kind == "string" and "next" in words and words & {"token", "cursor", "page"}:
+            values[format_path([name])] = ""
+    return values
+
+
+def listing_steering(world: WorldSpec) -> Steering:
+    """What the world's vocabulary directives ask of a listing (an empty result, a page size), free text left out."""
+    try:
+        return steering(world.directives)
+    except InvalidInput:
+        return Steering()
+
+
+def item_field(record: dict[str, Any], name: str) -> str | int | float | None:
+    """The record's scalar for an item field `name`: the same key, `id` for `<kind>_id`, `field` for
+    `<kind>_field`; None when the record holds none."""
+    if name in record:
+        value = record[name]
+    elif key_words(name)[-1:] == ["id"] and "id" in record:
+        value = record["id"]
+    elif "_" in name and name.split("_", 1)[1] in record:
+        value = record[name.split("_", 1)[1]]
+    else:
+        return None
+    return value if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+
+def as_answered(record: dict[str, Any], history: Sequence[HistoryStep]) -> dict[str, Any]:
+    """`record` with the scalar fields the newest earlier answer naming it by its id shows (a write since the
+    initial state changed them)."""
+    own = next((value for field, value in record.items() if key_words(field)[-1:] == ["id"]
+                and isinstance(value, str)), None)
+    if own is None:
+        return record
+    for step in reversed(list(history)):
+        answer = step.response_value()
+        if isinstance(answer, dict) and answer.get("status") != "error" \
+                and own in {v for v in answer.values() if isinstance(v, str)}:
+            fields = {(k if k in record else k.split("_", 1)[-1]): v for k, v in answer.items()  # `order_status`
+                      if k not in OUTCOME_FIELDS and not isinstance(v, (dict, list)) and key_words(k)[-1:] != ["id"]}
+            return {**record, **{k: v for k, v in fields.items() if k in record}}
+    return record
+
+
+def or_listing(copy: RecordCopy | None, world: WorldSpec, call: Call, history: Sequence[HistoryStep],
+               schema: Any) -> RecordCopy | None:
+    """`copy` (the named record's), or where it lays nothing out, the listing's copy with its candidates added."""
+    if copy is not None and copy.shape is not None:
+        return copy
+    listing = listing_copy(world, call, history, schema)
+    if listing is None:
+        return copy
+    return listing if copy is None else RecordCopy(listing.shape, listing.values, copy.sources + listing.sources)
