@@ -5,9 +5,9 @@ and an empty next-page token where the records found say them."""
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
+from generated_calls import generated_calls
 
 from wmstudio.model.backends import load_backend
 from wmstudio.model.generation import generate
@@ -15,24 +15,15 @@ from wmstudio.model.listing_copy import listing_copy
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.train.field_kinds import field_leaves
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.simulators import get_simulator
 
 
 def _listings(count: int):
-    """(world, call, simulator's answer, listing copy) of generated worlds' read-only list calls, first page."""
-    for index in range(count):
-        simulator = get_simulator(f"synthetic:12:{index}")
-        world = simulator.world()
-        rng = random.Random(index)
-        for _ in range(40):
-            call = simulator.valid_call(world.initial_state, rng)
-            tool = world.tool(call.name)
-            copy = listing_copy(world, call, (), tool.response) if tool is not None else None
-            if copy is None:
-                continue
-            _, truth = simulator.step(world.initial_state, call)
-            if truth.get("status") == "ok":
-                yield world, call, truth, copy
+    """(world, call, simulator's answer, listing copy) of generated worlds' read-only list calls answered ok."""
+    for world, call, truth in generated_calls(12, count, 40):
+        tool = world.tool(call.name)
+        copy = listing_copy(world, call, (), tool.response) if tool is not None else None
+        if copy is not None and truth.get("status") == "ok":
+            yield world, call, truth, copy
 
 
 def test_a_listings_written_values_are_the_simulators():

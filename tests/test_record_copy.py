@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from generated_calls import generated_calls
 
 from wmstudio.locations import ASSETS_DIR
 from wmstudio.model.backends import load_backend
@@ -138,29 +139,19 @@ def test_a_lookup_answers_a_referenced_records_field_by_its_kind():
     """`dock_station_label`, `rider_full_name`: a lookup's answer often names a field of a record the named one refers
     to by id. On generated worlds, every such key the simulator answered is found from the state, with its value,
     and never a key the record itself holds."""
-    import random
-
     from wmstudio.world.checks.invention import read_only
 
     found = 0
-    for index in range(40):
-        simulator = get_simulator(f"synthetic:11:{index}")
-        world = simulator.world()
-        rng = random.Random(index)
-        for _ in range(30):
-            call = simulator.valid_call(world.initial_state, rng)
-            tool = world.tool(call.name)
-            named = named_record_of(world, call)
-            if tool is None or not read_only(tool) or named is None:
-                continue
-            _, truth = simulator.step(world.initial_state, call)
-            if truth.get("status") != "ok":
-                continue
-            objects = [truth, *(value for value in truth.values() if isinstance(value, dict))]  # flat or nested
-            for key, value in ((k, v) for answer in objects for k, v in answer.items() if k in named.joined):
-                assert key not in named.record
-                assert named.joined[key] == value, (world.name, call, key)
-                found += 1
+    for world, call, truth in generated_calls(11, 40, 30):
+        tool = world.tool(call.name)
+        named = named_record_of(world, call)
+        if tool is None or not read_only(tool) or named is None or truth.get("status") != "ok":
+            continue
+        objects = [truth, *(value for value in truth.values() if isinstance(value, dict))]  # flat or nested
+        for key, value in ((k, v) for answer in objects for k, v in answer.items() if k in named.joined):
+            assert key not in named.record
+            assert named.joined[key] == value, (world.name, call, key)
+            found += 1
     assert found >= 10
 
 
@@ -168,28 +159,20 @@ def test_the_identifiers_a_call_sends_are_echoed_ok_or_not():
     """On generated worlds (snake_case and camelCase), every top-level field named as an identifier the call sends
     holds it in the simulator's answer, errors included; generation writes them before denoising, so the shipped
     model echoes them where it wrote "" or another id."""
-    import random
-
     from wmstudio.model.record_copy import call_identifiers
 
     seen = {"ok": 0, "error": 0, "camel": 0}
     refused = []
-    for index in range(30):
-        simulator = get_simulator(f"synthetic:11:{index}")
-        world = simulator.world()
-        rng = random.Random(index)
-        for number in range(20):
-            call = (simulator.valid_call if number % 2 else simulator.invalid_call)(world.initial_state, rng)
-            tool = world.tool(call.name)
-            if tool is None:
-                continue
-            _, truth = simulator.step(world.initial_state, call)
-            for path, value in call_identifiers(call, tool.response).items():
-                assert truth[path] == value, (world.name, call, path)
-                seen[truth["status"] if truth["status"] in seen else "ok"] += 1
-                seen["camel"] += path != path.lower()
-                if truth["status"] == "error":
-                    refused.append((world, call, path, value))
+    for world, call, truth in generated_calls(11, 30, 20, invalid=True):
+        tool = world.tool(call.name)
+        if tool is None:
+            continue
+        for path, value in call_identifiers(call, tool.response).items():
+            assert truth[path] == value, (world.name, call, path)
+            seen[truth["status"] if truth["status"] in seen else "ok"] += 1
+            seen["camel"] += path != path.lower()
+            if truth["status"] == "error":
+                refused.append((world, call, path, value))
     assert seen["ok"] >= 20 and seen["error"] >= 20 and seen["camel"] >= 10
     backend = load_backend()
     for world, call, path, value in refused[:12]:  # before the echo, 4 of these answered "" or another id
