@@ -106,17 +106,18 @@ def test_the_papers_proxy_payload_round_trips(api):
 
 
 def test_chat_completions_plain_and_streamed_agree(api):
-    listing = [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
-        "name": "list_orders", "arguments": json.dumps({"status": "delivered"})}}]}]
-    # a listing, denoised slot by slot (a lookup's answer is written from the record it names, in one frame)
-    user = {"role": "user", "content": f"State: {json.dumps(STATE)}\n\nAction: {json.dumps(listing)}"}
+    refund = [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "refund_order", "arguments": json.dumps({"order_id": "ORD-22930", "amount_cents": 100})}}]}]
+    # a refund of a delivered order, denoised over steps (a lookup's or a listing's answer is written from the state
+    # in one frame)
+    user = {"role": "user", "content": f"State: {json.dumps(STATE)}\n\nAction: {json.dumps(refund)}"}
     body = {"model": "anything", "messages": [user], "temperature": 0}
     reply = api.post("/v1/chat/completions", json=body)
     assert reply.status_code == 200, reply.text
     data = reply.json()
     content = data["choices"][0]["message"]["content"]
     assert data["object"] == "chat.completion" and data["usage"]["completion_tokens"] > 0
-    assert isinstance(json.loads(content)["orders"], list) and data["wmstudio"]["checks"]["json_valid"]
+    assert json.loads(content)["order_id"] == "ORD-22930" and data["wmstudio"]["checks"]["json_valid"]
     deltas, finish = [], None
     with api.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as stream:
         assert stream.headers["content-type"].startswith("text/event-stream")
