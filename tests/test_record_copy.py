@@ -177,3 +177,16 @@ def test_the_identifiers_a_call_sends_are_echoed_ok_or_not():
     backend = load_backend()
     for world, call, path, value in refused[:12]:  # before the echo, 4 of these answered "" or another id
         assert json.loads(generate(backend, world, call).samples[0].response)[path] == value, (world.name, call)
+
+
+def test_a_refused_call_naming_the_record_leaves_it_as_it_was():
+    """A refusal echoes the order id beside neutral values (`order_total_cents: 0`); a later lookup of the order
+    still reads its total from the state, not the refusal's zero."""
+    simulator = get_simulator("retail")
+    world = simulator.world()
+    order = next(o for o in world.initial_state["orders"] if o["status"] == "processing")
+    refund = Call("refund_order", {"order_id": order["id"], "amount_cents": 100})
+    _, refused = simulator.step(world.initial_state, refund)
+    assert refused["status"] == "error" and refused["order_total_cents"] == 0
+    named = named_record_of(world, Call("get_order", {"order_id": order["id"]}), [HistoryStep(refund, refused)])
+    assert named.record["total_cents"] == order["total_cents"] > 0

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from wmstudio.model.copy_head import key_words
 from wmstudio.model.layout import ExactItems, Holds
-from wmstudio.model.record_copy import OUTCOME_FIELDS, RecordCopy
+from wmstudio.model.record_copy import OUTCOME_FIELDS, RecordCopy, names_a_record, newest_answer_naming
 from wmstudio.problems import InvalidInput
 from wmstudio.world.checks.invention import read_only
 from wmstudio.world.heads.copy_sources import shown_leaves
@@ -98,7 +98,7 @@ def item_field(record: dict[str, Any], name: str) -> str | int | float | None:
     `<kind>_field`; None when the record holds none."""
     if name in record:
         value = record[name]
-    elif key_words(name)[-1:] == ["id"] and "id" in record:
+    elif names_a_record(name) and "id" in record:
         value = record["id"]
     elif "_" in name and name.split("_", 1)[1] in record:
         value = record[name.split("_", 1)[1]]
@@ -108,20 +108,17 @@ def item_field(record: dict[str, Any], name: str) -> str | int | float | None:
 
 
 def as_answered(record: dict[str, Any], history: Sequence[HistoryStep]) -> dict[str, Any]:
-    """`record` with the scalar fields the newest earlier answer naming it by its id shows (a write since the
-    initial state changed them)."""
-    own = next((value for field, value in record.items() if key_words(field)[-1:] == ["id"]
-                and isinstance(value, str)), None)
+    """`record` with the scalar fields the newest earlier ok answer naming it by its id shows (a write since the
+    initial state changed them); another record's id in that answer (a refund's `refund_id`) is not its own."""
+    own = next((value for field, value in record.items() if names_a_record(field) and isinstance(value, str)), None)
     if own is None:
         return record
-    for step in reversed(list(history)):
-        answer = step.response_value()
-        if isinstance(answer, dict) and answer.get("status") != "error" \
-                and own in {v for v in answer.values() if isinstance(v, str)}:
-            fields = {(k if k in record else k.split("_", 1)[-1]): v for k, v in answer.items()  # `order_status`
-                      if k not in OUTCOME_FIELDS and not isinstance(v, (dict, list)) and key_words(k)[-1:] != ["id"]}
-            return {**record, **{k: v for k, v in fields.items() if k in record}}
-    return record
+    answer = newest_answer_naming(history, {own})
+    if answer is None:
+        return record
+    fields = {(k if k in record else k.split("_", 1)[-1]): v for k, v in answer.items()  # `order_status` for `status`
+              if k not in OUTCOME_FIELDS and not isinstance(v, (dict, list)) and not names_a_record(k)}
+    return {**record, **{k: v for k, v in fields.items() if k in record}}
 
 
 def or_listing(copy: RecordCopy | None, world: WorldSpec, call: Call, history: Sequence[HistoryStep],

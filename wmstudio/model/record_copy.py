@@ -94,8 +94,7 @@ def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep]
         return None
     path, record = found
     needles = frozenset(needles_of(call.arguments))
-    newest = next((step.response_value() for step in reversed(history) if isinstance(step.response_value(), dict)
-                   and needles & {v for v in step.response_value().values() if isinstance(v, str)}), None)
+    newest = newest_answer_naming(history, needles)
     aliases = _kind_aliases(path, record)
     if newest is not None:
         record = {**record, **{aliases.get(key, key): value for key, value in newest.items()
@@ -109,6 +108,17 @@ def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep]
                        aliases, joined_fields(path, record, needles, world.initial_state))
 
 
+def newest_answer_naming(history: Sequence[HistoryStep], needles: frozenset | set) -> dict[str, Any] | None:
+    """The newest earlier answer, not an error, holding one of `needles` among its values: what the world last said
+    of that record. A refusal echoes the id beside neutral values ("" and 0) that say nothing of the record."""
+    for step in reversed(list(history)):
+        answer = step.response_value()
+        if isinstance(answer, dict) and answer.get(OUTCOME_KEY) != "error" \
+                and needles & {value for value in answer.values() if isinstance(value, str)}:
+            return answer
+    return None
+
+
 def referenced_records(path: tuple, record: dict[str, Any], needles: frozenset, state: Any
                        ) -> list[tuple[tuple, dict[str, Any]]]:
     """(path, record) of each record the named record refers to by id (a trip's `dock_station_id` -> that dock
@@ -118,17 +128,11 @@ def referenced_records(path: tuple, record: dict[str, Any], needles: frozenset, 
     for key, value in record.items():
         if len(found) == MAX_REFERENCED:
             break
-        if key not in own and _refers(key) and isinstance(value, str) and value not in needles:
+        if key not in own and names_a_record(key) and isinstance(value, str) and value not in needles:
             target = record_with_id(state, value, skip=path)
             if target is not None:
                 found.append(target)
     return found
-
-
-def _refers(key: str) -> bool:
-    """A key that holds another record's id: `dock_station_id`, `ownerId`, `id_of_rider`."""
-    words = key_words(key)
-    return bool(words) and "id" in words
 
 
 def joined_fields(path: tuple, record: dict[str, Any], needles: frozenset, state: Any) -> dict[str, Any]:
@@ -203,12 +207,12 @@ def _record_scalars(schema: Any, named: NamedRecord, root: dict, prefix: list, o
         value = _field(named.record, name, named.aliases, named.joined)
         if value is _MISSING or (outcome and name in OUTCOME_FIELDS):
             continue
-        if named.reads or isinstance(value, (dict, list)) or _names_a_record(name):
+        if named.reads or isinstance(value, (dict, list)) or names_a_record(name):
             found += _scalars(sub, value, root, prefix + [name], named)
     return dict(found)
 
 
-def _names_a_record(key: str) -> bool:
+def names_a_record(key: str) -> bool:
     """An identifier's key (`id`, `user_id`, `userId`): a write never changes what its record is or belongs to."""
     return key_words(key)[-1:] == ["id"]
 
@@ -223,7 +227,7 @@ def call_identifiers(call: Call, schema: Any) -> dict[str, Any]:
     if not isinstance(properties, dict):
         return {}
     return {key: value for key, value in arguments.items()
-            if key in properties and _names_a_record(key) and isinstance(value, (str, int))
+            if key in properties and names_a_record(key) and isinstance(value, (str, int))
             and not isinstance(value, bool) and key not in OUTCOME_FIELDS}
 
 
