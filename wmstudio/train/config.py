@@ -60,6 +60,15 @@ class TrainConfig:
     device: str | None = setting(None, "cpu, cuda or mps (default: cuda when present).")
     note: str = setting("", "What this training stage changes, in a few words: kept in the model's lineage and "
                             "shown on its card.")
+    resume: bool = setting(False, "Go on with the unfinished run whose checkpoint is in --out (same settings): "
+                                  "weights, optimizer, schedule and batch order continue where it stopped.")
+    sitting_minutes: float | None = setting(None, "End this sitting after this many minutes of training with a "
+                                                  "checkpoint in --out; `--resume` goes on later (the schedule "
+                                                  "still spans --steps / --minutes).")
+    sitting_steps: int | None = setting(None, "End this sitting after this many more optimizer steps, with a "
+                                              "checkpoint (as --sitting-minutes).")
+    checkpoint_minutes: float = setting(15.0, "Minutes between checkpoints while training, so a run that is killed "
+                                              "loses at most this much (0: only when a sitting ends).")
 
     def __post_init__(self) -> None:
         missing = [name for name in ("corpus", "out") if getattr(self, name) is None]
@@ -70,5 +79,11 @@ class TrainConfig:
             raise InvalidInput(Problem("outcome_first", f"must be a share from 0 to 1, got {self.outcome_first!r}"))
         if not number_in(self.shape_share, 0.0, 1.0):
             raise InvalidInput(Problem("shape_share", f"must be a share from 0 to 1, got {self.shape_share!r}"))
+        if self.sitting_minutes is not None and not number_in(self.sitting_minutes, above=0):
+            raise InvalidInput(Problem("sitting_minutes", f"must be above 0, got {self.sitting_minutes!r}"))
+        if self.sitting_steps is not None and not whole_in(self.sitting_steps, 1):
+            raise InvalidInput(Problem("sitting_steps", f"must be a whole number from 1, got {self.sitting_steps!r}"))
+        if not number_in(self.checkpoint_minutes, 0.0):
+            raise InvalidInput(Problem("checkpoint_minutes", f"must be 0 or more, got {self.checkpoint_minutes!r}"))
         if not whole_in(self.loader_workers, 0):
             raise InvalidInput(Problem("loader_workers", f"must be a whole number from 0, got {self.loader_workers!r}"))

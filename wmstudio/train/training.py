@@ -29,6 +29,17 @@ from wmstudio.model.trained_schemas import SCHEMAS_FILE
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.batch_stream import BatchStream, stream_batches
 from wmstudio.train.batches import Batch, SplitBatch, make_batch, plan_batches
+from wmstudio.train.checkpoint import (
+    RunProgress,
+    check_start,
+    checkpoint_folder,
+    load_checkpoint,
+    remove_checkpoint,
+    save_checkpoint,
+    sitting_over,
+    start_sitting,
+    stop_requests,
+)
 from wmstudio.train.config import TrainConfig
 from wmstudio.train.examples import CorpusRow, build_examples, read_corpus_split
 from wmstudio.train.model_card import corpus_stats, write_model_card
@@ -52,6 +63,8 @@ class TrainResult:
     parameters: int
     checkpoint_bytes: int
     loss_curve: list[dict] = field(default_factory=list)  # {"step", "seconds", "train_loss", "eval_loss"?}
+    finished: bool = True  # False: a sitting ended with a checkpoint, and `resume` goes on
+    sittings: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -254,11 +267,14 @@ def train_world_model(
     """Train (or fine-tune) a world model on a corpus folder and save it to `config.out`.
 
     Stops when `steps` are done or `minutes` are spent, whichever comes first; `progress(done, total)`
-    counts per-mille of the run, `log(text)` gets a line per report (loss, tokens/s)."""
+    counts per-mille of the run, `log(text)` gets a line per report (loss, tokens/s). A sitting that ends
+    first (`sitting_minutes`, `sitting_steps`, or SIGTERM / Ctrl-C) leaves a checkpoint that `resume` goes on
+    from (checkpoint.py); the result then says `finished` False and no model is saved yet."""
     if config.arch not in ARCHITECTURES:
         raise InvalidInput(Problem("arch", f"{config.arch!r} is not known: use mdlm or ar"))
     if config.minutes <= 0 and not config.steps:
         raise InvalidInput(Problem("minutes", "give a positive --minutes or a --steps count"))
+    check_start(config)
     say = log or (lambda text: None)
     torch.manual_seed(config.seed)
     if config.threads:
@@ -267,7 +283,12 @@ def train_world_model(
 
     train_rows = read_corpus_split(config.corpus, "train", config.max_rows)
     eval_rows = read_corpus_split(config.corpus, "eval", config.eval_rows, required=False)
-    model, tokenizer = prepare_model_and_tokenizer(config, train_rows)
+    resumed = None
+    if config.resume:
+        resumed = load_checkpoint(config, config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        model, tokenizer = resumed.model, resumed.tokenizer
+    else:
+        model, tokenizer = prepare_model_and_tokenizer(config, train_rows)
     device = next(model.parameters()).device
     if device.type == "cuda":  # fp32 weights, TF32 matrix products: the small models are launch-bound there anyway
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
@@ -286,62 +307,92 @@ def train_world_model(
         f"{train.shape_canvases:,} rows teach their tool's shape; "
         f"data ready in {time.perf_counter() - started:.0f}s")
     head = None
-    if copy:  # a base checkpoint of ours goes on training its own copy head
-        saved = load_copy_head(Path(config.base), device) if config.base and Path(config.base).is_dir() else None
+    if copy:  # a base checkpoint of ours (or this run's checkpoint) goes on training its own copy head
+        head_folder = resumed.folder if resumed else Path(config.base) if config.base else None
+        saved = load_copy_head(head_folder, device) if head_folder and head_folder.is_dir() else None
         head = saved.train() if saved is not None else CopyHead(model.config.hidden_size).to(device)
     parameters = list(model.parameters()) + (list(head.parameters()) if head is not None else [])
     optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=config.weight_decay,
                                   betas=(0.9, 0.98))
+    if resumed:
+        optimizer.load_state_dict(resumed.optimizer_state)
+    run = resumed.progress if resumed else RunProgress()
+    sitting = start_sitting(run)
     budget = config.minutes * 60 if config.minutes > 0 else math.inf
-    curve: list[dict] = []
-    step, tokens_seen, smooth, copy_smooth = 0, 0, None, None
     loop_start = time.perf_counter()
-    last_eval = loop_start
-    if held_out.examples:
-        curve.append({"step": 0, "seconds": 0.0, **evaluate_loss(model, head, held_out.examples, config.arch, ids,
-                                                                   config.batch_tokens, config.seed)})
+    last_eval = last_save = loop_start
+    spent = run.seconds  # training seconds of earlier sittings
+    if held_out.examples and not resumed:
+        run.curve.append({"step": 0, "seconds": 0.0, **evaluate_loss(model, head, held_out.examples, config.arch,
+                                                                       ids, config.batch_tokens, config.seed)})
     model.train()
     stream = BatchStream(train.examples, config.arch, ids, config.batch_tokens, config.seed,
-                         split=uses_split_batches(model, config.arch), outcome_first=config.outcome_first)
+                         split=uses_split_batches(model, config.arch), outcome_first=config.outcome_first,
+                         start=(run.epoch, run.batch_index), noise_state=resumed.noise_state if resumed else None)
     batches = stream_batches(stream, config.loader_workers)
-    for epoch, batch in batches:
-        elapsed = time.perf_counter() - loop_start
-        fraction = max(elapsed / budget, step / config.steps if config.steps else 0.0)
-        if fraction >= 1.0:
-            break
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(config, step, fraction)
-        loss = batch_loss(model, batch, head, config.copy_weight)
-        optimizer.zero_grad(set_to_none=True)
-        loss.total.backward()
-        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
-        optimizer.step()
-        step += 1
-        tokens_seen += batch.tokens
-        smooth = loss.denoise if smooth is None else 0.95 * smooth + 0.05 * loss.denoise
-        if loss.copy is not None:
-            copy_smooth = loss.copy if copy_smooth is None else 0.95 * copy_smooth + 0.05 * loss.copy
-        if progress:
-            progress(min(999, int(1000 * fraction)), 1000)
-        if step % 25 == 0:
-            seconds = time.perf_counter() - loop_start
-            point = {"step": step, "seconds": round(seconds, 1), "train_loss": round(smooth, 4)}
-            if copy_smooth is not None:
-                point["train_copy_loss"] = round(copy_smooth, 4)
-            if held_out.examples and time.perf_counter() - last_eval >= config.eval_every_s:
-                point.update(evaluate_loss(model, head, held_out.examples, config.arch, ids, config.batch_tokens,
-                                           config.seed))
-                last_eval = time.perf_counter()
-            curve.append(point)
-            say(f"step {step} epoch {epoch} loss {smooth:.3f}"
-                + (f" copy {copy_smooth:.3f}" if copy_smooth is not None else "")
-                + f" lr {optimizer.param_groups[0]['lr']:.2e} {tokens_seen / seconds:,.0f} tok/s {seconds:.0f}s"
-                + "".join(f" {k} {v}" for k, v in point.items() if k.startswith("eval")))
+
+    def checkpoint() -> None:
+        sitting.update(steps=run.step - first_step, seconds=round(time.perf_counter() - loop_start, 1))
+        run.seconds = round(spent + time.perf_counter() - loop_start, 1)
+        save_checkpoint(config, model, tokenizer, head, optimizer, stream.noise, run)
+
+    first_step, finished = run.step, False
+    with stop_requests() as stopping:
+        while True:  # the checks come before a batch is drawn, so a checkpoint's stream has used no batch unseen
+            now = time.perf_counter()
+            fraction = max((spent + now - loop_start) / budget, run.step / config.steps if config.steps else 0.0)
+            if fraction >= 1.0:
+                finished = True
+                break
+            if sitting_over(config, now - loop_start, run.step - first_step) or stopping():
+                break
+            epoch, batch = next(batches)
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(config, run.step, fraction)
+            loss = batch_loss(model, batch, head, config.copy_weight)
+            optimizer.zero_grad(set_to_none=True)
+            loss.total.backward()
+            torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+            optimizer.step()
+            run.advance(epoch, batch.tokens)
+            run.smooth = loss.denoise if run.smooth is None else 0.95 * run.smooth + 0.05 * loss.denoise
+            if loss.copy is not None:
+                run.copy_smooth = (loss.copy if run.copy_smooth is None
+                                   else 0.95 * run.copy_smooth + 0.05 * loss.copy)
+            if progress:
+                progress(min(999, int(1000 * fraction)), 1000)
+            if run.step % 25 == 0:
+                seconds = spent + time.perf_counter() - loop_start
+                point = {"step": run.step, "seconds": round(seconds, 1), "train_loss": round(run.smooth, 4)}
+                if run.copy_smooth is not None:
+                    point["train_copy_loss"] = round(run.copy_smooth, 4)
+                if held_out.examples and time.perf_counter() - last_eval >= config.eval_every_s:
+                    point.update(evaluate_loss(model, head, held_out.examples, config.arch, ids,
+                                               config.batch_tokens, config.seed))
+                    last_eval = time.perf_counter()
+                run.curve.append(point)
+                say(f"step {run.step} epoch {epoch} loss {run.smooth:.3f}"
+                    + (f" copy {run.copy_smooth:.3f}" if run.copy_smooth is not None else "")
+                    + f" lr {optimizer.param_groups[0]['lr']:.2e} {run.tokens_seen / seconds:,.0f} tok/s"
+                    + f" {seconds:.0f}s" + "".join(f" {k} {v}" for k, v in point.items() if k.startswith("eval")))
+            if config.checkpoint_minutes and time.perf_counter() - last_save >= config.checkpoint_minutes * 60:
+                checkpoint()
+                last_save = time.perf_counter()
     del batches  # stops the workers that build batches ahead
-    seconds = time.perf_counter() - loop_start
+    if not finished:
+        checkpoint()
+        say(f"sitting ended after {run.step - first_step} steps ({run.step} in all): checkpoint in "
+            f"{checkpoint_folder(config.out)}; --resume goes on from it")
+        return TrainResult(out=Path(config.out), arch=config.arch, steps=run.step, seconds=run.seconds,
+                           tokens_seen=run.tokens_seen, examples=len(train.examples),
+                           parameters=sum(p.numel() for p in parameters), checkpoint_bytes=0,
+                           loss_curve=run.curve, finished=False)
+    sitting.update(steps=run.step - first_step, seconds=round(time.perf_counter() - loop_start, 1))
+    step, tokens_seen, curve = run.step, run.tokens_seen, run.curve
+    seconds = spent + time.perf_counter() - loop_start
     final = {"step": step, "seconds": round(seconds, 1)}
-    if smooth is not None:
-        final["train_loss"] = round(smooth, 4)
+    if run.smooth is not None:
+        final["train_loss"] = round(run.smooth, 4)
     if held_out.examples:
         final.update(evaluate_loss(model, head, held_out.examples, config.arch, ids, config.batch_tokens, config.seed))
     curve.append(final)
@@ -376,12 +427,13 @@ def train_world_model(
         out=out,
         arch=config.arch,
         steps=step,
-        seconds=round(time.perf_counter() - started, 1),
+        seconds=round(spent + time.perf_counter() - started, 1),  # earlier sittings' training, then this one's
         tokens_seen=tokens_seen,
         examples=len(train.examples),
         parameters=sum(p.numel() for p in parameters),
         checkpoint_bytes=_directory_bytes(out),
         loss_curve=curve,
+        sittings=run.sittings,
     )
     summary = {"config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
                "corpus": corpus_stats(config.corpus), "device": str(device), **result.to_json(),
@@ -389,5 +441,6 @@ def train_world_model(
                "trained_schemas": schemas}
     (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     write_model_card(out)
+    remove_checkpoint(out)
     say(f"saved {out} ({result.parameters:,} parameters, {result.checkpoint_bytes:,} bytes) after {step} steps")
     return result
