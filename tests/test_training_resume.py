@@ -57,6 +57,8 @@ def test_two_sittings_end_where_one_run_ends(corpus, tmp_path):
     record = json.loads((tmp_path / "split" / "training.json").read_text())
     assert [s["steps"] for s in record["sittings"]] == [4, 2]
     assert [p["step"] for p in record["loss_curve"]][-1] == 6
+    assert all(s["cpu_seconds"] > 0 for s in record["sittings"])
+    assert "trained in 2 sittings (`--resume`)" in (tmp_path / "split" / "README.md").read_text()
 
 
 def test_resume_without_a_checkpoint_says_so(corpus, tmp_path):

@@ -44,7 +44,7 @@ class RunProgress:
     smooth: float | None = None
     copy_smooth: float | None = None
     curve: list[dict] = field(default_factory=list)
-    sittings: list[dict] = field(default_factory=list)  # {"started", "steps", "seconds"}
+    sittings: list[dict] = field(default_factory=list)  # {"started", "steps", "seconds", "cpu_seconds"}
 
     def advance(self, epoch: int, tokens: int) -> None:
         """One optimizer step on the next batch of `epoch`."""
@@ -129,7 +129,8 @@ def load_checkpoint(config: TrainConfig, device: str) -> Resumed:
 
 def start_sitting(progress: RunProgress) -> dict:
     """A new sitting's line in the progress (its steps and seconds are filled in as it goes)."""
-    sitting = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": 0, "seconds": 0.0}
+    sitting = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": 0, "seconds": 0.0,
+               "cpu_seconds": 0.0}
     progress.sittings.append(sitting)
     return sitting
 

@@ -112,6 +112,7 @@ def write_model_card(folder: Path) -> Path:
         f"{training['tokens_seen']:,} tokens, {training['seconds'] / 60:.1f} "
         f"minutes in all on `{training.get('device', 'cpu')}` (seed {config['seed']}, AdamW, peak lr "
         f"{config['learning_rate']}, cosine decay, ~{config['batch_tokens']:,} tokens per batch)",
+        *_sitting_lines(training.get("sittings") or []),
     ]
     if trains:
         lines.append(f"- train loss (smoothed): {trains[0]['train_loss']:.3f} at step {trains[0]['step']} -> "
@@ -248,6 +249,16 @@ def _trained_schema_lines(folder: Path) -> list[str]:
                 "tool, or one whose arguments changed, gets a free canvas."]
 
 
+def _sitting_lines(sittings: list[dict]) -> list[str]:
+    """A run resumed across sittings says how many it took and the CPU time they used (`model train --resume`)."""
+    if len(sittings) < 2:
+        return []
+    cpu = sum(float(s.get("cpu_seconds") or 0) for s in sittings)
+    loop = sum(float(s.get("seconds") or 0) for s in sittings)
+    return [f"  - trained in {len(sittings)} sittings (`--resume`): {loop / 3600:.1f} hours of training loop, "
+            f"{cpu / 3600:.1f} CPU hours (all threads)"]
+
+
 def corpus_summary(stats: dict) -> str:
     rows, seed, splits = stats.get("rows"), stats.get("seed"), stats.get("splits")
     if isinstance(rows, int) and seed is not None:
@@ -257,7 +268,10 @@ def corpus_summary(stats: dict) -> str:
                                               if stats.get("synthetic_seed") is not None else "")
         made = f"made with `wmstudio corpus --rows {rows} --seed {seed}" + (f"{drawn}`" if worlds else "`")
         if worlds:  # whole worlds held out: the test split's are never trained on
-            made += f" ({', '.join(f'{k} {v}' for k, v in synthetic.items())} synthetic worlds)"
+            made += f" ({', '.join(f'{k} {v}' for k, v in synthetic.items())} synthetic worlds"
+            themes = stats.get("synthetic_themes")
+            made += (f" of {', '.join(f'{k} {v}' for k, v in themes.items())} themes, none shared between splits)"
+                     if isinstance(themes, dict) else ")")
         return made + (f": {', '.join(f'{k} {v:,}' for k, v in splits.items())} rows" if isinstance(splits, dict) else "")
     if isinstance(rows, dict):
         return ", ".join(f"{split} {count:,}" for split, count in rows.items()) + " rows"

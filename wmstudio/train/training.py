@@ -331,8 +331,14 @@ def train_world_model(
                          start=(run.epoch, run.batch_index), noise_state=resumed.noise_state if resumed else None)
     batches = stream_batches(stream, config.loader_workers)
 
+    cpu_start = time.process_time()
+
+    def end_sitting() -> None:
+        sitting.update(steps=run.step - first_step, seconds=round(time.perf_counter() - loop_start, 1),
+                       cpu_seconds=round(time.process_time() - cpu_start, 1))
+
     def checkpoint() -> None:
-        sitting.update(steps=run.step - first_step, seconds=round(time.perf_counter() - loop_start, 1))
+        end_sitting()
         run.seconds = round(spent + time.perf_counter() - loop_start, 1)
         save_checkpoint(config, model, tokenizer, head, optimizer, stream.noise, run)
 
@@ -387,7 +393,7 @@ def train_world_model(
                            tokens_seen=run.tokens_seen, examples=len(train.examples),
                            parameters=sum(p.numel() for p in parameters), checkpoint_bytes=0,
                            loss_curve=run.curve, finished=False)
-    sitting.update(steps=run.step - first_step, seconds=round(time.perf_counter() - loop_start, 1))
+    end_sitting()
     step, tokens_seen, curve = run.step, run.tokens_seen, run.curve
     seconds = spent + time.perf_counter() - loop_start
     final = {"step": step, "seconds": round(seconds, 1)}

@@ -1,8 +1,9 @@
 """Which world and split each corpus row comes from: the five demo worlds, and synthetic worlds held out whole.
 
 Demo rows take the worlds in turn and split 80/10/10 by a seeded shuffle of rows (as they always have). Synthetic
-worlds split 80/10/10 *as worlds*: every row of a world goes to its world's split, so the test split holds only worlds
-the model never trained on. Synthetic rows are spread evenly among the demo rows and take their worlds in turn."""
+worlds split about 80/10/10 *by theme*: every row of a world goes to its world's split, and every world of a theme to
+the same split, so the test split holds only worlds of themes (hence nouns, ids and keys named after them) the model
+never trained on. Synthetic rows are spread evenly among the demo rows and take their worlds in turn."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import number_in, whole_in
 from wmstudio.world.simulators import SIMULATORS
+from wmstudio.world.synth.generate import theme_of
 from wmstudio.world.synth.registry import synthetic_ref
 
 SPLITS = ("train", "eval", "test")
@@ -40,13 +42,35 @@ def split_plan(rows: int, seed: int) -> list[str]:
 
 
 def world_splits(count: int, seed: int) -> dict[str, list[str]]:
-    """Synthetic worlds 0..count-1 of generator seed `seed` by split: 10% eval and 10% test (at least one each),
-    the rest train, chosen by a seeded shuffle."""
-    order = list(range(count))
+    """Synthetic worlds 0..count-1 of generator seed `seed` by split, held out by theme (module docstring).
+
+    The worlds' themes, in a seeded order, go to test until it holds 10% of the worlds, then to eval until it does,
+    then to train. With so few worlds that train would get none, the worlds themselves split 10/10/80."""
+    themes = [theme_of(seed, i).domain for i in range(count)]
+    order = sorted(set(themes))
     random.Random(f"wmstudio-synthetic-splits/{seed}").shuffle(order)
     held = max(1, round(count * SPLIT_SHARES[2]))
-    chosen = {"test": order[:held], "eval": order[held: 2 * held], "train": order[2 * held:]}
+    split_of_theme, sizes = {}, {"test": 0, "eval": 0}
+    for theme in order:
+        split = next((name for name in ("test", "eval") if sizes[name] < held), "train")
+        split_of_theme[theme] = split
+        if split != "train":
+            sizes[split] += themes.count(theme)
+    chosen = {"test": [], "eval": [], "train": []}
+    for index, theme in enumerate(themes):
+        chosen[split_of_theme[theme]].append(index)
+    if not chosen["train"] or not chosen["eval"]:
+        shuffled = list(range(count))
+        random.Random(f"wmstudio-synthetic-splits/{seed}").shuffle(shuffled)
+        chosen = {"test": shuffled[:held], "eval": shuffled[held: 2 * held], "train": shuffled[2 * held:]}
     return {split: [synthetic_ref(seed, i) for i in sorted(indexes)] for split, indexes in chosen.items()}
+
+
+def split_themes(count: int, seed: int) -> dict[str, list[str]]:
+    """The themes (domains) of each split's synthetic worlds, for a corpus's record."""
+    by_split = world_splits(count, seed)
+    return {split: sorted({theme_of(seed, i).domain for i in range(count) if synthetic_ref(seed, i) in refs})
+            for split, refs in by_split.items()}
 
 
 def corpus_plan(rows: int, seed: int, synthetic: int = 0, synthetic_seed: int = 0,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.corpus.plan import SYNTHETIC_SHARE, corpus_plan, split_plan, world_splits
+from wmstudio.world.corpus.plan import SYNTHETIC_SHARE, corpus_plan, split_plan, split_themes, world_splits
 from wmstudio.world.corpus.stress import stress_episode
 from wmstudio.world.grounding import NONE, ORACLE
 from wmstudio.world.history import HistoryStep
@@ -106,9 +106,11 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
     for split, path in temporary.items():
         path.replace(out / f"{split}.jsonl")
     if synthetic:
-        held = {"seed": synthetic_seed, **world_splits(synthetic, synthetic_seed)}
+        themes = split_themes(synthetic, synthetic_seed)
+        held = {"seed": synthetic_seed, **world_splits(synthetic, synthetic_seed), "themes": themes}
         (out / "synthetic_worlds.json").write_text(json.dumps(held, indent=1) + "\n", encoding="utf-8")
         stats["synthetic_worlds"] = {split: len(held[split]) for split in SPLITS}
+        stats["synthetic_themes"] = {split: len(themes[split]) for split in SPLITS}
         stats["synthetic_seed"] = synthetic_seed  # a card cites it: the same worlds come back only with it
     if preset:
         stats["preset"] = preset

@@ -90,13 +90,21 @@ def response_schema(fields: JSON, statuses: Iterable[str] = (OK, ERROR)) -> JSON
     )
 
 
-def neutral_value(schema: JSON) -> Any:
-    """The value a field takes when the call failed: 0, false, "", [] or an object of neutral values."""
+def neutral_value(schema: JSON, root: JSON | None = None) -> Any:
+    """The value a field takes when the call failed: 0, false, "", [] or an object of neutral values (a local
+    `$ref`, `#/$defs/Name`, read from `root`, the whole response schema)."""
+    root = schema if root is None else root
+    reference = schema.get("$ref")
+    if isinstance(reference, str) and reference.startswith("#/"):
+        target: Any = root
+        for part in reference[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        schema = target if isinstance(target, dict) else {}
     kind = schema.get("type")
     if "enum" in schema:
         return "" if "" in schema["enum"] else schema["enum"][0]
     if kind == "object":
-        return {key: neutral_value(sub) for key, sub in schema.get("properties", {}).items()}
+        return {key: neutral_value(sub, root) for key, sub in schema.get("properties", {}).items()}
     return {"integer": 0, "number": 0, "boolean": False, "array": [], "string": ""}.get(kind)
 
 

@@ -18,8 +18,8 @@ class Field:
     """One field of an entity's records.
 
     kind: label | person | email | phone | code | int | money | float | enum | status | bool | time | object |
-    tags | map | ref. `values`: an enum's or a status's values, a code's maker, a map's key maker; `parts`: an
-    object's fields; `target`: the entity a ref points to."""
+    tags | map | ref | refs. `values`: an enum's or a status's values, a code's maker, a map's key maker; `parts`:
+    an object's fields; `target`: the entity a ref (one id) or refs (an array of ids) points to."""
 
     key: str
     kind: str

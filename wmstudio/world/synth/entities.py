@@ -64,6 +64,9 @@ def make_entities(rng: random.Random, theme: names.Theme, style: Style, money_su
             entity.created = _add(entity, Field(style.key(words), "time", words))
         for _ in range(rng.choice([1, 1, 2, 3])):
             _add_extra(rng, style, entity, money_suffix)
+        if resources and rng.random() < 0.4:  # an array of ids, as real records list what they group or hold
+            other = rng.choice(resources)
+            _add(entity, Field(style.key(other.name, "ids"), "refs", f"{other.name} ids", target=other.name))
         entity.immutable = tuple(f.key for f in entity.fields
                                  if f.key not in (entity.status, entity.quantity) and f.kind not in ("tags", "map"))
         resources.append(entity)
@@ -192,6 +195,9 @@ def value_of(f: Field, rng: random.Random, now: dt.datetime, host: str, targets:
         return {key: rng.randrange(0, 60) for key in sorted(keys)}
     if kind == "ref":
         return rng.choice(targets[f.target])
+    if kind == "refs":
+        pool = targets[f.target]
+        return sorted(rng.sample(pool, min(len(pool), rng.choice([0, 1, 1, 2, 3]))))
     raise ValueError(kind)
 
 

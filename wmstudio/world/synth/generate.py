@@ -13,11 +13,18 @@ from wmstudio.world.synth.blueprint import Blueprint
 from wmstudio.world.synth.entities import make_entities
 from wmstudio.world.synth.messages import VOICES
 from wmstudio.world.synth.naming import Style, code_word
+from wmstudio.world.synth.schemas import with_definitions
 from wmstudio.world.synth.sessions import draw_login
 from wmstudio.world.synth.tools import plan_tools
 
 GENERATOR = "wmstudio-synth/1"  # the stream every blueprint is drawn from; change it and every world changes
 LARGE_SHARE = 0.06  # initial states with one long listing (50+ records)
+DEFINITIONS_SHARE = 0.3  # worlds whose response schemas name their nested objects under `$defs`
+
+
+def theme_of(seed: int, index: int) -> names.Theme:
+    """The theme of synthetic world `index` of `seed` (the first thing its blueprint draws), without the rest."""
+    return random.Random(f"{GENERATOR}/{seed}/{index}").choice(names.THEMES)
 
 
 def generate_blueprint(seed: int, index: int) -> Blueprint:
@@ -43,4 +50,7 @@ def generate_blueprint(seed: int, index: int) -> Blueprint:
     if rng.random() < 0.35:
         bp.login = draw_login(rng, bp)
     bp.tools = plan_tools(rng, bp)
+    if rng.random() < DEFINITIONS_SHARE:
+        for plan in bp.tools:
+            plan.response = with_definitions(plan.response, bp.entities)
     return bp

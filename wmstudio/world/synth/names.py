@@ -91,6 +91,22 @@ THEMES = (
           (("submission", "submissions"), ("mentor slot", "mentor slots"), ("prize", "prizes"))),
     Theme("a school library", "bookshelf.example", ("borrower", "borrowers"),
           (("volume", "volumes"), ("reading list", "reading lists"), ("study carrel", "study carrels"))),
+    Theme("a blood donation service", "donorlink.example", ("donor", "donors"),
+          (("donation slot", "donation slots"), ("blood unit", "blood units"), ("mobile clinic", "mobile clinics"))),
+    Theme("a community radio station", "airwaves.example", ("presenter", "presenters"),
+          (("broadcast slot", "broadcast slots"), ("playlist", "playlists"), ("jingle", "jingles"))),
+    Theme("a chess league", "rookrow.example", ("member player", "member players"),
+          (("fixture", "fixtures"), ("board", "boards"), ("rating adjustment", "rating adjustments"))),
+    Theme("a seed bank for crop research", "germplasm.example", ("curator", "curators"),
+          (("accession", "accessions"), ("germination test", "germination tests"), ("vault shelf", "vault shelves"))),
+    Theme("a home care agency", "carecircle.example", ("caregiver", "caregivers"),
+          (("visit", "visits"), ("care plan", "care plans"), ("medication round", "medication rounds"))),
+    Theme("a sailing school", "tackhouse.example", ("sailor", "sailors"),
+          (("dinghy", "dinghies"), ("mooring", "moorings"), ("race entry", "race entries"))),
+    Theme("a cargo bike courier", "cargoloop.example", ("courier", "couriers"),
+          (("consignment", "consignments"), ("route sheet", "route sheets"), ("charging bay", "charging bays"))),
+    Theme("a stained-glass workshop", "leadlight.example", ("glazier", "glaziers"),
+          (("panel commission", "panel commissions"), ("glass sheet", "glass sheets"), ("kiln slot", "kiln slots"))),
 )
 
 # (statuses in order, verb that moves a record *into* each later status)

@@ -3,6 +3,8 @@ failed call's neutral value, "" or 0, must fit too)."""
 
 from __future__ import annotations
 
+import re
+
 from wmstudio.world.sims.base import array, boolean, integer, record, string
 from wmstudio.world.synth.blueprint import JSON, Entity, Field
 from wmstudio.world.synth.naming import RFC3339_PATTERN
@@ -45,6 +47,8 @@ def field_schema(f: Field, entities: dict[str, Entity], response: bool) -> JSON:
     if kind == "ref":
         pattern = entities[f.target].ids.pattern()
         return string(pattern=optional(pattern) if response else pattern)
+    if kind == "refs":
+        return array(string(pattern=entities[f.target].ids.pattern()))
     raise ValueError(kind)
 
 
@@ -67,3 +71,32 @@ def view_schema(entity: Entity, keys: tuple[str, ...], entities: dict[str, Entit
 
 def view_record(properties: JSON) -> JSON:
     return record(properties)
+
+
+def with_definitions(schema: JSON, entities: dict[str, Entity]) -> JSON:
+    """`schema` written as many real tool sets write theirs: every nested object (a record's view, an array's
+    items, an address) moved under `$defs` by name and referenced with `$ref`; the same values validate."""
+    definitions: JSON = {}
+    by_id = {entity.id_key: entity for entity in entities.values()}
+
+    def name_of(sub: JSON, key: str) -> str:
+        entity = next((by_id[k] for k in sub.get("properties", {}) if k in by_id), None)
+        words = entity.name if entity is not None and key != entity.id_key else key
+        base = "".join(w[:1].upper() + w[1:] for w in re.split(r"[\s_]+|(?<=[a-z])(?=[A-Z])", words) if w)
+        name, n = base or "Item", 2
+        while name in definitions and definitions[name] != sub:
+            name, n = f"{base}{n}", n + 1
+        return name
+
+    def move(sub: JSON, key: str) -> JSON:
+        if sub.get("type") == "array" and isinstance(sub.get("items"), dict):
+            return {**sub, "items": move(sub["items"], key)}
+        if sub.get("type") != "object" or not sub.get("properties"):
+            return sub
+        inner = {**sub, "properties": {k: move(v, k) for k, v in sub["properties"].items()}}
+        name = name_of(inner, key)
+        definitions[name] = inner
+        return {"$ref": f"#/$defs/{name}"}
+
+    top = {**schema, "properties": {k: move(v, k) for k, v in schema.get("properties", {}).items()}}
+    return {**top, "$defs": definitions} if definitions else schema
