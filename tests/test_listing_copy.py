@@ -11,10 +11,12 @@ from generated_calls import generated_calls
 
 from wmstudio.model.backends import load_backend
 from wmstudio.model.generation import generate
-from wmstudio.model.listing_copy import listing_copy
+from wmstudio.model.listing_copy import listing_copy, page_values
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.train.field_kinds import field_leaves
 from wmstudio.world.jsonpath import format_path
+from wmstudio.world.prompt.retrieval import matches, understood
+from wmstudio.world.spec import Call
 
 
 def _listings(count: int):
@@ -55,3 +57,22 @@ def test_the_shipped_model_lists_the_records_it_was_never_shown_whole(backend):
         if checked == 3:
             break
     assert checked == 3
+
+
+PAGE = {"type": "object", "properties": {"items": {"type": "array"}, "has_more": {"type": "boolean"},
+                                         "next_page_token": {"type": "string"}, "total": {"type": "integer"}}}
+
+
+def test_a_session_token_asks_for_the_first_page_and_a_page_token_for_a_later_one():
+    first = page_values(PAGE, "items", matching=2, shown=2, call=Call("list_kegs", {"session_token": "s-9f"}))
+    assert first == {"total": 2, "has_more": False, "next_page_token": ""}
+    later = page_values(PAGE, "items", matching=2, shown=2, call=Call("list_kegs", {"page_token": "b2Zm"}))
+    assert later == {"total": 2}  # where a later page ends is left to the model
+
+
+def test_a_size_argument_filters_the_records_own_size_and_a_number_sizes_the_page():
+    records = [{"keg_id": "K1", "size": "large"}, {"keg_id": "K2", "size": "small"}]
+    assert understood({"size": "large"}, records)
+    assert [r["keg_id"] for r in records if matches(r, {"size": "large"})] == ["K1"]
+    assert understood({"size": 5}, [{"keg_id": "K1", "name": "Amber"}])
+    assert all(matches(r, {"size": 5}) for r in [{"keg_id": "K1", "name": "Amber"}])

@@ -59,11 +59,13 @@ def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], s
 
 def page_values(schema: dict[str, Any], listed: str, matching: int, shown: int, call: Call) -> dict[str, Any]:
     """The page's own top-level fields where the records found say them: a count (`total`, `count`, `matching`) is
-    how many match, the page number the one asked for (else 1); on a first page (no page number or token asked) whether there are more (`has_more`, `more`) or
-    it is the last (`last_page`), and, when there are no more, an empty next-page token or cursor."""
+    how many match, the page number the one asked for (else 1); on a first page (no page number, page token, cursor
+    or offset asked) whether there are more (`has_more`, `more`) or it is the last (`last_page`), and, when there are
+    no more, an empty next-page token or cursor."""
     properties = schema.get("properties") or {}
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
-    first = not any(words & {"token", "cursor", "offset"} or ("page" in words and not words & {"size", "limit"})
+    first = not any(words & {"cursor", "offset"} or ("page" in words and not words & {"size", "limit"})
+                    or ("token" in words and ("next" in words or words == {"token"}))  # not a session's token
                     for words in map(set, map(key_words, arguments)))  # `page_size` asks for no other page
     more = matching > shown
     values: dict[str, Any] = {}

@@ -66,11 +66,13 @@ def understood(arguments: dict[str, Any], records: list[dict[str, Any]]) -> bool
     session's), or a filter on a field the records hold (not a cursor or offset, nor a filter they lack)."""
     for name, value in arguments.items():
         lowered = name.lower()
+        if any(_field_for(name, record)[0] is not None for record in records[:1]):
+            continue  # a filter on a field the records hold
         if lowered in SIZE_ARGS or lowered in PAGE_ARGS or lowered.endswith("token"):
             continue
         if "cursor" in lowered or "offset" in lowered or lowered.replace("_", "") in ("pagesize", "pagenumber"):
             return False
-        if value not in (None, "") and not any(_field_for(name, record)[0] is not None for record in records[:1]):
+        if value not in (None, ""):
             return False
     return True
 
@@ -171,6 +173,8 @@ def matches(record: dict[str, Any], arguments: dict[str, Any]) -> bool:
 def _field_for(argument: str, record: dict[str, Any]) -> tuple[str | None, bool]:
     """(the record's field an argument filters, whether by a part of its text); (None, False) when it names none."""
     lowered = argument.lower()
+    if argument in record and isinstance(record[argument], str):  # `size: "large"` filters the records' own size
+        return argument, False
     if lowered in SIZE_ARGS or lowered in PAGE_ARGS or lowered.endswith("token"):
         return None, False
     if argument in record and not isinstance(record[argument], (dict, list)):
