@@ -15,7 +15,9 @@ from wmstudio.model.listing_copy import listing_copy, page_values
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.train.field_kinds import field_leaves
 from wmstudio.world.jsonpath import format_path
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.retrieval import matches, understood
+from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
 
@@ -76,3 +78,44 @@ def test_a_size_argument_filters_the_records_own_size_and_a_number_sizes_the_pag
     assert [r["keg_id"] for r in records if matches(r, {"size": "large"})] == ["K1"]
     assert understood({"size": 5}, [{"keg_id": "K1", "name": "Amber"}])
     assert all(matches(r, {"size": 5}) for r in [{"keg_id": "K1", "name": "Amber"}])
+
+
+def _listing_after(world_name: str, calls: list[Call], listing: Call):
+    """(the listing copy's values, the simulator's answer as leaves) for `listing` after `calls` were answered."""
+    simulator = get_simulator(world_name)
+    world = simulator.world()
+    state, history = world.initial_state, []
+    for call in calls:
+        state, answer = simulator.step(state, call)
+        assert answer["status"] == "ok", answer
+        history.append(HistoryStep(call=call, response=answer))
+    _, truth = simulator.step(state, listing)
+    copy = listing_copy(world, listing, history, world.tool(listing.name).response)
+    assert copy is not None
+    return copy.values, {format_path(list(path)): value for path, value in field_leaves(truth)}
+
+
+def test_a_record_an_earlier_write_created_or_moved_into_the_filter_is_listed_where_the_simulator_lists_it():
+    retail = get_simulator("retail").world().initial_state
+    pending = next(o["id"] for o in retail["orders"] if o["status"] in ("pending", "processing"))
+    values, truth = _listing_after("retail", [Call("cancel_order", {"order_id": pending})],
+                                   Call("list_orders", {"status": "cancelled"}))
+    assert pending in values.values() and values.items() <= truth.items()
+
+    payments = get_simulator("payments").world().initial_state
+    login = Call("login", {"email": payments["login"]["email"], "password": payments["login"]["password"]})
+    _, answer = get_simulator("payments").step(payments, login)
+    token = answer["session_token"]
+    customer = payments["customers"][0]["id"]
+    charge = Call("create_charge", {"session_token": token, "customer_id": customer, "amount_cents": 22599,
+                                    "currency": "usd"})
+    values, truth = _listing_after("payments", [login, charge], Call("list_charges", {"session_token": token}))
+    assert values["charges[0].amount_cents"] == 22599  # newest first, as the tool says
+    assert values.items() <= truth.items()
+
+
+def test_an_empty_page_and_a_page_past_the_end_say_there_is_no_more():
+    values, truth = _listing_after("retail", [], Call("list_orders", {"status": "cancelled", "page": 9}))
+    assert values["has_more"] is False and values.items() <= truth.items()
+    values, truth = _listing_after("records", [], Call("search_records", {"name_contains": "zzzz"}))
+    assert values and values.items() <= truth.items()

@@ -1,6 +1,9 @@
 """Copying a listing whole: the records a read-only list call answers with, found in the structured state by the
-call's filters and page as the prompt's computed query state finds them (world/prompt/retrieval.listing_records),
-never cut by the prompt's budget, each as the newest earlier answer naming it shows it.
+call's filters and page as the prompt's computed query state finds them (world/prompt/retrieval.find_listing),
+never cut by the prompt's budget. The collection is taken as the history left it: each record as the newest earlier
+answer naming it shows it (so an order cancelled since is listed among the cancelled), and the records earlier
+writes created added (first where the tool lists newest first). An empty page is written too: its count and the
+flag saying there is no more.
 
 A small model reading a page the budget cut writes the first records and makes up the rest (`find_pets` listing
 `pe_4kh5lcwj` as `2_3333337700`). The listing's items are laid out one slot group per record found (no more, no
@@ -10,7 +13,9 @@ what the records lack. A write is left alone: what it lists is what it changed."
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from wmstudio.model.copy_head import key_words
 from wmstudio.model.layout import ExactItems, Holds
@@ -20,9 +25,12 @@ from wmstudio.world.checks.invention import read_only
 from wmstudio.world.heads.copy_sources import shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.prompt.retrieval import listed_property, listing_records, matches, understood
+from wmstudio.world.prompt.retrieval import find_listing, listed_property, matches, understood
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.tools import Tool
 from wmstudio.world.steering.directives import Steering, steering
+
+NEWEST_FIRST = re.compile(r"\b(newest|latest|most recent)\s+first\b", re.IGNORECASE)  # a new record leads
 
 
 def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any) -> RecordCopy | None:
@@ -31,14 +39,13 @@ def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], s
     listed = listed_property(schema)
     if tool is None or not read_only(tool) or listed is None:
         return None
-    found = listing_records(tool, call, world.initial_state, history)
-    if not found or not isinstance(found.get("page"), list) or not isinstance(call.arguments, dict) \
-            or not understood(call.arguments, found["page"]):  # a cursor, or a filter it cannot read
-        return None
     key, fields = listed
-    records = [as_answered(record, history) for record in found["page"] if isinstance(record, dict)]
-    records = [record for record in records if matches(record, call.arguments)]  # an earlier write moved it out
-    matching = found["matching"] - (len(found["page"]) - len(records))
+    found = find_listing(tool, call, world.initial_state, history, as_history_left(world, tool, history))
+    if found is None or found.page is None or not isinstance(call.arguments, dict) \
+            or not understood(call.arguments, found.collection):  # a cursor, or a filter it cannot read
+        return None
+    records = [record for record in found.page if isinstance(record, dict)]
+    matching = len(found.matching)
     steer = listing_steering(world)
     if steer.empty_result:
         records = []
@@ -51,23 +58,27 @@ def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], s
                              for item in items])
     values = {format_path([key, index, name]): value for index, item in enumerate(items)
               for name, value in item.items()}
-    values.update(page_values(schema, key, 0 if steer.empty_result else matching, len(records), call))
+    values.update(page_values(schema, key, 0 if steer.empty_result else matching, len(records), call,
+                              0 if steer.empty_result else found.start))
     sources = [source for index, record in enumerate(records)
                for source in shown_leaves(record, ("listing", index), "query", 0, set())]
     return RecordCopy(shape, values, list(dict.fromkeys(sources)))
 
 
-def page_values(schema: dict[str, Any], listed: str, matching: int, shown: int, call: Call) -> dict[str, Any]:
+def page_values(schema: dict[str, Any], listed: str, matching: int, shown: int, call: Call,
+                start: int | None = None) -> dict[str, Any]:
     """The page's own top-level fields where the records found say them: a count (`total`, `count`, `matching`) is
-    how many match, the page number the one asked for (else 1); on a first page (no page number, page token, cursor
-    or offset asked) whether there are more (`has_more`, `more`) or it is the last (`last_page`), and, when there are
-    no more, an empty next-page token or cursor."""
+    how many match, the page number the one asked for (else 1); where the page starts is known (`start`, or a first
+    page: no page number, page token, cursor or offset asked), whether there are more (`has_more`, `more`) or it is
+    the last (`last_page`), and, when there are no more, an empty next-page token or cursor."""
     properties = schema.get("properties") or {}
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
-    first = not any(words & {"cursor", "offset"} or ("page" in words and not words & {"size", "limit"})
-                    or ("token" in words and ("next" in words or words == {"token"}))  # not a session's token
-                    for words in map(set, map(key_words, arguments)))  # `page_size` asks for no other page
-    more = matching > shown
+    if start is None and not any(words & {"cursor", "offset"} or ("page" in words and not words & {"size", "limit"})
+                                 or ("token" in words and ("next" in words or words == {"token"}))  # not a session's
+                                 for words in map(set, map(key_words, arguments))):  # `page_size` asks no other page
+        start = 0
+    placed = start is not None  # where the page ends is known
+    more = matching > (start or 0) + shown
     values: dict[str, Any] = {}
     for name, sub in properties.items():
         words, kind = set(key_words(name)), (sub or {}).get("type") if isinstance(sub, dict) else None
@@ -78,11 +89,11 @@ def page_values(schema: dict[str, Any], listed: str, matching: int, shown: int, 
         elif kind == "integer" and words in ({"page"}, {"page", "number"}):
             values[format_path([name])] = next((v for k, v in arguments.items() if set(key_words(k)) == words
                                                 and isinstance(v, int) and not isinstance(v, bool)), 1)
-        elif first and kind == "boolean" and "more" in words:
+        elif placed and kind == "boolean" and "more" in words:
             values[format_path([name])] = more
-        elif first and kind == "boolean" and "last" in words:
+        elif placed and kind == "boolean" and "last" in words:
             values[format_path([name])] = not more
-        elif first and not more and kind == "string" and "next" in words and words & {"token", "cursor", "page"}:
+        elif placed and not more and kind == "string" and "next" in words and words & {"token", "cursor", "page"}:
             values[format_path([name])] = ""
     return values
 
@@ -121,6 +132,40 @@ def as_answered(record: dict[str, Any], history: Sequence[HistoryStep]) -> dict[
     fields = {(k if k in record else k.split("_", 1)[-1]): v for k, v in answer.items()  # `order_status` for `status`
               if k not in OUTCOME_FIELDS and not isinstance(v, (dict, list)) and not names_a_record(k)}
     return {**record, **{k: v for k, v in fields.items() if k in record}}
+
+
+def as_history_left(world: WorldSpec, tool: Tool, history: Sequence[HistoryStep]
+                    ) -> Callable[[list[Any]], list[Any]]:
+    """What a listed collection is after `history`: each record as the newest answer naming it shows it, and the
+    records earlier writes created (first where the tool lists newest first)."""
+    listed = listed_property(tool.response)
+    fields = listed[1] if listed is not None else ()
+
+    def revise(collection: list[Any]) -> list[Any]:
+        records = [as_answered(record, history) if isinstance(record, dict) else record for record in collection]
+        made = created_records(history, records, fields, world)
+        return made + records if NEWEST_FIRST.search(tool.description or "") else records + made
+
+    return revise
+
+
+def created_records(history: Sequence[HistoryStep], records: list[Any], fields: Sequence[str],
+                    world: WorldSpec) -> list[dict[str, Any]]:
+    """Records the history's ok writes created: an answer whose own id field of the listing's items (`charge_id`)
+    holds an id no record has, as that answer shows it (newest last)."""
+    own = next((name for name in fields if names_a_record(name)), None)
+    if own is None:
+        return []
+    known = {item_field(record, own) for record in records if isinstance(record, dict)}
+    made: dict[Any, dict[str, Any]] = {}
+    for step in history:
+        answer, tool = step.response_value(), next((t for t in world.tools if t.name == step.call.name), None)
+        if not isinstance(answer, dict) or answer.get("status", "ok") != "ok" or tool is None or read_only(tool):
+            continue
+        new = answer.get(own)
+        if isinstance(new, str) and new and new not in known:
+            made[new] = {k: v for k, v in answer.items() if k not in OUTCOME_FIELDS}
+    return list(made.values())
 
 
 def or_listing(copy: RecordCopy | None, world: WorldSpec, call: Call, history: Sequence[HistoryStep],

@@ -13,11 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wmstudio.model.listing_copy import as_history_left
 from wmstudio.train.field_kinds import parse
 from wmstudio.world.checks.invention import read_only
 from wmstudio.world.checks.report import argument_problems
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt.retrieval import listing_records
+from wmstudio.world.prompt.retrieval import find_listing
 from wmstudio.world.records import named_record, needles_of
 from wmstudio.world.sims.base import neutral_value
 from wmstudio.world.spec import Call, WorldSpec
@@ -118,7 +119,8 @@ def _echo_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswer
     """Everything the model's prompt gives, with no model: a read-only call the history already answered, with no
     write since, answers the same; else the status rule reading the history too, the call's arguments echoed (on an
     error too), the record the call names as the newest earlier answer naming it shows it, and a listing's records
-    as the prompt's computed query state finds them."""
+    as the prompt's computed query state finds them, in the collection as the history left it (the listing copy's
+    own lookup)."""
     tool = next((t for t in world.tools if t.name == call.name), None)
     for index in range(len(history) - 1, -1, -1):
         step = history[index]
@@ -138,12 +140,12 @@ def _echo_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswer
                    and named & {v for v in step.response_value().values() if isinstance(v, str)}), None)
     _echo_into(value, newest or {})
     _echo_into(value, call.arguments)
-    listed = listing_records(tool, call, state, history)
+    listed = find_listing(tool, call, state, history, as_history_left(world, tool, history)) if tool else None
     schema = _schema(world, call) or {}
     for key, prop in (schema.get("properties") or {}).items():
-        if listed and "page" in listed and isinstance(prop, dict) and prop.get("type") == "array":
+        if listed and listed.page is not None and isinstance(prop, dict) and prop.get("type") == "array":
             item = neutral_value(prop.get("items")) if isinstance(prop.get("items"), dict) else None
-            value[key] = [_laid_out(item, record) for record in listed["page"]]
+            value[key] = [_laid_out(item, record) for record in listed.page]
     return _dump(value)
 
 

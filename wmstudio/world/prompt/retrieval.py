@@ -13,7 +13,8 @@ the page is not shown). Shown as the COMPUTED QUERY STATE: `{"matching": N, "pag
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from wmstudio.world.history import HistoryStep
@@ -33,10 +34,26 @@ DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 TIME = re.compile(r"^\d{2}:\d{2}")
 
 
-def listing_records(tool: Tool | None, call: Call, state: Any, history: Sequence[HistoryStep] = ()
-                    ) -> dict[str, Any] | None:
-    """`{"matching": N, "page": [...]}` for a call whose response lists records of a collection the state shows;
-    None when the tool lists none, or no collection of the state is what it lists."""
+@dataclass(frozen=True)
+class Listing:
+    """What a list call lists: the collection the state keeps, the records its filters match (in the listing's
+    order), where its page starts (None when its page token does not decode) and the page size."""
+
+    collection: list[Any]
+    matching: list[dict[str, Any]]
+    start: int | None
+    size: int
+
+    @property
+    def page(self) -> list[dict[str, Any]] | None:
+        return None if self.start is None else self.matching[self.start:self.start + self.size]
+
+
+def find_listing(tool: Tool | None, call: Call, state: Any, history: Sequence[HistoryStep] = (),
+                 revise: Callable[[list[Any]], list[Any]] | None = None) -> Listing | None:
+    """The listing a call's response shows from a collection of the state (as `revise` leaves it: the records as
+    the history's answers changed them); None when the tool lists none, or no collection of the state is what it
+    lists."""
     if tool is None or not isinstance(call.arguments, dict) or not isinstance(state, dict):
         return None
     listed = listed_property(tool.response)
@@ -46,6 +63,7 @@ def listing_records(tool: Tool | None, call: Call, state: Any, history: Sequence
     found = _collection(state, key, items)
     if found is None:
         return None
+    found = revise(found) if revise is not None else found
     records = [record for record in found if matches(record, call.arguments)]
     records = _ordered(records, f"{tool.description} {_description(tool.response, key)}")
     size = _page_size(call.arguments, tool, key)
@@ -53,12 +71,22 @@ def listing_records(tool: Tool | None, call: Call, state: Any, history: Sequence
                   and "page" in name.lower() and isinstance(value, str) and value), None)
     if token is not None:
         start = _after_token(token, key, records, history)
-        if start is None:
-            return {"matching": len(records)}
     else:
         page = _whole(next((call.arguments[name] for name in PAGE_ARGS if name in call.arguments), 1))
         start = (page - 1) * size if page and page >= 1 else 0
-    return {"matching": len(records), "page": records[start:start + size]}
+    return Listing(found, records, start, size)
+
+
+def listing_records(tool: Tool | None, call: Call, state: Any, history: Sequence[HistoryStep] = ()
+                    ) -> dict[str, Any] | None:
+    """`{"matching": N, "page": [...]}` for a call whose response lists records of a collection the state shows
+    (`{"matching": N}` when its page token does not decode); None as find_listing."""
+    found = find_listing(tool, call, state, history)
+    if found is None:
+        return None
+    if found.start is None:
+        return {"matching": len(found.matching)}
+    return {"matching": len(found.matching), "page": found.page}
 
 
 def understood(arguments: dict[str, Any], records: list[dict[str, Any]]) -> bool:
