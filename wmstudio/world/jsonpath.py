@@ -103,3 +103,13 @@ def follow_pointer(root: Any, pointer: str) -> Any:
         else:
             return NOT_FOUND
     return node
+
+
+def resolve_local(schema: Any, root: Any, depth: int = 8) -> Any:
+    """`schema` with its local `$ref` (`#/$defs/Leg`) followed through `root`, as far as `depth` references; a
+    reference that points nowhere (or elsewhere than this document) reads as {}."""
+    while depth > 0 and isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        ref = schema["$ref"]
+        target = follow_pointer(root, ref[1:]) if ref.startswith("#") else NOT_FOUND
+        schema, depth = (target if isinstance(target, dict) else {}), depth - 1
+    return schema

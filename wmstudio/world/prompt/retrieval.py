@@ -18,12 +18,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.jsonpath import resolve_local
 from wmstudio.world.prompt.call_local import is_collection
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
 
-PAGE_ARGS = ("page", "page_number")
-SIZE_ARGS = ("page_size", "limit", "per_page", "max_results", "count", "size")
+PAGE_ARGS = ("page", "pagenumber")  # argument names with case and separators dropped (`pageNumber`, `page_number`)
+SIZE_ARGS = ("pagesize", "limit", "perpage", "maxresults", "count", "size")
+CREDENTIALS = ("sessionid", "sessionkey", "apikey", "authorization")  # besides every `...token`
+
+
+def _plain(name: str) -> str:
+    """An argument's name in lower case without separators: `maxResults`, `max_results` -> `maxresults`."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _paging(name: str) -> bool:
+    """Whether an argument pages or authenticates the call rather than filtering: a page size or number, a
+    token, or a session's credentials."""
+    plain = _plain(name)
+    return plain in SIZE_ARGS or plain in PAGE_ARGS or plain.endswith("token") or plain in CREDENTIALS
 CONTAINS_ARGS = ("q", "query", "search", "text")
 MAX_PAGE = 10  # records shown when neither the call nor the tool says how many a page holds
 SIZE_WORDS = re.compile(r"(\d+)\s+(?:per page|at most|results? per)|at most\s+(\d+)|up to\s+(\d+)|(\d+)\s+max",
@@ -72,7 +86,7 @@ def find_listing(tool: Tool | None, call: Call, state: Any, history: Sequence[Hi
     if token is not None:
         start = _after_token(token, key, records, history)
     else:
-        page = _whole(next((call.arguments[name] for name in PAGE_ARGS if name in call.arguments), 1))
+        page = _whole(next((value for name, value in call.arguments.items() if _plain(name) in PAGE_ARGS), 1))
         start = (page - 1) * size if page and page >= 1 else 0
     return Listing(found, records, start, size)
 
@@ -91,14 +105,14 @@ def listing_records(tool: Tool | None, call: Call, state: Any, history: Sequence
 
 def understood(arguments: dict[str, Any], records: list[dict[str, Any]]) -> bool:
     """Whether listing_records reads every argument of a list call: a page number or size, a token (a page's or a
-    session's), or a filter on a field the records hold (not a cursor or offset, nor a filter they lack)."""
+    session's) or a session's id, or a filter on a field the records hold (not a cursor or offset, nor a filter they
+    lack)."""
     for name, value in arguments.items():
-        lowered = name.lower()
         if any(_field_for(name, record)[0] is not None for record in records[:1]):
             continue  # a filter on a field the records hold
-        if lowered in SIZE_ARGS or lowered in PAGE_ARGS or lowered.endswith("token"):
+        if _paging(name):
             continue
-        if "cursor" in lowered or "offset" in lowered or lowered.replace("_", "") in ("pagesize", "pagenumber"):
+        if "cursor" in name.lower() or "offset" in name.lower():
             return False
         if value not in (None, ""):
             return False
@@ -130,10 +144,11 @@ def _same_record(listed: dict[str, Any], record: dict[str, Any]) -> bool:
 
 
 def listed_property(schema: Any) -> tuple[str, dict[str, Any]] | None:
-    """(key, item properties) of the first top-level array of objects in a response schema."""
+    """(key, item properties) of the first top-level array of objects in a response schema (through `$ref`s)."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
     for key, value in (properties or {}).items():
-        items = value.get("items") if isinstance(value, dict) and value.get("type") == "array" else None
+        value = resolve_local(value, schema)
+        items = resolve_local(value.get("items"), schema) if value.get("type") == "array" else None
         if isinstance(items, dict) and isinstance(items.get("properties"), dict) and items["properties"]:
             return key, items["properties"]
     return None
@@ -203,13 +218,15 @@ def _field_for(argument: str, record: dict[str, Any]) -> tuple[str | None, bool]
     lowered = argument.lower()
     if argument in record and isinstance(record[argument], str):  # `size: "large"` filters the records' own size
         return argument, False
-    if lowered in SIZE_ARGS or lowered in PAGE_ARGS or lowered.endswith("token"):
+    if _paging(argument):
         return None, False
     if argument in record and not isinstance(record[argument], (dict, list)):
         return argument, False
-    for suffix in ("_contains", "_like", "_prefix"):
-        if lowered.endswith(suffix) and lowered[: -len(suffix)] in record:
-            return lowered[: -len(suffix)], True
+    plain = _plain(argument)
+    for suffix in ("contains", "like", "prefix"):  # `name_contains`, `displayNameContains`
+        field = next((key for key in record if plain == _plain(key) + suffix), None)
+        if field is not None and isinstance(record[field], str):
+            return field, True
     if lowered in CONTAINS_ARGS:
         name = next((k for k in ("name", "title", "text") if isinstance(record.get(k), str)), None)
         return name, name is not None
@@ -238,8 +255,8 @@ def _ordered(records: list[dict[str, Any]], described: str) -> list[dict[str, An
 
 def _page_size(arguments: dict[str, Any], tool: Tool, key: str) -> int:
     """The call's page size, else the one the tool's words state, else MAX_PAGE."""
-    for name in SIZE_ARGS:
-        size = _whole(arguments.get(name))
+    for name, value in arguments.items():
+        size = _whole(value) if _plain(name) in SIZE_ARGS else None
         if size is not None and size >= 1:
             return min(size, 100)
     for text in (tool.description, _description(tool.response, key)):

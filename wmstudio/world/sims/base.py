@@ -13,6 +13,7 @@ from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.json_types import json_type
+from wmstudio.world.jsonpath import resolve_local
 from wmstudio.world.rules.cel import Rule
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.directives import Directive, Steering, steering
@@ -94,12 +95,7 @@ def neutral_value(schema: JSON, root: JSON | None = None) -> Any:
     """The value a field takes when the call failed: 0, false, "", [] or an object of neutral values (a local
     `$ref`, `#/$defs/Name`, read from `root`, the whole response schema)."""
     root = schema if root is None else root
-    reference = schema.get("$ref")
-    if isinstance(reference, str) and reference.startswith("#/"):
-        target: Any = root
-        for part in reference[2:].split("/"):
-            target = target.get(part, {}) if isinstance(target, dict) else {}
-        schema = target if isinstance(target, dict) else {}
+    schema = resolve_local(schema, root)
     kind = schema.get("type")
     if "enum" in schema:
         return "" if "" in schema["enum"] else schema["enum"][0]
