@@ -179,6 +179,29 @@ def test_the_identifiers_a_call_sends_are_echoed_ok_or_not():
         assert json.loads(generate(backend, world, call).samples[0].response)[path] == value, (world.name, call)
 
 
+def test_an_answer_that_did_what_was_asked_holds_the_arguments_it_names_as_sent():
+    """A top-level field named as an argument holds it in every ok answer of generated worlds (times, labels,
+    amounts), and the shipped model writes them where it wrote "" or shifted a time; a path is left out, as the
+    filesystem answers it absolute."""
+    from wmstudio.model.record_copy import call_echoes
+
+    done = []
+    for world, call, truth in generated_calls(11, 30, 20):
+        tool = world.tool(call.name)
+        if tool is None or truth["status"] != "ok":
+            continue
+        for path, value in call_echoes(call, tool.response).items():
+            assert truth[path] == value, (world.name, call, path)
+            done.append((world, call, path, value))
+    assert len(done) >= 30
+    assert call_echoes(Call("mkdir", {"path": "docs"}), {"properties": {"path": {"type": "string"}}}) == {}
+    backend = load_backend()
+    written = [json.loads(generate(backend, world, call).samples[0].response) for world, call, _, _ in done[:12]]
+    right = sum(answer.get(path) == value for answer, (_, _, path, value) in zip(written, done))
+    statuses = sum(answer.get("status") == "ok" for answer in written)
+    assert right == statuses, (right, statuses)  # every answer the outcome head lets succeed holds them
+
+
 def test_a_refused_call_naming_the_record_leaves_it_as_it_was():
     """A refusal echoes the order id beside neutral values (`order_total_cents: 0`); a later lookup of the order
     still reads its total from the state, not the refusal's zero."""

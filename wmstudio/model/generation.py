@@ -28,7 +28,7 @@ from wmstudio.model.canvas import (
 from wmstudio.model.copy_head import copy_plan
 from wmstudio.model.listing_copy import or_listing
 from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins
-from wmstudio.model.record_copy import call_identifiers, identifier_shape, record_copy, with_record
+from wmstudio.model.record_copy import call_echoes, call_identifiers, identifier_shape, record_copy, with_record
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
     REPAIR_ROUNDS,
@@ -269,22 +269,26 @@ def generate_stream(
     copy = or_listing(record_copy(world, the_call, history, schema), world, the_call, history, schema) \
         if settings.record_copy and not settings.free else None
     echoed = call_identifiers(the_call, schema) if settings.record_copy and not settings.free else {}
+    done = call_echoes(the_call, schema) if settings.record_copy and not settings.free and outcomes else {}
     refused = canvas  # the canvas of a sample the outcome head refuses: no record's shape (a sketch's canvas as is)
     if canvas is None:
         shape = copy.shape if copy is not None else None
         canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length,
-                                history=history, schema=schema, shape=identifier_shape(shape, schema, echoed))
+                                history=history, schema=schema, shape=identifier_shape(shape, schema,
+                                                                                       {**done, **echoed}))
         if shape is not None and any(outcome.status == ERROR for outcome in outcomes or ()):
             refused = prepare_canvas(backend, world, the_call, pinned, history=history, schema=schema,
                                      shape=identifier_shape(None, schema, echoed))
     copied = copy.values if copy is not None and canvas.mode == SKELETON else {}
     echoed = {format_path([key]): value for key, value in echoed.items()} if canvas.mode == SKELETON else {}
+    done = {format_path([key]): value for key, value in done.items()} if canvas.mode == SKELETON else {}
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     canvases = {}
     for key, members in groups.items():
         outcome = outcomes[members[0]] if key else None
         laid_out = refused if outcome is not None and outcome.status == ERROR and refused is not None else canvas
-        canvases[key] = laid_out.with_values({**echoed, **_decided(copied, outcome, schema)})
+        did = done if outcome is not None and outcome.status != ERROR else {}  # the call done as asked
+        canvases[key] = laid_out.with_values({**echoed, **did, **_decided(copied, outcome, schema)})
     canvas = canvases[next(iter(groups))]  # the first sample's: the one the view draws
     longest = max(len(c) for c in canvases.values())
     prompt = prepare_prompt(backend, world, the_call, history, longest, grounding=settings.grounding,

