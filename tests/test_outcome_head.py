@@ -169,12 +169,13 @@ def test_at_a_temperature_each_sample_draws_its_outcome_and_is_denoised_under_it
     unsure = next((world, call, history) for world, call, history, _, _ in rows
                   if unsure_and_fits(world, call, history))
     world, call, history = unsure
-    greedy = generate(model_with_head, world, call, (), history, SamplerSettings(samples=3))
+    greedy = generate(model_with_head, world, call, (), history, SamplerSettings(samples=3, rule_outcomes=False))
     predicted = head.predict(world, call, history)
     assert {(s.outcome.status, s.outcome.error, s.outcome.probability) for s in greedy.samples} == \
         {(predicted.status, predicted.error, predicted.probability)}  # the message is written to it at generation
     for seed in range(20):
-        drawn = generate(model_with_head, world, call, (), history, SamplerSettings(samples=6, temperature=1.0, seed=seed))
+        drawn = generate(model_with_head, world, call, (), history,  # the head's own draws (rules: the test below)
+                         SamplerSettings(samples=6, temperature=1.0, seed=seed, rule_outcomes=False))
         if len({s.outcome for s in drawn.samples}) > 1:
             break
     assert len({s.outcome for s in drawn.samples}) > 1, "20 seeds never drew two outcomes from an unsure head"
@@ -233,3 +234,26 @@ def test_an_error_the_head_chose_without_a_code_gets_the_code_whose_stated_cause
     lookup = Call("get_order", {"order_id": processing["id"]})  # no stated cause holds for a lookup of it
     assert with_stated_codes(ranked, world, lookup, (), world.tool("get_order").response)[0].error == \
         outage_code(world) != ""
+
+
+def test_an_outcome_a_rule_refuses_whatever_the_other_fields_hold_gives_way_to_the_next():
+    """Before anything else is written, each ranked outcome is tried against the world's rules with only its status
+    and code in the response: an ok cancel of a delivered order breaks the cancel rule whatever the order's fields
+    will say, so the error ranked next is chosen; on a pending order the ok stands. A rule that reads a field not
+    written yet decides nothing; nothing left keeps the head's order."""
+    from wmstudio.model.outcome_head import within_rules
+    from wmstudio.world.checks.decided import refusing_rule
+
+    world = get_simulator("retail").world()
+    schema = world.tool("cancel_order").response
+    orders = {o["status"]: o["id"] for o in world.initial_state["orders"]}
+    ranked = [Outcome("ok", "", 0.7), Outcome("error", None, 0.3)]
+    delivered = Call("cancel_order", {"order_id": orders["delivered"]})
+    named = {"order_id": orders["delivered"]}  # the echoed identifier, written whatever the outcome
+    assert refusing_rule(world, delivered, {**named, "status": "ok", "error": ""}) is not None
+    assert refusing_rule(world, delivered, {"status": "ok", "error": ""}) is None  # it reads the order named
+    assert refusing_rule(world, delivered, {**named, "status": "error"}) is None
+    assert [o.status for o in within_rules(ranked, world, delivered, (), schema, named)] == ["error"]
+    pending = Call("cancel_order", {"order_id": orders["pending"]})
+    assert within_rules(ranked, world, pending, (), schema, {"order_id": orders["pending"]}) == ranked
+    assert within_rules(ranked[:1], world, delivered, (), schema, named) == ranked[:1]  # nothing left: as it was

@@ -27,7 +27,7 @@ from wmstudio.model.canvas import (
 )
 from wmstudio.model.copy_head import copy_plan
 from wmstudio.model.listing_copy import or_listing
-from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins
+from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins, within_rules
 from wmstudio.model.record_copy import call_echoes, call_identifiers, identifier_shape, record_copy, with_record
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
@@ -358,6 +358,9 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
         return None
     ranked = within_pins(head.distribution(world, call, history, schema, settings.grounding), pinned, world, call,
                          history, schema)
+    if settings.rule_outcomes:
+        known = call_identifiers(call, schema) if settings.record_copy else {}
+        ranked = within_rules(ranked, world, call, history, schema, known)
     ranked = with_stated_codes(ranked, world, call, history, schema)
     if not ranked:
         return None

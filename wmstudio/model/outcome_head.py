@@ -28,6 +28,7 @@ import torch
 from jsonschema import validators
 
 from wmstudio.model.canvas import OUTCOME_KEY, OUTCOME_VALUES
+from wmstudio.world.checks.decided import CODE, refusing_rule
 from wmstudio.world.checks.error_codes import allowed_codes, code_rules, outage_code
 from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.heads.outcome_features import DIRECTIVE, outcome_features
@@ -320,6 +321,27 @@ def with_stated_codes(ranked: Sequence[Outcome], world: WorldSpec, call: Call, h
     if not code:
         return list(ranked)
     return [replace(o, error=code) if o.status == "error" and o.error is None else o for o in ranked]
+
+
+def within_rules(ranked: Sequence[Outcome], world: WorldSpec, call: Call, history: Sequence[HistoryStep],
+                 schema: dict[str, Any] | None, known: dict[str, Any] | None = None) -> list[Outcome]:
+    """`ranked` without the outcomes a world's rule refuses before any other field is written
+    (world/checks/decided.py), with the outcome's fields and `known` (what generation writes whatever the outcome:
+    the identifiers the call sends) decided: an ok the state's record forbids (an order not pending, cancelled ok)
+    gives way to the error the head ranks next. An error without a code, left after a refused ok, takes the code that rule
+    names when it names one (`needs in_review (else INVALID_STATE)`). Nothing left: `ranked` as it was."""
+    kept, named = [], set()
+    for outcome in ranked:
+        rule = refusing_rule(world, call, {**(known or {}), **outcome.values(schema)}, history)
+        if rule is None:
+            kept.append(outcome)
+        elif outcome.status != "error":
+            named |= set(re.findall(CODE, rule.text))
+    if not kept:
+        return list(ranked)
+    if len(named) != 1 or ERROR_KEY not in ((schema or {}).get("properties") or {}):
+        return kept
+    return [replace(o, error=next(iter(named))) if o.status == "error" and o.error is None else o for o in kept]
 
 
 def load_outcome_head(folder: Path) -> OutcomeHead | None:

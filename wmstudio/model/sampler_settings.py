@@ -63,9 +63,14 @@ class SamplerSettings:
     record_copy: bool = setting(True, "Copy the record the call names whole, or the page a list call answers "
                                       "with: values offered to the copy head from the state (never cut by the "
                                       "prompt's budget), arrays, maps and nulls laid out on the canvas, the fields "
-                                      "of the records it refers to, and the identifiers the call sends echoed into "
-                                      "their fields (off: only what the prompt shows).",
+                                      "of the records it refers to, the identifiers the call sends echoed into "
+                                      "their fields, and on an ok answer the other arguments it names (off: only "
+                                      "what the prompt shows).",
                                 label="Record copy (the named record's values and shape)")
+    rule_outcomes: bool = setting(True, "Try the outcome head's choices against the world's rules before writing: "
+                                        "an outcome a rule refuses whatever the other fields hold (an order not "
+                                        "pending, cancelled ok) gives way to the next (off: the head's own order).",
+                                  label="Rules check the outcome")
     grounding: Grounding = setting(NONE, "What the prompt may hold beyond the five parts: none (the world model "
                                          "tracks the state from the initial state and the history) or oracle (a "
                                          "simulator's replayed state and retrieval, named as the oracle's).",

@@ -1,0 +1,34 @@
+"""The rule a response breaks whatever its undecided fields hold: each rule of the called tool is evaluated over
+the fields decided so far (the outcome's status and code), and CEL's `&&`, `||` and ternaries decide around a field
+that is missing (`false && <missing>` is false) or stay undecided. Generation drops an outcome a rule refuses
+this way before writing anything else (an order not pending cannot be cancelled ok)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from wmstudio.world.checks.report import check_variables
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.rules.cel import Rule, evaluate_value, rules_for_tool
+from wmstudio.world.spec import Call, WorldSpec
+
+CODE = r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # an error code as rules name them: ORDER_NOT_FOUND
+
+
+def refusing_rule(world: WorldSpec, call: Call, decided: dict[str, Any],
+                  history: Sequence[HistoryStep] = ()) -> Rule | None:
+    """The first rule about `call`'s tool that fails for a response holding only `decided`, whatever the rest holds;
+    None when every rule holds or may hold. A rule asking whether the response has a field (`has(response.x)`) is
+    left out: a field not decided yet is not a field the response lacks."""
+    variables = check_variables(world, call, decided, history)
+    for rule in rules_for_tool(world.rules, call.name):
+        if not rule.check or "has(response" in rule.check.replace(" ", ""):
+            continue
+        try:
+            holds = evaluate_value(rule.check, variables)
+        except ValueError:  # undecided: it reads a field not written yet
+            continue
+        if holds is False:
+            return rule
+    return None
