@@ -10,9 +10,11 @@ from typing import Any
 
 from wmstudio.world.checks.report import check_variables
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.rules.budget import SharedOverBudget, side_budget
 from wmstudio.world.rules.cel import Rule, evaluate_value, rules_for_tool
 from wmstudio.world.spec import Call, WorldSpec
 
+TRIAL_SHARE = 0.5  # of a served request's CPU budget for checks, on its own account, for trying outcomes
 CODE = r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # an error code as rules name them: ORDER_NOT_FOUND
 
 
@@ -22,13 +24,17 @@ def refusing_rule(world: WorldSpec, call: Call, decided: dict[str, Any],
     None when every rule holds or may hold. A rule asking whether the response has a field (`has(response.x)`) is
     left out: a field not decided yet is not a field the response lacks."""
     variables = check_variables(world, call, decided, history)
-    for rule in rules_for_tool(world.rules, call.name):
-        if not rule.check or "has(response" in rule.check.replace(" ", ""):
-            continue
-        try:
-            holds = evaluate_value(rule.check, variables)
-        except ValueError:  # undecided: it reads a field not written yet
-            continue
-        if holds is False:
-            return rule
+    try:
+        with side_budget(TRIAL_SHARE):  # a served request's own checks keep their budget whole
+            for rule in rules_for_tool(world.rules, call.name):
+                if not rule.check or "has(response" in rule.check.replace(" ", ""):
+                    continue
+                try:
+                    holds = evaluate_value(rule.check, variables)
+                except ValueError:  # undecided: it reads a field not written yet
+                    continue
+                if holds is False:
+                    return rule
+    except SharedOverBudget:  # rules too slow to try: nothing is refused
+        return None
     return None

@@ -82,6 +82,19 @@ def shared_budget(seconds: float) -> Iterator[None]:
         _SHARED.reset(token)
 
 
+@contextmanager
+def side_budget(share: float) -> Iterator[None]:
+    """Checks evaluated inside spend an account of their own, `share` of the shared budget in force, kept out of
+    it: work a request may skip when that account runs out (trying outcomes against the rules before writing), so
+    it never takes the budget its own checks need. Past it, SharedOverBudget, for the caller to absorb."""
+    parent = _SHARED.get()
+    token = _SHARED.set(_Shared(parent.seconds * share) if parent is not None else None)
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 def charge_shared(seconds: float) -> None:
     """Count `seconds` of CPU spent on checks outside an evaluation (compiling one) against the shared budget in
     force, if any; SharedOverBudget when that passes it."""
