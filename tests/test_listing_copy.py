@@ -109,8 +109,9 @@ def test_a_record_an_earlier_write_created_or_moved_into_the_filter_is_listed_wh
     customer = payments["customers"][0]["id"]
     charge = Call("create_charge", {"session_token": token, "customer_id": customer, "amount_cents": 22599,
                                     "currency": "usd"})
-    values, truth = _listing_after("payments", [login, charge], Call("list_charges", {"session_token": token}))
-    assert values["charges[0].amount_cents"] == 22599  # newest first, as the tool says
+    later = Call("create_charge", {**charge.arguments, "amount_cents": 1250})
+    values, truth = _listing_after("payments", [login, charge, later], Call("list_charges", {"session_token": token}))
+    assert [values["charges[0].amount_cents"], values["charges[1].amount_cents"]] == [1250, 22599]  # newest first
     assert values.items() <= truth.items()
 
 

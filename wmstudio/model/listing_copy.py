@@ -27,8 +27,8 @@ from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
 from wmstudio.world.prompt.retrieval import find_listing, listed_property, matches, understood
 from wmstudio.world.spec import Call, WorldSpec
-from wmstudio.world.tools import Tool
 from wmstudio.world.steering.directives import Steering, steering
+from wmstudio.world.tools import Tool
 
 NEWEST_FIRST = re.compile(r"\b(newest|latest|most recent)\s+first\b", re.IGNORECASE)  # a new record leads
 
@@ -144,7 +144,7 @@ def as_history_left(world: WorldSpec, tool: Tool, history: Sequence[HistoryStep]
     def revise(collection: list[Any]) -> list[Any]:
         records = [as_answered(record, history) if isinstance(record, dict) else record for record in collection]
         made = created_records(history, records, fields, world)
-        return made + records if NEWEST_FIRST.search(tool.description or "") else records + made
+        return made[::-1] + records if NEWEST_FIRST.search(tool.description or "") else records + made
 
     return revise
 
