@@ -225,13 +225,7 @@ def call_identifiers(call: Call, schema: Any) -> dict[str, Any]:
     `berthId`): the answer is about what the call names, ok or not. Every training answer of every world holds
     them so (1,278 of 1,278 on corpus seed 1's training rows, errors included); on unseen worlds' camelCase keys the
     model wrote "" or another id into 10 of 149 values from the call (seed 1's eval rows)."""
-    arguments = call.arguments if isinstance(call.arguments, dict) else {}
-    properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
-    if not isinstance(properties, dict):
-        return {}
-    return {key: value for key, value in arguments.items()
-            if key in properties and names_a_record(key) and isinstance(value, (str, int))
-            and not isinstance(value, bool) and key not in OUTCOME_FIELDS}
+    return {key: value for key, value in _named_arguments(call, schema).items() if names_a_record(key)}
 
 
 def call_echoes(call: Call, schema: Any) -> dict[str, Any]:
@@ -239,14 +233,20 @@ def call_echoes(call: Call, schema: Any) -> dict[str, Any]:
     `nickname`), which an answer that did what was asked holds as sent: 2,846 of 2,846 ok answers of the retrain
     corpus's training rows. A path is left out (the filesystem answers `docs` as `/home/alex/docs`), as are
     identifiers (call_identifiers) and the outcome's own fields."""
+    return {key: value for key, value in _named_arguments(call, schema).items()
+            if not names_a_record(key) and not set(key_words(key)) & PATH_WORDS
+            and not (isinstance(value, str) and "/" in value)}
+
+
+def _named_arguments(call: Call, schema: Any) -> dict[str, Any]:
+    """The call's text and whole-number arguments named as a top-level field of the response (not its outcome's)."""
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
     properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):
         return {}
     return {key: value for key, value in arguments.items()
-            if key in properties and not names_a_record(key) and key not in OUTCOME_FIELDS
-            and isinstance(value, (str, int)) and not isinstance(value, bool)
-            and not set(key_words(key)) & PATH_WORDS and not (isinstance(value, str) and "/" in value)}
+            if key in properties and key not in OUTCOME_FIELDS and isinstance(value, (str, int))
+            and not isinstance(value, bool)}
 
 
 def identifier_shape(shape: Any, schema: Any, identifiers: dict[str, Any]) -> Any:

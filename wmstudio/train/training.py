@@ -392,7 +392,7 @@ def train_world_model(
         return TrainResult(out=Path(config.out), arch=config.arch, steps=run.step, seconds=run.seconds,
                            tokens_seen=run.tokens_seen, examples=len(train.examples),
                            parameters=sum(p.numel() for p in parameters), checkpoint_bytes=0,
-                           loss_curve=run.curve, finished=False)
+                           loss_curve=run.curve, finished=False, sittings=run.sittings)
     end_sitting()
     step, tokens_seen, curve = run.step, run.tokens_seen, run.curve
     seconds = spent + time.perf_counter() - loop_start
