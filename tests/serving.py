@@ -37,8 +37,8 @@ def simulate_inputs(world_id: int, tool: str, arguments: str, seed: int) -> list
 
     settings = {"steps": 8, "strategy": "low_confidence", "threshold": 0.9, "block": 0, "temperature": 0.7,
                 "repetition_penalty": 1.0, "samples": 1, "seed": seed, "free": False, "free_length": 64,
-                "repair": False, "outcome_head": True, "copy_head": True, "record_copy": True, "rule_outcomes": True, "grounding": "none",
-                "retrieval": True}
+                "repair": False, "outcome_head": True, "copy_head": True, "record_copy": True, "rule_outcomes": True,
+                "rule_fields": True, "grounding": "none", "retrieval": True}
     return [world_id, tool, arguments, "", *(settings[name] for name in SETTING_NAMES), *[MASKED] * ANCHOR_SLOTS, ""]
 
 

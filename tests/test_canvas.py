@@ -355,3 +355,18 @@ def test_the_grammar_table_cache_keeps_only_the_most_recently_used(tokenizer, mo
     assert len(vocab.tables) == 3
     assert vocab.table(Options(("d",))) is vocab.tables[("Options", Options(("d",)))]
     assert vocab.table(Options(("a",))) is not first  # evicted, built again
+
+
+def test_a_camel_case_time_and_a_patterned_string_get_slots_long_enough_for_one_of_their_shape(tokenizer):
+    """`endsAt` is a time as `ends_at` is; a string whose pattern needs 27 characters gets at least 27 slots, so
+    the slot can hold a value of that shape at all (a 12-slot time could only ever be written empty)."""
+    budgets = SpanBudgets()
+    schema = {"type": "object", "properties": {
+        "endsAt": {"type": "string"}, "ends_at": {"type": "string"}, "title": {"type": "string"},
+        "sessionToken": {"type": "string", "pattern": "^(at_[A-Za-z0-9]{40})?$"},
+        "code": {"type": "string", "pattern": "^[A-Z]{2}$", "maxLength": 2}}}
+    lengths = {span.path: span.length for span in build_canvas(tokenizer, schema, budgets=budgets).spans}
+    assert lengths["endsAt"] == lengths["ends_at"] == budgets.timestamp
+    assert lengths["title"] == budgets.string
+    assert lengths["sessionToken"] == len("at_") + 40 > budgets.secret
+    assert lengths["code"] == 2  # a stated maxLength is the budget

@@ -14,8 +14,8 @@ from wmstudio.model.generation import generate
 from wmstudio.model.listing_copy import listing_copy, page_values
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.train.field_kinds import field_leaves
-from wmstudio.world.jsonpath import format_path
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.jsonpath import format_path
 from wmstudio.world.prompt.retrieval import matches, understood
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call

@@ -364,7 +364,8 @@ def request(world_id, tool, arguments="{}", pins=None, free="", steps=4, samples
     settings = {"steps": steps, "strategy": "low_confidence", "threshold": 0.9, "block": 0,
                 "temperature": temperature, "repetition_penalty": 1.0, "samples": samples, "seed": 0,
                 "free": free_mode, "free_length": free_length, "repair": False, "outcome_head": outcome_head,
-                "copy_head": True, "record_copy": True, "rule_outcomes": True, "grounding": "none", "retrieval": True}
+                "copy_head": True, "record_copy": True, "rule_outcomes": True, "rule_fields": True, "grounding": "none",
+                "retrieval": True}
     return [world_id, tool, arguments, free, *(settings[name] for name in SETTING_NAMES), *slots]
 
 

@@ -53,6 +53,7 @@ from wmstudio.model.shape_canvas import WrittenSketch, read_sketch, shape_canvas
 from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text, prompt_budget
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
+from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.report import CheckReport, check_step
 from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.heads.copy_candidates import copy_candidates
@@ -270,25 +271,33 @@ def generate_stream(
         if settings.record_copy and not settings.free else None
     echoed = call_identifiers(the_call, schema) if settings.record_copy and not settings.free else {}
     done = call_echoes(the_call, schema) if settings.record_copy and not settings.free and outcomes else {}
+    groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
+    chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}
+    fixed = {key: rule_fixed(world, the_call, history, schema, pinned, outcome,
+                             {**echoed, **(done if _done_as_asked(outcome) else {})}, settings.seed)
+             for key, outcome in chosen.items()} if settings.rule_fields and not settings.free else {}
     refused = canvas  # the canvas of a sample the outcome head refuses: no record's shape (a sketch's canvas as is)
     if canvas is None:
         shape = copy.shape if copy is not None else None
+        held = _first_values(fixed, chosen, error=False)
         canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length,
                                 history=history, schema=schema, shape=identifier_shape(shape, schema,
-                                                                                       {**done, **echoed}))
-        if shape is not None and any(outcome.status == ERROR for outcome in outcomes or ()):
+                                                                                       {**held, **done, **echoed}))
+        refused_held = _first_values(fixed, chosen, error=True)
+        if (shape is not None or refused_held) and any(o is not None and o.status == ERROR for o in chosen.values()):
             refused = prepare_canvas(backend, world, the_call, pinned, history=history, schema=schema,
-                                     shape=identifier_shape(None, schema, echoed))
+                                     shape=identifier_shape(None, schema, {**refused_held, **echoed}))
     copied = copy.values if copy is not None and canvas.mode == SKELETON else {}
-    echoed = {format_path([key]): value for key, value in echoed.items()} if canvas.mode == SKELETON else {}
-    done = {format_path([key]): value for key, value in done.items()} if canvas.mode == SKELETON else {}
-    groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
+    echoed = _as_paths(echoed) if canvas.mode == SKELETON else {}
+    done = _as_paths(done) if canvas.mode == SKELETON else {}
     canvases = {}
-    for key, members in groups.items():
-        outcome = outcomes[members[0]] if key else None
+    for key, outcome in chosen.items():
         laid_out = refused if outcome is not None and outcome.status == ERROR and refused is not None else canvas
-        did = done if outcome is not None and outcome.status != ERROR else {}  # the call done as asked
-        canvases[key] = laid_out.with_values({**echoed, **did, **_decided(copied, outcome, schema)})
+        did = done if _done_as_asked(outcome) else {}  # the call done as asked
+        values = {**echoed, **did, **_decided(copied, outcome, schema)}
+        if canvas.mode == SKELETON:  # over a copied record's value: a rule says what the call leaves there
+            values.update(_as_paths(fixed.get(key, {})))
+        canvases[key] = laid_out.with_values(values)
     canvas = canvases[next(iter(groups))]  # the first sample's: the one the view draws
     longest = max(len(c) for c in canvases.values())
     prompt = prepare_prompt(backend, world, the_call, history, longest, grounding=settings.grounding,
@@ -331,6 +340,38 @@ def generate_stream(
     yield Generation(backend.name, canvas.mode, results, settings, pinned, len(prompt_ids), canvas, frames,
                      (time.perf_counter() - started) * 1000, prompt.rendered.cut, outcomes[0] if outcomes else None,
                      schema_from if canvas.mode == SKELETON else None, sketch, prompt.rendered.text)
+
+
+def rule_fixed(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: dict[str, Any] | None,
+               pinned: Sequence[Anchor], outcome: Outcome | None, sent: dict[str, Any], seed: int = 0
+               ) -> dict[str, Any]:
+    """The top-level fields the world's rules fix under `outcome` (world/checks/fixed_fields.py), given the user's
+    top-level pins and the values `sent` from the call; `seed` draws a token's text."""
+    properties = list(((schema or {}).get("properties") or {}) if isinstance(schema, dict) else {})
+    if not properties:
+        return {}
+    decided = {**sent, **{anchor.path: anchor.value for anchor in pinned if anchor.path in properties},
+               **(outcome.values(schema) if outcome is not None else {})}
+    return fixed_fields(world, call, decided, history, properties, seed)
+
+
+def _done_as_asked(outcome: Outcome | None) -> bool:
+    """Whether a sample's outcome does what the call asks (an ok one): its other named arguments are written."""
+    return outcome is not None and outcome.status != ERROR
+
+
+def _first_values(fixed: dict[Any, dict[str, Any]], chosen: dict[Any, Outcome | None], error: bool
+                  ) -> dict[str, Any]:
+    """The fixed fields of the first outcome group that is (or is not) an error: what its canvas's slots hold."""
+    for key, outcome in chosen.items():
+        if (outcome is not None and outcome.status == ERROR) == error:
+            return fixed.get(key, {})
+    return {}
+
+
+def _as_paths(values: dict[str, Any]) -> dict[str, Any]:
+    """Top-level `values` keyed as canvas paths."""
+    return {format_path([key]): value for key, value in values.items()}
 
 
 def _decided(copied: dict[str, Any], outcome: Outcome | None, schema: dict[str, Any] | None) -> dict[str, Any]:

@@ -38,10 +38,12 @@ from wmstudio.model.grammars import (
 from wmstudio.model.tokenizer import encode_text
 from wmstudio.problems import InvalidInput
 from wmstudio.world.jsonpath import format_path, parse_path
+from wmstudio.world.rules.patterns import shortest_text
 from wmstudio.world.steering.anchors import Anchor
 
 MAX_DEPTH = 12
 # a string's budget by what its key says it holds (first match wins), measured on the simulated worlds' corpus
+_CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 KEY_KINDS = (
     (re.compile(r"token|secret|api_?key|password|signature|hash"), "secret"),
     (re.compile(r"message|description|reason|detail|summary|text|note|content|comment"), "long_string"),
@@ -316,12 +318,14 @@ class Layout:
         b = self.budgets
         if isinstance(schema.get("format"), str) and schema["format"] in FORMAT_BUDGETS:
             return FORMAT_BUDGETS[schema["format"]]
-        key = next((p for p in reversed(path) if isinstance(p, str)), "").lower()
+        key = next((p for p in reversed(path) if isinstance(p, str)), "")
+        key = _CAMEL_HUMP.sub("_", key).lower()  # endsAt reads as ends_at
         kind = next((name for pattern, name in KEY_KINDS if pattern.search(key)), "string")
         budget = getattr(b, kind)
         if isinstance(schema.get("maxLength"), int) and schema["maxLength"] >= 0:
-            budget = max(1, min(schema["maxLength"], b.max_string))
-        return budget
+            return max(1, min(schema["maxLength"], b.max_string))
+        shortest = shortest_text(schema["pattern"]) if isinstance(schema.get("pattern"), str) else None
+        return max(budget, min(len(shortest), b.max_string)) if shortest else budget  # room for one of its shape
 
 
 FREE_JSON_DEPTH = 4  # nesting a free canvas's JSON grammar allows

@@ -25,7 +25,7 @@ from wmstudio.world.checks.invention import read_only
 from wmstudio.world.heads.copy_sources import shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.prompt.retrieval import find_listing, listed_property, matches, understood
+from wmstudio.world.prompt.retrieval import find_listing, listed_property, understood
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.directives import Steering, steering
 from wmstudio.world.tools import Tool

@@ -71,6 +71,11 @@ class SamplerSettings:
                                         "an outcome a rule refuses whatever the other fields hold (an order not "
                                         "pending, cancelled ok) gives way to the next (off: the head's own order).",
                                   label="Rules check the outcome")
+    rule_fields: bool = setting(True, "Write the fields the world's rules fix under the chosen outcome before "
+                                      "denoising: a value a rule's equality computes (`remaining` after a "
+                                      "withdrawal, the new status, a time 2 hours on), a flag it needs, a token "
+                                      "drawn in the shape its pattern states (off: the model writes them).",
+                                label="Rules fix their fields")
     grounding: Grounding = setting(NONE, "What the prompt may hold beyond the five parts: none (the world model "
                                          "tracks the state from the initial state and the history) or oracle (a "
                                          "simulator's replayed state and retrieval, named as the oracle's).",

@@ -219,7 +219,7 @@ def evaluate_value(expression: str, variables: dict[str, Any]) -> Any:
         return int(result)
     if isinstance(result, celtypes.DoubleType):
         return float(result)
-    if isinstance(result, celtypes.StringType):
+    if isinstance(result, str):  # a StringType, or the plain str some of cel-python's operators give (`"a" + b`)
         return str(result)
     raise ValueError(f"{expression!r} gives {type(result).__name__}, not text, a number or true/false")
 

@@ -8,6 +8,7 @@ same text always gives the same repair). Repair tries these values as steering, 
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from collections import deque
@@ -28,7 +29,7 @@ def implied_texts(check: str, response: Any) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for match in _FIELD_MATCHES.finditer(check):
         name, current = match.group(1), response.get(match.group(1))
-        regex = _literal(match.group(2))
+        regex = regex_literal(match.group(2))
         if not isinstance(current, str) or regex is None or _matches(regex, current):
             continue
         nearest = nearest_match(regex, current)
@@ -64,7 +65,28 @@ def nearest_match(regex: str, text: str) -> str | None:
     return "".join(kept)
 
 
-def _literal(quoted: str) -> str | None:
+@functools.lru_cache(maxsize=1024)
+def shortest_text(regex: str) -> str | None:
+    """The shortest non-empty text `regex` admits (its characters the first in the automaton's order), None when
+    the pattern cannot be compiled or admits no such text: how long a slot must be to hold a value of that shape."""
+    fsm = pattern_automaton(regex)
+    if fsm is None:
+        return None
+    distance = _distance_to_accept(fsm)
+    firsts = [(distance[nxt], ch) for ch in _alphabet_chars(fsm)
+              if (nxt := _next(fsm, fsm.initial, ch)) is not None and nxt in distance]
+    if not firsts:
+        return None
+    state, kept = _next(fsm, fsm.initial, min(firsts)[1]), [min(firsts)[1]]
+    while state not in fsm.finals and len(kept) <= MAX_PATTERN_TEXT:
+        ch = next(ch for ch in _alphabet_chars(fsm)
+                  if (nxt := _next(fsm, state, ch)) is not None and distance.get(nxt, -1) == distance[state] - 1)
+        kept.append(ch)
+        state = _next(fsm, state, ch)
+    return "".join(kept) if state in fsm.finals else None
+
+
+def regex_literal(quoted: str) -> str | None:
     """The regex text of a CEL string literal (simple escapes), or None for one it cannot read."""
     inner = quoted[1:-1]
     try:
