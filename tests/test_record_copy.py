@@ -213,3 +213,21 @@ def test_a_refused_call_naming_the_record_leaves_it_as_it_was():
     assert refused["status"] == "error" and refused["order_total_cents"] == 0
     named = named_record_of(world, Call("get_order", {"order_id": order["id"]}), [HistoryStep(refund, refused)])
     assert named.record["total_cents"] == order["total_cents"] > 0
+
+
+def test_the_id_the_call_sends_beats_another_id_in_the_record_it_names(backend):
+    """A record filed under the id the call sends but holding another in its own id field (a state written by
+    hand): the answer is about what the call names, so it echoes the call's id, with the record's other fields."""
+    from wmstudio.world.spec import WorldSpec
+    from wmstudio.world.tools.tool import Tool
+
+    text = {"type": "string"}
+    tool = Tool("get_parcel", "Look up a parcel.", {"type": "object", "properties": {"parcel_id": text},
+                                                     "required": ["parcel_id"]},
+                {"type": "object", "properties": {"parcel_id": text, "label": text,
+                                                  "status": {"type": "string", "enum": ["ok", "error"]}}})
+    world = WorldSpec("depot", "Parcels.", {"parcels": {"PCL-1001": {"parcel_id": "PCL-7777", "label": "Fragile"}}},
+                      [tool])
+    answer = json.loads(generate(backend, world, Call("get_parcel", {"parcel_id": "PCL-1001"}),
+                                 [Anchor("status", "ok")]).samples[0].response)
+    assert answer["parcel_id"] == "PCL-1001" and answer["label"] == "Fragile"

@@ -294,7 +294,8 @@ def generate_stream(
     for key, outcome in chosen.items():
         laid_out = refused if outcome is not None and outcome.status == ERROR and refused is not None else canvas
         did = done if _done_as_asked(outcome) else {}  # the call done as asked
-        values = {**echoed, **did, **_decided(copied, outcome, schema)}
+        values = {**_copied_under(copied, outcome), **echoed, **did,  # the call's own ids over the record's
+                  **(outcome.values(schema) if outcome is not None else {})}
         if canvas.mode == SKELETON:  # over a copied record's value: a rule says what the call leaves there
             values.update(_as_paths(fixed.get(key, {})))
         canvases[key] = laid_out.with_values(values)
@@ -374,13 +375,10 @@ def _as_paths(values: dict[str, Any]) -> dict[str, Any]:
     return {format_path([key]): value for key, value in values.items()}
 
 
-def _decided(copied: dict[str, Any], outcome: Outcome | None, schema: dict[str, Any] | None) -> dict[str, Any]:
-    """The values written before denoising: the named record's for a read (record_copy.record_values) unless the
-    outcome head refuses the call, then the outcome's own (its status, code and message replace the record's)."""
-    chosen = outcome.values(schema) if outcome is not None else {}
-    if outcome is not None and outcome.status == ERROR:
-        return chosen
-    return {**copied, **chosen}
+def _copied_under(copied: dict[str, Any], outcome: Outcome | None) -> dict[str, Any]:
+    """The named record's values written before denoising (record_copy.record_values), none when the outcome head
+    refuses the call (an error's fields are its own: its status, code and message)."""
+    return {} if outcome is not None and outcome.status == ERROR else copied
 
 
 def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
