@@ -91,11 +91,13 @@ def _one_round(checks: list[str], world: WorldSpec, call: Call, known: dict[str,
 
 
 def _must_hold_parts(check: str, variables: dict[str, Any]) -> list[Any]:
+    """must_hold's parts as parse-tree nodes (their sides and macros are read from the tree)."""
     tree = _tree(check)
     return [] if tree is None else _walk(tree, check, variables)
 
 
 def _walk(node: Any, text: str, variables: dict[str, Any]) -> list[Any]:
+    """The nodes under `node` that must hold, following what `variables` settle (must_hold)."""
     kind = getattr(node, "data", None)
     children = _children(node)
     if kind == "expr" and len(children) == 3:  # cond ? then : else
