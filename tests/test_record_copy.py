@@ -231,3 +231,23 @@ def test_the_id_the_call_sends_beats_another_id_in_the_record_it_names(backend):
     answer = json.loads(generate(backend, world, Call("get_parcel", {"parcel_id": "PCL-1001"}),
                                  [Anchor("status", "ok")]).samples[0].response)
     assert answer["parcel_id"] == "PCL-1001" and answer["label"] == "Fragile"
+
+
+def test_a_camel_case_key_names_the_records_own_id_by_its_kind(backend):
+    """`playlistId` in a wrapped answer is the `id` of the record under `playlists`, as `playlist_id` is: the
+    record copy writes it (a 24-character id its slot is widened for), not the model."""
+    from wmstudio.world.spec import WorldSpec
+    from wmstudio.world.tools.tool import Tool
+
+    text = {"type": "string"}
+    tool = Tool("getPlaylist", "Look up a playlist.", {"type": "object", "properties": {"playlistId": text},
+                                                        "required": ["playlistId"]},
+                {"type": "object", "properties": {
+                    "playlist": {"type": "object", "properties": {"playlistId": text, "title": text}},
+                    "status": {"type": "string", "enum": ["ok", "error"]}}})
+    key = "0bbabce8eeb4b8a3eeff8d4d"
+    world = WorldSpec("radio", "Playlists.", {"playlists": {key: {"id": key, "title": "Night Shift"}}}, [tool])
+    call = Call("getPlaylist", {"playlistId": key})
+    assert record_values(named_record_of(world, call), tool.response)["playlist.playlistId"] == key
+    answer = json.loads(generate(backend, world, call, [Anchor("status", "ok")]).samples[0].response)
+    assert answer["playlist"] == {"playlistId": key, "title": "Night Shift"}

@@ -18,6 +18,7 @@ the state only from the history)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -154,11 +155,20 @@ def joined_fields(path: tuple, record: dict[str, Any], needles: frozenset, state
 
 
 def _kind_aliases(path: tuple, record: dict[str, Any]) -> dict[str, str]:
-    """Response keys that name a record's own fields by its kind: `order_id` for `id`, `order_status` for `status`
-    when the record sits under `orders`."""
+    """Response keys that name a record's own fields by its kind: `order_id` (or `orderId`) for `id`, `order_status`
+    for `status` when the record sits under `orders`; `broadcast_slot_id` and `broadcastSlotId` under
+    `broadcastSlots`."""
     collection = next((p for p in reversed(path) if isinstance(p, str) and p != record.get("id")), "")
     kind = collection[:-1] if collection.endswith("s") else collection
-    return {f"{kind}_{key}": key for key in record} if kind else {}
+    if not kind:
+        return {}
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", kind).lower()
+    camel = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), kind)
+    aliases = {}
+    for key in record:
+        for alias in (f"{kind}_{key}", f"{snake}_{key}", f"{camel}{key[:1].upper()}{key[1:]}"):
+            aliases.setdefault(alias, key)
+    return aliases
 
 
 def _changes(call: Call, record: dict[str, Any]) -> frozenset[str]:
