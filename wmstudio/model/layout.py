@@ -42,8 +42,8 @@ from wmstudio.world.rules.patterns import shortest_text
 from wmstudio.world.steering.anchors import Anchor
 
 MAX_DEPTH = 12
+CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # where a camelCase key's next word starts: endsAt -> ends_at
 # a string's budget by what its key says it holds (first match wins), measured on the simulated worlds' corpus
-_CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 KEY_KINDS = (
     (re.compile(r"token|secret|api_?key|password|signature|hash"), "secret"),
     (re.compile(r"message|description|reason|detail|summary|text|note|content|comment"), "long_string"),
@@ -319,7 +319,7 @@ class Layout:
         if isinstance(schema.get("format"), str) and schema["format"] in FORMAT_BUDGETS:
             return FORMAT_BUDGETS[schema["format"]]
         key = next((p for p in reversed(path) if isinstance(p, str)), "")
-        key = _CAMEL_HUMP.sub("_", key).lower()  # endsAt reads as ends_at
+        key = CAMEL_HUMP.sub("_", key).lower()  # endsAt reads as ends_at
         kind = next((name for pattern, name in KEY_KINDS if pattern.search(key)), "string")
         budget = getattr(b, kind)
         if isinstance(schema.get("maxLength"), int) and schema["maxLength"] >= 0:

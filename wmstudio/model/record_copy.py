@@ -26,6 +26,7 @@ from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.copy_head import key_words
 from wmstudio.model.layout import (
     NULL_SHAPE,
+    CAMEL_HUMP,
     AtLeastItems,
     Chosen,
     ExactEntries,
@@ -162,7 +163,7 @@ def _kind_aliases(path: tuple, record: dict[str, Any]) -> dict[str, str]:
     kind = collection[:-1] if collection.endswith("s") else collection
     if not kind:
         return {}
-    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", kind).lower()
+    snake = CAMEL_HUMP.sub("_", kind).lower()
     camel = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), kind)
     aliases = {}
     for key in record:
