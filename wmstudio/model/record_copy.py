@@ -25,8 +25,8 @@ from typing import Any, Sequence
 from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.copy_head import key_words
 from wmstudio.model.layout import (
-    NULL_SHAPE,
     CAMEL_HUMP,
+    NULL_SHAPE,
     AtLeastItems,
     Chosen,
     ExactEntries,
