@@ -17,6 +17,8 @@ from wmstudio.train.examples import read_corpus_split, request_from_meta
 from wmstudio.train.outcome_fitting import fit_outcome_head
 from wmstudio.world.corpus.rows import write_corpus
 from wmstudio.world.heads.outcome_features import outcome_features
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.rules.cel import Rule
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.anchors import Anchor
@@ -46,6 +48,40 @@ def test_the_facts_name_the_lookup_the_record_the_dates_age_and_the_numbers_comp
     steered = replace(world, directives=["The store is rate limited today"])
     assert "directive:limited" in outcome_features(steered, Call("get_order", {"order_id": "ORD-500"}))
 
+
+
+def test_a_date_a_page_token_and_a_name_are_not_ids_a_lookup_misses():
+    """A date the call asks for, an earlier page's token and a record's name hold digits, but no record is keyed by
+    them: read as ids, each looked like an unknown one and the head answered an outage to calls that succeed."""
+    world = _retail([{**ORDER, "name": "Granite Bay 8"}])
+    dated = set(outcome_features(world, Call("reschedule", {"order_id": "ORD-500", "deliver_on": "2025-07-10"})))
+    assert "arg:deliver_on:missing" not in dated
+    assert {"arg:deliver_on:date:future", "arg:deliver_on:date:in<=14"} <= dated and "arg:deliver_on:date:in<=7" \
+        not in dated  # 10 days after the state's today
+    paged = set(outcome_features(world, Call("list_orders", {"page_token": "Mzo0NDEzNmZhMw"})))
+    assert "arg:page_token:cursor" in paged and "arg:page_token:missing" not in paged
+    taken = set(outcome_features(world, Call("create_order", {"name": "Granite Bay 8"})))
+    free = set(outcome_features(world, Call("create_order", {"name": "Granite Bay 9"})))
+    assert "arg:name:held" in taken and "arg:name:unheld" in free  # a name taken, for a create's duplicate
+    from wmstudio.model.outcome_head import generic_facts
+
+    assert {"arg:date:future", "arg:cursor", "create&arg:held"} <= \
+        set(generic_facts([*dated, *paged, *taken], "create_order"))
+
+
+def test_a_rule_that_refuses_an_ok_on_the_state_shown_is_a_fact_whatever_other_records_the_history_wrote():
+    world = _retail([ORDER, {**ORDER, "id": "ORD-501", "status": "pending"}])
+    cancel = Call("cancel_order", {"order_id": "ORD-500"})  # delivered: the rule allows only pending or processing
+    assert "rule:refuses_ok" in outcome_features(world, cancel)
+    assert "rule:refuses_ok" not in outcome_features(world, Call("cancel_order", {"order_id": "ORD-501"}))
+    # a generated world's rule stops judging the state once any write succeeded; the fact reads the record's own only
+    lenient = replace(world, rules=[Rule("Only pending orders can be cancelled", 'call.name != "cancel_order" ? true : '
+                                         'response.status == "error" || history.exists(h, h.response.status == "ok") || '
+                                         'state.orders.exists(o, o.id == response.order_id && o.status == "pending")')])
+    other = HistoryStep(Call("cancel_order", {"order_id": "ORD-501"}), {"status": "ok", "cancelled": True})
+    assert "rule:refuses_ok" in outcome_features(lenient, cancel, [other])  # a write to another order: still refused
+    own = HistoryStep(Call("refund_order", {"order_id": "ORD-500"}), {"status": "ok"})
+    assert "rule:refuses_ok" not in outcome_features(lenient, cancel, [own])  # the order itself may have changed
 
 def _rows(folder, split):
     for row in read_corpus_split(folder, split):

@@ -199,8 +199,9 @@ def fact_buckets(facts: Sequence[str], tool: str, outcome: tuple[str, str]) -> l
 
 
 GENERIC = [  # (pattern over a fact, its tool-free form): the world's own names (arguments, fields, tools) out
-    (re.compile(r"^arg:[^:]+:(found|missing|parent_found|parent_missing|empty|text|positive|negative|zero)$"),
-     r"arg:\1"),
+    (re.compile(r"^arg:[^:]+:(found|missing|parent_found|parent_missing|empty|text|positive|negative|zero|held"
+                r"|unheld|cursor)$"), r"arg:\1"),
+    (re.compile(r"^arg:[^:]+:date(:.*)?$"), r"arg:date\1"),
     (re.compile(r"^arg:[^:]+:at:.*$"), "arg:at"),
     (re.compile(r"^arg:[^:]+:(record|answered)\.[^:=]+==.*$"), r"\1.equal"),
     (re.compile(r"^arg:[^:]+(==|~)state:.*$"), r"arg\1state"),
@@ -215,7 +216,7 @@ GENERIC = [  # (pattern over a fact, its tool-free form): the world's own names 
     (re.compile(r"^(missing_arg|extra_arg):.*$"), r"\1"),
     (re.compile(r"^invalid_arg:.*:([^:]+)$"), r"invalid_arg:\1"),
     (re.compile(r"^(history|answered):.*:([^:]*)$"), r"\1:\2"),
-    (re.compile(r"^(bias|unknown_tool|turns:\d+)$"), r"\1"),
+    (re.compile(r"^(bias|unknown_tool|turns:\d+|rule:.*)$"), r"\1"),
 ]
 
 

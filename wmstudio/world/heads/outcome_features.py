@@ -4,23 +4,26 @@ Most refusals turn on a lookup (`ORDER_NOT_FOUND`, `ENOENT`), a field of the rec
 delivered, a card that declines), a date's age (a refund window, an expired session), a comparison of the call's
 numbers with the record's (more than is left to refund), the call's own arguments (a missing or ill-typed one), or
 an earlier turn on the same id. A small denoiser does not learn those by attention in minutes; named features make
-them a linear choice. Retrieval and comparison only: nothing here knows any world's outcome."""
+them a linear choice. Retrieval, comparison, and the world's own rules read on the state as shown (whether one
+refuses an ok answer): nothing here knows any world's outcome."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
+from wmstudio.world.checks.decided import refusing_rule
 from wmstudio.world.grounding import NONE, ORACLE, Grounding
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.call_local import is_collection
 from wmstudio.world.prompt.render import current_state
-from wmstudio.world.records import needles_of
+from wmstudio.world.records import named_record, needles_of
 from wmstudio.world.spec import Call, WorldSpec
 
 DIRECTIVE = "directive:"  # features of the steering directives, which mean the same for every tool
@@ -28,6 +31,7 @@ AGE_DAYS = (0, 1, 3, 7, 14, 30, 60, 90, 365)  # a date's age is told as "at most
 MAX_VALUE_CHARS = 24  # longer call values and record fields (texts, contents) are not named
 MAX_RECORD_FIELDS = 24  # fields of one record read, in order
 HISTORY_TURNS = 6  # the newest turns read for earlier answers on the same id
+CURSOR = re.compile(r"cursor|page_?token|next_?token|continuation", re.I)  # an argument naming a page, not a record
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
 
 
@@ -52,8 +56,30 @@ def outcome_features(world: WorldSpec, call: Call, history: Sequence[HistoryStep
         elif isinstance(value, str):
             found += _string_features(path, value.strip(), state, scalars, today, numbers, history)
     found += [f"state:{name}={value}" for name, value in scalars.items() if _flag(value)]
+    found += _rule_facts(replace(world, initial_state=state), call, history)
     found += [f"{DIRECTIVE}{word}" for text in world.directives for word in sorted(set(_words(text)))]
     return found
+
+
+def _rule_facts(world: WorldSpec, call: Call, history: Sequence[HistoryStep]) -> list[str]:
+    """`rule:refuses_ok` when a rule of the world refuses an ok answer to the call (its arguments echoed under their
+    own names) on the state as shown: a record in the wrong phase, a quantity above what is left. The history read
+    holds only the earlier turns about the record the call names or whose answer gave a value the state lacks (the
+    login that gave its token, not every call that sent it): a generated world's rule stops judging the state once
+    any write may have changed it, though most writes touch other records."""
+    sent = {value for value in needles_of(call.arguments, strict=True) if isinstance(value, str)}
+    record = named_record(world.initial_state, call) or {}
+    named = {value for value in sent if value in record.values()}
+    given = {value for value in sent if next(_places(world.initial_state, value), None) is None}
+    touching = [step for step in history if named & needles_of(step.call.arguments, strict=True)
+                or given & needles_of(step.response_value(), strict=True)]
+    try:
+        properties = world.tool(call.name).response.get("properties") or {}
+    except (KeyError, AttributeError):
+        properties = {}
+    echoed = {name: value for name, value in call.arguments.items() if name in properties and isinstance(value, str)}
+    refused = refusing_rule(world, call, {**echoed, "status": "ok"}, touching)
+    return ["rule:refuses_ok"] if refused is not None else []
 
 
 def _argument_checks(world: WorldSpec, call: Call) -> list[str]:
@@ -79,17 +105,23 @@ def _string_features(path: str, value: str, state: Any, scalars: dict[str, Any],
                      numbers: list[tuple[str, float]], history: Sequence[HistoryStep]) -> list[str]:
     """A string argument: its value when short and not an id, how it relates to the state's scalars, and for an
     id-like value whether the state holds it, where, the record it belongs to, and earlier answers about it."""
-    id_like = value in needles_of(value, strict=True)
+    when, cursor = as_date(value), CURSOR.search(path.rsplit(".", 1)[-1]) is not None
+    id_like = value in needles_of(value, strict=True) and when is None and not cursor and not _is_name(value)
     found = [] if id_like else [f"arg:{path}:{'empty' if not value else 'text'}"]
-    if not id_like and len(value) <= MAX_VALUE_CHARS:
+    if not id_like and len(value) <= MAX_VALUE_CHARS and when is None and not cursor:
         found.append(f"arg:{path}={value.lower()}")
     for name, other in scalars.items():
         if isinstance(other, str) and other and value == other:
             found.append(f"arg:{path}==state:{name}")
         elif isinstance(other, str) and len(other) >= 3 and other in value:
             found.append(f"arg:{path}~state:{name}")
-    if not id_like:
-        return found
+    if cursor:  # a page token or cursor: an earlier page's, not a record's
+        return [*found, f"arg:{path}:cursor"]
+    if when is not None:  # a date the call asks for: how far from the state's today, not whether a record holds it
+        return found + _date_features(f"arg:{path}:date", when, today)
+    if not id_like:  # a name or a filter's word: whether a record holds it (a name taken, a filter that matches)
+        held = len(value) >= 3 and next(_places(state, value), None) is not None
+        return [*found, f"arg:{path}:{'held' if held else 'unheld'}"]
     places = list(_places(state, value))
     found.append(f"arg:{path}:{'found' if places else 'missing'}")
     if not places and "/" in value.strip("/"):
@@ -153,6 +185,20 @@ def record_features(prefix: str, record: dict[str, Any], today: dt.datetime | No
             found += [f"{prefix}:{argument}>{name}-{other}" for other, less in amounts.items()
                       if other != name and number > value - less]
     return found
+
+
+def _date_features(prefix: str, when: dt.datetime, today: dt.datetime | None) -> list[str]:
+    """A date argument against the state's today: past or future, and within how many days of it (`in<=14`)."""
+    if today is None:
+        return [prefix]
+    days = (when - today).total_seconds() / 86400
+    found = [f"{prefix}:{'future' if days > 0 else 'past'}"]
+    return found + [f"{prefix}:in<={limit}" for limit in AGE_DAYS if abs(days) <= limit]
+
+
+def _is_name(value: str) -> bool:
+    """A name or a title (`Granite Bay 8`): words with a space between, not a path."""
+    return " " in value and "/" not in value
 
 
 def top_scalars(state: Any) -> dict[str, Any]:
