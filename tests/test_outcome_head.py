@@ -82,6 +82,11 @@ def test_a_rule_that_refuses_an_ok_on_the_state_shown_is_a_fact_whatever_other_r
     assert "rule:refuses_ok" in outcome_features(lenient, cancel, [other])  # a write to another order: still refused
     own = HistoryStep(Call("refund_order", {"order_id": "ORD-500"}), {"status": "ok"})
     assert "rule:refuses_ok" not in outcome_features(lenient, cancel, [own])  # the order itself may have changed
+    pending = Call("cancel_order", {"order_id": "ORD-501"})
+    shipped = HistoryStep(Call("get_order", {"order_id": "ORD-501"}),
+                          {"order_id": "ORD-501", "order_status": "shipped", "status": "ok"})
+    assert "rule:refuses_ok_as_answered" not in outcome_features(lenient, pending)
+    assert "rule:refuses_ok_as_answered" in outcome_features(lenient, pending, [shipped])  # as the answer left it
 
 def _rows(folder, split):
     for row in read_corpus_split(folder, split):

@@ -38,3 +38,26 @@ def refusing_rule(world: WorldSpec, call: Call, decided: dict[str, Any],
     except SharedOverBudget:  # rules too slow to try: nothing is refused
         return None
     return None
+
+
+def rule_verdicts(world: WorldSpec, call: Call, decided: dict[str, Any],
+                  history: Sequence[HistoryStep] = ()) -> list[tuple[Rule, bool | None]]:
+    """Each rule about `call`'s tool with its verdict on a response holding only `decided`: False where it fails
+    whatever the rest holds, True where it holds, None where it is undecided (or asks whether a field exists, or
+    the trial's budget ran out)."""
+    variables = check_variables(world, call, decided, history)
+    verdicts: list[tuple[Rule, bool | None]] = []
+    try:
+        with side_budget(TRIAL_SHARE):
+            for rule in rules_for_tool(world.rules, call.name):
+                verdict = None
+                if rule.check and "has(response" not in rule.check.replace(" ", ""):
+                    try:
+                        value = evaluate_value(rule.check, variables)
+                        verdict = value if isinstance(value, bool) else None
+                    except ValueError:
+                        pass
+                verdicts.append((rule, verdict))
+    except SharedOverBudget:
+        return [(rule, None) for rule, _ in verdicts]
+    return verdicts

@@ -18,12 +18,12 @@ from typing import Any
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
-from wmstudio.world.checks.decided import refusing_rule
+from wmstudio.world.checks.decided import rule_verdicts
 from wmstudio.world.grounding import NONE, ORACLE, Grounding
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.call_local import is_collection
 from wmstudio.world.prompt.render import current_state
-from wmstudio.world.records import named_record, needles_of
+from wmstudio.world.records import needles_of, record_with_id
 from wmstudio.world.spec import Call, WorldSpec
 
 DIRECTIVE = "directive:"  # features of the steering directives, which mean the same for every tool
@@ -31,6 +31,7 @@ AGE_DAYS = (0, 1, 3, 7, 14, 30, 60, 90, 365)  # a date's age is told as "at most
 MAX_VALUE_CHARS = 24  # longer call values and record fields (texts, contents) are not named
 MAX_RECORD_FIELDS = 24  # fields of one record read, in order
 HISTORY_TURNS = 6  # the newest turns read for earlier answers on the same id
+OUTCOME_KEYS = ("status", "error", "message")  # an answer's own outcome, never a record's field
 CURSOR = re.compile(r"cursor|page_?token|next_?token|continuation", re.I)  # an argument naming a page, not a record
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
 
@@ -64,22 +65,81 @@ def outcome_features(world: WorldSpec, call: Call, history: Sequence[HistoryStep
 def _rule_facts(world: WorldSpec, call: Call, history: Sequence[HistoryStep]) -> list[str]:
     """`rule:refuses_ok` when a rule of the world refuses an ok answer to the call (its arguments echoed under their
     own names) on the state as shown: a record in the wrong phase, a quantity above what is left. The history read
-    holds only the earlier turns about the record the call names or whose answer gave a value the state lacks (the
-    login that gave its token, not every call that sent it): a generated world's rule stops judging the state once
-    any write may have changed it, though most writes touch other records."""
+    holds only the earlier turns about the record the call is about and those whose answer gave a value the state
+    lacks (the login that gave its token, not every call that sent it): a generated world's rule stops judging the
+    state once any write may have changed it, though most writes touch other records."""
     sent = {value for value in needles_of(call.arguments, strict=True) if isinstance(value, str)}
-    record = named_record(world.initial_state, call) or {}
-    named = {value for value in sent if value in record.values()}
+    primary = _primary_record(world.initial_state, call)
+    named = {primary[0]} if primary is not None else set()
     given = {value for value in sent if next(_places(world.initial_state, value), None) is None}
-    touching = [step for step in history if named & needles_of(step.call.arguments, strict=True)
-                or given & needles_of(step.response_value(), strict=True)]
+    own = [step for step in history if named & needles_of(step.call.arguments, strict=True)]
+    given_by = [step for step in history if given & needles_of(step.response_value(), strict=True)]
     try:
         properties = world.tool(call.name).response.get("properties") or {}
     except (KeyError, AttributeError):
         properties = {}
     echoed = {name: value for name, value in call.arguments.items() if name in properties and isinstance(value, str)}
-    refused = refusing_rule(world, call, {**echoed, "status": "ok"}, touching)
-    return ["rule:refuses_ok"] if refused is not None else []
+    decided = {**echoed, "status": "ok"}
+    found = ["rule:refuses_ok"] if _refused(world, call, decided, own, given_by) else []
+    answered = _as_answered(world.initial_state, call, history)
+    if answered is not world.initial_state and _refused(replace(world, initial_state=answered), call, decided, [],
+                                                        given_by):
+        found.append("rule:refuses_ok_as_answered")  # the record as the newest answer about it shows it
+    return found
+
+
+def _refused(world: WorldSpec, call: Call, decided: dict[str, Any], own: Sequence[HistoryStep],
+             given_by: Sequence[HistoryStep]) -> bool:
+    """Whether a rule refuses `decided` read with the record's own earlier turns and the turns that gave the call's
+    tokens, or, where those tokens' turns leave it undecided (a login counts as a write), refuses it without them
+    (a rule about the session holds only with its login)."""
+    alone = [verdict for _, verdict in rule_verdicts(world, call, decided, own)]
+    both = [verdict for _, verdict in rule_verdicts(world, call, decided, [*own, *given_by])]
+    return any(verdict is False or (verdict is None and index < len(alone) and alone[index] is False)
+               for index, verdict in enumerate(both))
+
+
+def _as_answered(state: Any, call: Call, history: Sequence[HistoryStep]) -> Any:
+    """`state` with the record the call is about as the newest earlier ok answer holding its id shows it (its fields of
+    the same key, or `<kind>_<key>` for `key`; outcome fields left out), so a rule reads the phase an earlier write
+    left; `state` itself where no answer names that record."""
+    primary = _primary_record(state, call)
+    if primary is None:
+        return state
+    own, path, record = primary
+    for step in reversed(list(history)):
+        answer = step.response_value()
+        if not isinstance(answer, dict) or answer.get("status") == "error" or own not in answer.values():
+            continue
+        changed = {}
+        for key, value in answer.items():
+            own = key if key in record else key.split("_", 1)[-1]
+            if key not in OUTCOME_KEYS and own in record and not isinstance(value, (dict, list)) \
+                    and record[own] != value:
+                changed[own] = value
+        return _replaced(state, path, changed) if changed else state
+    return state
+
+
+def _primary_record(state: Any, call: Call) -> tuple[str, tuple, dict[str, Any]] | None:
+    """(its id, its key path, the record) of the record the call is about: the first argument, in the call's order,
+    that is a record's own id (`parcel_id` before `recipient_id`, which a parcel also holds)."""
+    for _, value in leaves(call.arguments):
+        if isinstance(value, str) and value in needles_of(value, strict=True):
+            found = record_with_id(state, value)
+            if found is not None:
+                return value, found[0], found[1]
+    return None
+
+
+def _replaced(node: Any, path: tuple, changed: dict[str, Any]) -> Any:
+    """A copy of `node` with the fields `changed` written into the record at `path` (containers on the way copied)."""
+    if not path:
+        return {**node, **{key: value for key, value in changed.items() if key in node}}
+    head, rest = path[0], path[1:]
+    copied = list(node) if isinstance(node, list) else dict(node)
+    copied[head] = _replaced(node[head], rest, changed)
+    return copied
 
 
 def _argument_checks(world: WorldSpec, call: Call) -> list[str]:
