@@ -100,9 +100,9 @@ def _refused(world: WorldSpec, call: Call, decided: dict[str, Any], own: Sequenc
 
 
 def _as_answered(state: Any, call: Call, history: Sequence[HistoryStep]) -> Any:
-    """`state` with the record the call is about as the newest earlier ok answer holding its id shows it (its fields of
-    the same key, or `<kind>_<key>` for `key`; outcome fields left out), so a rule reads the phase an earlier write
-    left; `state` itself where no answer names that record."""
+    """`state` with the record the call is about as the newest earlier ok answer holding its id shows it (its
+    fields of the same key, or `<kind>_<key>` for `key`; outcome fields left out), so a rule reads the phase an
+    earlier write left; `state` itself where no answer names that record."""
     primary = _primary_record(state, call)
     if primary is None:
         return state
@@ -113,10 +113,10 @@ def _as_answered(state: Any, call: Call, history: Sequence[HistoryStep]) -> Any:
             continue
         changed = {}
         for key, value in answer.items():
-            own = key if key in record else key.split("_", 1)[-1]
-            if key not in OUTCOME_KEYS and own in record and not isinstance(value, (dict, list)) \
-                    and record[own] != value:
-                changed[own] = value
+            field = key if key in record else key.split("_", 1)[-1]
+            if key not in OUTCOME_KEYS and field in record and not isinstance(value, (dict, list)) \
+                    and record[field] != value:
+                changed[field] = value
         return _replaced(state, path, changed) if changed else state
     return state
 
