@@ -23,21 +23,7 @@ def refusing_rule(world: WorldSpec, call: Call, decided: dict[str, Any],
     """The first rule about `call`'s tool that fails for a response holding only `decided`, whatever the rest holds;
     None when every rule holds or may hold. A rule asking whether the response has a field (`has(response.x)`) is
     left out: a field not decided yet is not a field the response lacks."""
-    variables = check_variables(world, call, decided, history)
-    try:
-        with side_budget(TRIAL_SHARE):  # a served request's own checks keep their budget whole
-            for rule in rules_for_tool(world.rules, call.name):
-                if not rule.check or "has(response" in rule.check.replace(" ", ""):
-                    continue
-                try:
-                    holds = evaluate_value(rule.check, variables)
-                except ValueError:  # undecided: it reads a field not written yet
-                    continue
-                if holds is False:
-                    return rule
-    except SharedOverBudget:  # rules too slow to try: nothing is refused
-        return None
-    return None
+    return next((rule for rule, verdict in rule_verdicts(world, call, decided, history) if verdict is False), None)
 
 
 def rule_verdicts(world: WorldSpec, call: Call, decided: dict[str, Any],

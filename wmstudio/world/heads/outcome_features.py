@@ -81,7 +81,7 @@ def _rule_facts(world: WorldSpec, call: Call, history: Sequence[HistoryStep]) ->
     echoed = {name: value for name, value in call.arguments.items() if name in properties and isinstance(value, str)}
     decided = {**echoed, "status": "ok"}
     found = ["rule:refuses_ok"] if _refused(world, call, decided, own, given_by) else []
-    answered = _as_answered(world.initial_state, call, history)
+    answered = _as_answered(world.initial_state, primary, history)
     if answered is not world.initial_state and _refused(replace(world, initial_state=answered), call, decided, [],
                                                         given_by):
         found.append("rule:refuses_ok_as_answered")  # the record as the newest answer about it shows it
@@ -99,11 +99,11 @@ def _refused(world: WorldSpec, call: Call, decided: dict[str, Any], own: Sequenc
                for index, verdict in enumerate(both))
 
 
-def _as_answered(state: Any, call: Call, history: Sequence[HistoryStep]) -> Any:
-    """`state` with the record the call is about as the newest earlier ok answer holding its id shows it (its
-    fields of the same key, or `<kind>_<key>` for `key`; outcome fields left out), so a rule reads the phase an
-    earlier write left; `state` itself where no answer names that record."""
-    primary = _primary_record(state, call)
+def _as_answered(state: Any, primary: tuple[str, tuple, dict[str, Any]] | None,
+                 history: Sequence[HistoryStep]) -> Any:
+    """`state` with the record the call is about (`primary`, from `_primary_record`) as the newest earlier ok answer
+    holding its id shows it (its fields of the same key, or `<kind>_<key>` for `key`; outcome fields left out), so a
+    rule reads the phase an earlier write left; `state` itself where no answer names that record."""
     if primary is None:
         return state
     own, path, record = primary
