@@ -120,3 +120,23 @@ def test_an_empty_page_and_a_page_past_the_end_say_there_is_no_more():
     assert values["has_more"] is False and values.items() <= truth.items()
     values, truth = _listing_after("records", [], Call("search_records", {"name_contains": "zzzz"}))
     assert values and values.items() <= truth.items()
+
+
+def test_a_page_with_more_after_it_mints_a_token_that_the_next_call_reads_back():
+    records = get_simulator("records").world()
+    first_call = Call("search_records", {"page_size": 2})
+    first = listing_copy(records, first_call, (), records.tool("search_records").response)
+    token = first.values["next_page_token"]
+    assert token and first.values["last_page"] is False
+    assert token == listing_copy(records, first_call, (), records.tool("search_records").response).values[
+        "next_page_token"]  # the same call, the same token
+    answer = {"records": [first.values[f"records[{i}].{name}"] for i in range(2)
+                          for name in ("id",)], "next_page_token": token}
+    answer["records"] = [{"id": value} for value in answer["records"]]
+    history = [HistoryStep(call=first_call, response={**answer, "status": "ok"})]
+    second = listing_copy(records, Call("search_records", {"page_size": 2, "page_token": token}), history,
+                          records.tool("search_records").response)
+    assert second is not None
+    listed = [value for path, value in second.values.items() if path.endswith(".id")]
+    state_ids = [record["id"] for record in records.initial_state["records"]]
+    assert listed == state_ids[2:4]  # the page after the one that gave the token

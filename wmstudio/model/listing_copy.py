@@ -3,7 +3,8 @@ call's filters and page as the prompt's computed query state finds them (world/p
 never cut by the prompt's budget. The collection is taken as the history left it: each record as the newest earlier
 answer naming it shows it (so an order cancelled since is listed among the cancelled), and the records earlier
 writes created added (first where the tool lists newest first). An empty page is written too: its count and the
-flag saying there is no more.
+flag saying there is no more; a page with more after it gets a next-page token minted for its call, which a later
+call passing it back is answered from.
 
 A small model reading a page the budget cut writes the first records and makes up the rest (`find_pets` listing
 `pe_4kh5lcwj` as `2_3333337700`). The listing's items are laid out one slot group per record found (no more, no
@@ -13,6 +14,9 @@ what the records lack. A write is left alone: what it lists is what it changed."
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -70,7 +74,8 @@ def page_values(schema: dict[str, Any], listed: str, matching: int, shown: int, 
     """The page's own top-level fields where the records found say them: a count (`total`, `count`, `matching`) is
     how many match, the page number the one asked for (else 1); where the page starts is known (`start`, or a first
     page: no page number, page token, cursor or offset asked), whether there are more (`has_more`, `more`) or it is
-    the last (`last_page`), and, when there are no more, an empty next-page token or cursor."""
+    the last (`last_page`), and a next-page token or cursor: empty when there are no more, else one minted for
+    the next page (`next_page_token`)."""
     properties = schema.get("properties") or {}
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
     if start is None and not any(words & {"cursor", "offset"} or ("page" in words and not words & {"size", "limit"})
@@ -93,9 +98,18 @@ def page_values(schema: dict[str, Any], listed: str, matching: int, shown: int, 
             values[format_path([name])] = more
         elif placed and kind == "boolean" and "last" in words:
             values[format_path([name])] = not more
-        elif placed and not more and kind == "string" and "next" in words and words & {"token", "cursor", "page"}:
-            values[format_path([name])] = ""
+        elif placed and kind == "string" and "next" in words and words & {"token", "cursor", "page"}:
+            values[format_path([name])] = next_page_token(call, (start or 0) + shown) if more else ""
     return values
+
+
+def next_page_token(call: Call, start: int) -> str:
+    """An opaque token for the page that starts at `start`, the same for the same call: a listing with more
+    records than its page holds must give one (an empty token says it is the last page), and a later call that
+    passes it back reads its page from the answer that gave it (world/prompt/retrieval.py), as a real API's does."""
+    asked = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+    digest = hashlib.sha256(asked.encode()).hexdigest()[:8]
+    return base64.urlsafe_b64encode(f"{start}:{digest}".encode()).decode().rstrip("=")
 
 
 def listing_steering(world: WorldSpec) -> Steering:
