@@ -251,3 +251,24 @@ def test_a_camel_case_key_names_the_records_own_id_by_its_kind(backend):
     assert record_values(named_record_of(world, call), tool.response)["playlist.playlistId"] == key
     answer = json.loads(generate(backend, world, call, [Anchor("status", "ok")]).samples[0].response)
     assert answer["playlist"] == {"playlistId": key, "title": "Night Shift"}
+
+
+def test_an_argument_left_out_is_echoed_as_the_default_its_schema_states():
+    """The airline's `search_flights` prices the basic fare when none is asked ("Fare class to price (default
+    basic)"); the answer's `fare` says so, and a BFCL default of "None" is no value."""
+    from wmstudio.model.record_copy import call_echoes
+
+    airline = get_simulator("airline")
+    world = airline.world()
+    tool = world.tool("search_flights")
+    flight = world.initial_state["flights"][0]
+    call = Call("search_flights", {"origin": flight["origin"], "destination": flight["destination"],
+                                   "date": flight["date"]})
+    _, truth = airline.step(world.initial_state, call)
+    assert call_echoes(call, tool.response, tool.parameters)["fare"] == truth["fare"] == "basic"
+    asked = Call("search_flights", {**call.arguments, "fare": "flex"})
+    assert call_echoes(asked, tool.response, tool.parameters)["fare"] == "flex"
+    bfcl = {"properties": {"unit": {"type": "string", "default": "None"}}}
+    assert call_echoes(Call("get_weather", {}), {"properties": {"unit": {"type": "string"}}}, bfcl) == {}
+    answer = json.loads(generate(load_backend(), world, call).samples[0].response)
+    assert answer["fare"] == "basic"

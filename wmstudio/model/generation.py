@@ -270,7 +270,8 @@ def generate_stream(
     copy = or_listing(record_copy(world, the_call, history, schema), world, the_call, history, schema) \
         if settings.record_copy and not settings.free else None
     echoed = call_identifiers(the_call, schema) if settings.record_copy and not settings.free else {}
-    done = call_echoes(the_call, schema) if settings.record_copy and not settings.free and outcomes else {}
+    done = call_echoes(the_call, schema, _parameters(world, the_call)) \
+        if settings.record_copy and not settings.free and outcomes else {}
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}
     fixed = {key: rule_fixed(world, the_call, history, schema, pinned, outcome,
@@ -354,6 +355,14 @@ def rule_fixed(world: WorldSpec, call: Call, history: Sequence[HistoryStep], sch
     decided = {**sent, **{anchor.path: anchor.value for anchor in pinned if anchor.path in properties},
                **(outcome.values(schema) if outcome is not None else {})}
     return fixed_fields(world, call, decided, history, properties, seed)
+
+
+def _parameters(world: WorldSpec, call: Call) -> dict | None:
+    """The parameter schema of the tool `call` names (None for a tool the world lacks)."""
+    try:
+        return world.tool(call.name).parameters
+    except KeyError:
+        return None
 
 
 def _done_as_asked(outcome: Outcome | None) -> bool:

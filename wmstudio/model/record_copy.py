@@ -239,14 +239,43 @@ def call_identifiers(call: Call, schema: Any) -> dict[str, Any]:
     return {key: value for key, value in _named_arguments(call, schema).items() if names_a_record(key)}
 
 
-def call_echoes(call: Call, schema: Any) -> dict[str, Any]:
+def call_echoes(call: Call, schema: Any, parameters: Any = None) -> dict[str, Any]:
     """{key: value} of the response's other top-level fields named as an argument the call sends (`effective_at`,
     `nickname`), which an answer that did what was asked holds as sent: 2,846 of 2,846 ok answers of the retrain
-    corpus's training rows. A path is left out (the filesystem answers `docs` as `/home/alex/docs`), as are
+    corpus's training rows. An argument the call leaves out that its schema (`parameters`) gives a default for
+    (JSON Schema's `default`, or an enum member its description calls the default: "Fare class (default basic)")
+    is echoed as that default. A path is left out (the filesystem answers `docs` as `/home/alex/docs`), as are
     identifiers (call_identifiers) and the outcome's own fields."""
-    return {key: value for key, value in _named_arguments(call, schema).items()
+    sent = {**argument_defaults(call, schema, parameters), **_named_arguments(call, schema)}
+    return {key: value for key, value in sent.items()
             if not names_a_record(key) and not set(key_words(key)) & PATH_WORDS
             and not (isinstance(value, str) and "/" in value)}
+
+
+NO_DEFAULT = ("", "None", "null")  # BFCL writes `"default": "None"` for an argument with none
+DEFAULT_WORD = re.compile(r"\bdefaults?(?:\s+(?:is|to))?[:\s]+[\"'`]?([\w-]+)", re.IGNORECASE)
+
+
+def argument_defaults(call: Call, schema: Any, parameters: Any) -> dict[str, Any]:
+    """{key: default} of the arguments the call leaves out that the response has a top-level field for and the
+    tool's parameter schema gives a default: its `default` (not BFCL's "None"), else the enum member its
+    description names after "default"."""
+    response = (schema or {}).get("properties") if isinstance(schema, dict) else None
+    declared = (parameters or {}).get("properties") if isinstance(parameters, dict) else None
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    if not isinstance(response, dict) or not isinstance(declared, dict):
+        return {}
+    found: dict[str, Any] = {}
+    for key, sub in declared.items():
+        if key in arguments or key not in response or key in OUTCOME_FIELDS or not isinstance(sub, dict):
+            continue
+        value = sub.get("default")
+        if value is None and isinstance(sub.get("enum"), list):
+            named = DEFAULT_WORD.search(str(sub.get("description") or ""))
+            value = next((member for member in sub["enum"] if named and str(member) == named.group(1)), None)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and value not in NO_DEFAULT:
+            found[key] = value
+    return found
 
 
 def _named_arguments(call: Call, schema: Any) -> dict[str, Any]:
