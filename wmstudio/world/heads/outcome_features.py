@@ -93,10 +93,13 @@ def _refused(world: WorldSpec, call: Call, decided: dict[str, Any], own: Sequenc
     """Whether a rule refuses `decided` read with the record's own earlier turns and the turns that gave the call's
     tokens, or, where those tokens' turns leave it undecided (a login counts as a write), refuses it without them
     (a rule about the session holds only with its login)."""
-    alone = [verdict for _, verdict in rule_verdicts(world, call, decided, own)]
     both = [verdict for _, verdict in rule_verdicts(world, call, decided, [*own, *given_by])]
-    return any(verdict is False or (verdict is None and index < len(alone) and alone[index] is False)
-               for index, verdict in enumerate(both))
+    if False in both:
+        return True
+    if not given_by or None not in both:  # the rules read without the tokens' turns would say the same
+        return False
+    alone = [verdict for _, verdict in rule_verdicts(world, call, decided, own)]
+    return any(verdict is None and first is False for verdict, first in zip(both, alone))
 
 
 def _as_answered(state: Any, primary: tuple[str, tuple, dict[str, Any]] | None,
