@@ -23,13 +23,14 @@ from typing import Any
 
 from wmstudio.model.copy_head import key_words
 from wmstudio.model.layout import ExactItems, Holds
-from wmstudio.model.record_copy import OUTCOME_FIELDS, RecordCopy, names_a_record, newest_answer_naming
+from wmstudio.model.record_copy import RecordCopy, names_a_record
 from wmstudio.problems import InvalidInput
 from wmstudio.world.checks.invention import read_only
 from wmstudio.world.heads.copy_sources import shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
 from wmstudio.world.prompt.retrieval import find_listing, listed_property, understood
+from wmstudio.world.records import ENVELOPE_FIELDS, newest_answer_naming
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.directives import Steering, steering
 from wmstudio.world.tools import Tool
@@ -144,7 +145,7 @@ def as_answered(record: dict[str, Any], history: Sequence[HistoryStep]) -> dict[
     if answer is None:
         return record
     fields = {(k if k in record else k.split("_", 1)[-1]): v for k, v in answer.items()  # `order_status` for `status`
-              if k not in OUTCOME_FIELDS and not isinstance(v, (dict, list)) and not names_a_record(k)}
+              if k not in ENVELOPE_FIELDS and not isinstance(v, (dict, list)) and not names_a_record(k)}
     return {**record, **{k: v for k, v in fields.items() if k in record}}
 
 
@@ -178,7 +179,7 @@ def created_records(history: Sequence[HistoryStep], records: list[Any], fields: 
             continue
         new = answer.get(own)
         if isinstance(new, str) and new and new not in known:
-            made[new] = {k: v for k, v in answer.items() if k not in OUTCOME_FIELDS}
+            made[new] = {k: v for k, v in answer.items() if k not in ENVELOPE_FIELDS}
     return list(made.values())
 
 

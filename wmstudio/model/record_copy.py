@@ -40,12 +40,18 @@ from wmstudio.world.checks.invention import read_only
 from wmstudio.world.heads.copy_sources import CopySource, shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.records import named_record_at, needles_of, own_id_keys, record_with_id
+from wmstudio.world.records import (
+    ENVELOPE_FIELDS,
+    named_record_at,
+    needles_of,
+    newest_answer_naming,
+    own_id_keys,
+    record_with_id,
+)
 from wmstudio.world.spec import Call, WorldSpec
 
 MAX_REFERENCED = 4  # records one named record refers to whose leaves join the candidates
 MIN_SHARED = 0.5  # the share of an object's fields that must be the record's keys for it to read as the record
-OUTCOME_FIELDS = frozenset({OUTCOME_KEY, "error", "message"})
 _MISSING = object()
 
 
@@ -101,24 +107,13 @@ def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep]
     if newest is not None:
         record = {**record, **{aliases.get(key, key): value for key, value in newest.items()
                                if aliases.get(key, key) in record and not isinstance(value, (dict, list))
-                               and key not in OUTCOME_FIELDS}}
+                               and key not in ENVELOPE_FIELDS}}
     tool = next((t for t in world.tools if t.name == call.name), None)
     reads = tool is not None and read_only(tool)
     arguments = {key: value for key, value in (call.arguments if isinstance(call.arguments, dict) else {}).items()
                  if isinstance(value, (str, int, float)) and not isinstance(value, bool)}
     return NamedRecord(path, record, reads, needles, frozenset() if reads else _changes(call, record), arguments,
                        aliases, joined_fields(path, record, needles, world.initial_state))
-
-
-def newest_answer_naming(history: Sequence[HistoryStep], needles: frozenset | set) -> dict[str, Any] | None:
-    """The newest earlier answer, not an error, holding one of `needles` among its values: what the world last said
-    of that record. A refusal echoes the id beside neutral values ("" and 0) that say nothing of the record."""
-    for step in reversed(list(history)):
-        answer = step.response_value()
-        if isinstance(answer, dict) and answer.get(OUTCOME_KEY) != "error" \
-                and needles & {value for value in answer.values() if isinstance(value, str)}:
-            return answer
-    return None
 
 
 def referenced_records(path: tuple, record: dict[str, Any], needles: frozenset, state: Any
@@ -216,7 +211,7 @@ def _record_scalars(schema: Any, named: NamedRecord, root: dict, prefix: list, o
     found: list[tuple[str, Any]] = []
     for name, sub in properties.items():
         value = _field(named.record, name, named.aliases, named.joined)
-        if value is _MISSING or (outcome and name in OUTCOME_FIELDS):
+        if value is _MISSING or (outcome and name in ENVELOPE_FIELDS):
             continue
         if named.reads or isinstance(value, (dict, list)) or names_a_record(name):
             found += _scalars(sub, value, root, prefix + [name], named)
@@ -267,7 +262,7 @@ def argument_defaults(call: Call, schema: Any, parameters: Any) -> dict[str, Any
         return {}
     found: dict[str, Any] = {}
     for key, sub in declared.items():
-        if key in arguments or key not in response or key in OUTCOME_FIELDS or not isinstance(sub, dict):
+        if key in arguments or key not in response or key in ENVELOPE_FIELDS or not isinstance(sub, dict):
             continue
         value = sub.get("default")
         if value is None and isinstance(sub.get("enum"), list):
@@ -285,7 +280,7 @@ def _named_arguments(call: Call, schema: Any) -> dict[str, Any]:
     if not isinstance(properties, dict):
         return {}
     return {key: value for key, value in arguments.items()
-            if key in properties and key not in OUTCOME_FIELDS and isinstance(value, (str, int))
+            if key in properties and key not in ENVELOPE_FIELDS and isinstance(value, (str, int))
             and not isinstance(value, bool)}
 
 
@@ -356,7 +351,7 @@ def _reads_as_record(schema: dict, named: NamedRecord, root: dict) -> bool:
     if not isinstance(properties, dict):
         return False
     found = {key: _field(named.record, key, named.aliases, named.joined) is not _MISSING
-             for key in properties if key not in OUTCOME_FIELDS}
+             for key in properties if key not in ENVELOPE_FIELDS}
     counted = [key for key, there in found.items() if there or not nullable(properties[key], root)]
     shared = sum(found.values())
     return shared >= 2 and shared >= MIN_SHARED * len(counted)

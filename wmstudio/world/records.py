@@ -4,12 +4,14 @@ call-local cut, the heads, the checks and the baselines alike."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call
 
 MIN_NUMBER_NEEDLE = 100  # smaller numbers (counts, pages, flags) match too many records to mean anything
+ENVELOPE_FIELDS = frozenset({"status", "error", "message"})  # an answer's own outcome, never a record's field
 
 
 def needles_of(value: Any, strict: bool = False) -> set[str | int | float]:
@@ -92,3 +94,14 @@ def json_leaves(value: Any, keys: bool = False) -> Iterator[Any]:
             stack.extend(node)
         else:
             yield node
+
+
+def newest_answer_naming(history: Sequence[HistoryStep], needles: frozenset | set) -> dict[str, Any] | None:
+    """The newest earlier answer, not an error, holding one of `needles` among its values: what the world last said
+    of that record. A refusal echoes the id beside neutral values ("" and 0) that say nothing of the record."""
+    for step in reversed(list(history)):
+        answer = step.response_value()
+        if isinstance(answer, dict) and answer.get("status") != "error" \
+                and needles & {value for value in answer.values() if isinstance(value, str)}:
+            return answer
+    return None

@@ -17,13 +17,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.records import json_leaves, named_record, needles_of
+from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, named_record, needles_of
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 
 READ_VERBS = ("get", "list", "search", "find", "lookup", "read", "show", "fetch", "query", "describe", "view",
               "count", "browse", "retrieve")
-OUTCOME_KEYS = ("status", "error", "message")  # the answer's own envelope, not the record's fields
 ID_KEY = re.compile(r"(^|_)(id|ids|key|code|number|sku)$", re.IGNORECASE)
 ID_VALUE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_\-:.]{2,}$")
 MAX_LINES = 5
@@ -82,7 +81,7 @@ def contradicted_fields(world: WorldSpec, call: Call, response: Any, history: Se
     found = []
     for key, value in response.items():
         known = record.get(key)
-        if key in record and key not in OUTCOME_KEYS and _scalar(known) and _scalar(value) and value != known and not _same_number(value, known):
+        if key in record and key not in ENVELOPE_FIELDS and _scalar(known) and _scalar(value) and value != known and not _same_number(value, known):
             found.append(f"{key}: {value!r}, but the record the call names holds {known!r} (a lookup answers the "
                          "record as it is)")
     return found

@@ -23,7 +23,7 @@ from wmstudio.world.grounding import NONE, ORACLE, Grounding
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.call_local import is_collection
 from wmstudio.world.prompt.render import current_state
-from wmstudio.world.records import needles_of, record_with_id
+from wmstudio.world.records import ENVELOPE_FIELDS, needles_of, newest_answer_naming, record_with_id
 from wmstudio.world.spec import Call, WorldSpec
 
 DIRECTIVE = "directive:"  # features of the steering directives, which mean the same for every tool
@@ -31,7 +31,6 @@ AGE_DAYS = (0, 1, 3, 7, 14, 30, 60, 90, 365)  # a date's age is told as "at most
 MAX_VALUE_CHARS = 24  # longer call values and record fields (texts, contents) are not named
 MAX_RECORD_FIELDS = 24  # fields of one record read, in order
 HISTORY_TURNS = 6  # the newest turns read for earlier answers on the same id
-OUTCOME_KEYS = ("status", "error", "message")  # an answer's own outcome, never a record's field
 CURSOR = re.compile(r"cursor|page_?token|next_?token|continuation", re.I)  # an argument naming a page, not a record
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
 
@@ -110,18 +109,16 @@ def _as_answered(state: Any, primary: tuple[str, tuple, dict[str, Any]] | None,
     if primary is None:
         return state
     own, path, record = primary
-    for step in reversed(list(history)):
-        answer = step.response_value()
-        if not isinstance(answer, dict) or answer.get("status") == "error" or own not in answer.values():
-            continue
-        changed = {}
-        for key, value in answer.items():
-            field = key if key in record else key.split("_", 1)[-1]
-            if key not in OUTCOME_KEYS and field in record and not isinstance(value, (dict, list)) \
-                    and record[field] != value:
-                changed[field] = value
-        return _replaced(state, path, changed) if changed else state
-    return state
+    answer = newest_answer_naming(history, {own})
+    if answer is None:
+        return state
+    changed = {}
+    for key, value in answer.items():
+        field = key if key in record else key.split("_", 1)[-1]
+        if key not in ENVELOPE_FIELDS and field in record and not isinstance(value, (dict, list)) \
+                and record[field] != value:
+            changed[field] = value
+    return _replaced(state, path, changed) if changed else state
 
 
 def _primary_record(state: Any, call: Call) -> tuple[str, tuple, dict[str, Any]] | None:
