@@ -61,6 +61,20 @@ def test_one_bad_row_imports_nothing_and_names_its_line(tmp_path):
     assert filter_rollouts(open_store(db)).total == 0
 
 
+def test_a_row_over_the_size_limit_is_refused_by_its_line_and_nothing_is_imported(tmp_path):
+    from wmstudio.studio.chat_rows import MAX_ROW_CHARS
+
+    world = load_world(RETAIL)
+    huge = patronus_chat(world, Call("get_order", {"order_id": "ORD-1"}), [],
+                         response={"status": "ok", "note": "x" * (MAX_ROW_CHARS + 10)})  # one 4 MB line
+    path, _ = rows_file(tmp_path, bad_line=json.dumps(huge))
+    db = tmp_path / "studio.db"
+    result = CliRunner().invoke(app, ["rollouts", "import", str(path), "--world", str(RETAIL), "--db", str(db)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "rows.jsonl:3" in result.stderr and f"{MAX_ROW_CHARS:,}-character limit" in result.stderr
+    assert filter_rollouts(open_store(db)).total == 0
+
+
 def test_the_studio_upload_tells_chat_rows_from_an_exported_dataset(tmp_path):
     path, _ = rows_file(tmp_path)
     assert looks_like_chat_rows(path)

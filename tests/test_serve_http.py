@@ -129,6 +129,15 @@ def test_chat_completions_plain_and_streamed_agree(api):
         finish = choice["finish_reason"] or finish
     assert "".join(deltas) == content and finish == "stop"
     assert len([d for d in deltas if d]) >= 2  # the answer arrived in pieces as the canvas settled, not at the end
+    lookup = [{**refund[0], "tool_calls": [{"id": "c2", "type": "function", "function": {
+        "name": "get_order", "arguments": json.dumps({"order_id": "ORD-22930"})}}]}]
+    looked = {**body, "messages": [{**user, "content": f"State: {json.dumps(STATE)}\n\nAction: {json.dumps(lookup)}"}]}
+    whole = api.post("/v1/chat/completions", json=looked).json()["choices"][0]["message"]["content"]
+    with api.stream("POST", "/v1/chat/completions", json={**looked, "stream": True}) as stream:
+        pieces = [json.loads(line[len("data: "):])["choices"][0]["delta"].get("content", "")
+                  for line in stream.iter_lines() if line.startswith("data: {")]
+    pieces = [piece for piece in pieces if piece]  # a lookup settles in one frame: it still streams field by field
+    assert "".join(pieces) == whole and len(pieces) >= len(json.loads(whole))
     free = api.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "list the files"}],
                                                   "max_tokens": 16}).json()
     assert free["wmstudio"]["mode"] == "free" and free["usage"]["completion_tokens"] <= 16

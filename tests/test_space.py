@@ -159,7 +159,7 @@ def test_space_build_never_overwrites_or_deletes_what_it_did_not_write(tmp_path)
         "../outside.txt": file_digest(tmp_path / "outside.txt")}}))
     build_space(clone, force=True)
     assert (clone / "wmstudio" / "mine.py").read_text() == "# the user's\n"
-    assert not (clone / "wmstudio" / "gone.py").exists()  # its own earlier file, replaced by this build's set
+    assert (clone / "wmstudio" / "gone.py").is_file()  # not one of this build's files: a record's word is not enough
     assert (tmp_path / "outside.txt").read_text() == "not the build's\n"  # a record never reaches outside
     assert (clone / ".git" / "HEAD").is_file() and (clone / "notes.txt").is_file()
 
@@ -206,6 +206,13 @@ def test_a_planted_or_stale_record_never_deletes_git_or_an_edited_file(tmp_path)
     assert subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], capture_output=True,
                           text=True).returncode == 0
     assert not any(".git" in name.lower() for name in json.loads((clone / MARKER).read_text())["files"])
+
+    record = json.loads((clone / MARKER).read_text())  # a user's file, listed with its true hash: not the Space's
+    (clone / MARKER).write_text(json.dumps({**record, "files": {**record["files"],
+                                                                "notes.txt": file_digest(clone / "notes.txt")}}))
+    build_space(clone, force=True)
+    assert (clone / "notes.txt").read_text() == "my notes\n"
+    assert "notes.txt" not in json.loads((clone / MARKER).read_text())["files"]
 
     (clone / "app.py").write_text("# edited by the user after the build\n")
     with pytest.raises(InvalidInput, match="already holds app.py"):

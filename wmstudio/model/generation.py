@@ -32,6 +32,7 @@ from wmstudio.model.record_copy import call_echoes, call_identifiers, identifier
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
     REPAIR_ROUNDS,
+    REPAIR_SECONDS,
     REPAIR_TEMPERATURE,
     RepairRound,
     fields_to_remask,
@@ -518,9 +519,9 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
     failed rule's equality implies are set (a round without a model call); then K candidates with the fields the
     failed checks read remasked and the rest held. `outcome_held` (the outcome head's choice) is held like the
     user's anchors but not checked as one, and let go when the rules cannot pass with it (they have the last word).
-    `schema` is the one the canvas was laid out from (the model's sketch, for a tool without one). The best sample
-    found, with its rounds."""
-    best, rounds = sample, []
+    `schema` is the one the canvas was laid out from (the model's sketch, for a tool without one). No round starts
+    after REPAIR_SECONDS of CPU. The best sample found, with its rounds."""
+    best, rounds, started = sample, [], time.thread_time()
     holding = [*pinned, *outcome_held]
 
     def solved(sample: Sample) -> Sample:
@@ -533,7 +534,7 @@ def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor]
 
     for round_number in range(REPAIR_ROUNDS):
         best = solved(best)
-        if best.checks.ok:
+        if best.checks.ok or time.thread_time() - started > REPAIR_SECONDS:
             break
         value = json_or(best.response, None)
         remask = fields_to_remask(world, best.checks, value) if isinstance(value, dict) else []

@@ -240,29 +240,27 @@ FORMAT_PATTERNS = {
 class Pattern:
     """A JSON string's content that matches a regular expression (a schema's `pattern`, or a `format` as one).
 
-    The expression is compiled to a finite automaton (interegular); a pattern JSON Schema leaves unanchored
-    may have any text around its match. Quotes, backslashes and control characters stay out, as in
+    The expression is compiled to a finite automaton (world/tools/regex_automata.py); a pattern JSON Schema leaves
+    unanchored may have any text around its match. Quotes, backslashes and control characters stay out, as in
     TextContent, so the content is its own unescaped value."""
 
     regex: str
 
     def start(self) -> Hashable:
-        return automaton(self.regex).initial
+        return automaton(self.regex).start
 
     def step(self, state: Hashable, ch: str) -> Hashable | None:
         if ch in '"\\' or ord(ch) < 0x20:
             return None
-        fsm = automaton(self.regex)
-        symbol = fsm.alphabet[ch] if ch != "\x80" else fsm.alphabet[_ANYTHING_ELSE]
-        return fsm.map.get(state, {}).get(symbol)
+        return automaton(self.regex).step(state, ch)
 
     def accepts(self, state: Hashable) -> bool:
-        return state in automaton(self.regex).finals
+        return automaton(self.regex).accepts(state)
 
 
 def pattern_grammar(schema: dict) -> Pattern | None:
     """The Pattern a string schema asks for (its `pattern`, else a known `format`), or None; patterns the
-    compiler cannot read (look-arounds, back-references) are left to the checks."""
+    compiler cannot read (look-arounds, back-references) or whose automaton is over the caps are left to the checks."""
     regex = schema.get("pattern") if isinstance(schema.get("pattern"), str) else None
     if regex is not None:
         regex = search_regex(regex)
@@ -272,12 +270,8 @@ def pattern_grammar(schema: dict) -> Pattern | None:
         return None
     try:
         automaton(regex)
-    except Exception:  # noqa: BLE001 - interegular raises several kinds for what it cannot compile
+    except ValueError:  # no automaton (look-arounds, back-references) or one over the caps: left to the checks
         return None
     return Pattern(regex)
 
 
-try:
-    from interegular.fsm import anything_else as _ANYTHING_ELSE
-except ImportError:  # pragma: no cover - interegular is a dependency
-    _ANYTHING_ELSE = None

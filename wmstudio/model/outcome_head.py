@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from jsonschema import validators
 
 from wmstudio.model.canvas import OUTCOME_KEY, OUTCOME_VALUES
 from wmstudio.world.checks.decided import CODE, refusing_rule
@@ -35,6 +34,7 @@ from wmstudio.world.heads.outcome_features import DIRECTIVE, outcome_features
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
+from wmstudio.world.tools.linear_patterns import validator_for
 
 HEAD_FILE, CONFIG_FILE = "outcome_head.safetensors", "outcome_head.json"
 MESSAGE_KEY = "message"  # the top-level text saying what happened, written to the outcome
@@ -371,6 +371,6 @@ def _admits(schema: Any, value: str) -> bool:
     if not isinstance(schema, dict):
         return False
     try:
-        return validators.validator_for(schema)(schema).is_valid(value)
+        return validator_for(schema)(schema).is_valid(value)
     except Exception:  # noqa: BLE001 - a schema the validator cannot apply is one we do not pin into
         return False

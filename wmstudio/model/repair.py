@@ -34,6 +34,7 @@ from wmstudio.world.steering.anchors import Anchor
 
 REPAIR_CANDIDATES = 4  # K: candidates denoised together per round
 REPAIR_ROUNDS = 2  # R
+REPAIR_SECONDS = 1.0  # CPU time repair may spend on one answer: no round starts after it (what a request costs)
 REPAIR_TEMPERATURE = 0.7  # candidates must differ from the greedy answer that failed
 SOLVE_PASSES = 4  # fields set one at a time, each leaving fewer problems
 ERROR_KEY = "error"  # the error code of the simulated worlds' responses (and the tau-bench-like APIs they mimic)

@@ -25,7 +25,7 @@ from wmstudio.serve.guard import admission, log_to_stderr, problems_response, re
 from wmstudio.serve.request_body import BodyTooSlow, PayloadTooLarge, parse_body, read_body
 from wmstudio.serve.service import WorldModelService
 from wmstudio.settings import whole_in
-from wmstudio.studio.chat_step import ChatAnswer, chat_answer, chat_stream, read_messages, world_turn
+from wmstudio.studio.chat_step import ChatAnswer, chat_answer, chat_stream, read_messages, settled_stretches, world_turn
 from wmstudio.studio.request_budget import request_budget
 from wmstudio.studio.world_step import read_sampler, read_step_request, resolve_world, world_step
 from wmstudio.world.prompt.row_turns import read_turns
@@ -182,7 +182,8 @@ def _chat_stream_response(service: WorldModelService, messages, max_tokens, sett
                 for item in _chain(first, items):
                     text = item.text if isinstance(item, ChatAnswer) else item
                     if text.startswith(sent) and len(text) > len(sent):
-                        yield chunk({"content": text[len(sent):]})
+                        for stretch in settled_stretches(sent, text):
+                            yield chunk({"content": stretch})
                         sent = text
                     if isinstance(item, ChatAnswer):
                         yield chunk({}, "stop", {"usage": _usage(item), "wmstudio": item.report()})

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import sys
 from typing import Any, Callable
+from urllib.parse import urlencode
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI, Request
+from fastapi.openapi.docs import get_swagger_ui_html
 
 from wmstudio.network import is_loopback
 from wmstudio.problems import InvalidInput
 from wmstudio.serve.deadlines import HeadDeadline
-from wmstudio.serve.guard import guard_http
+from wmstudio.serve.guard import admission, guard_http
 from wmstudio.serve.http_api import world_model_router
 from wmstudio.serve.service import WorldModelService
 from wmstudio.serve.site_guard import server_middleware
@@ -26,8 +28,10 @@ OPENENV_PATH = "/openenv"
 
 def create_app(service: WorldModelService, openenv: bool = True) -> FastAPI:
     """The app: the world-model routes and, under /openenv, the OpenEnv server over the demo and saved curricula."""
-    app = FastAPI(title="wmstudio world model", version="1", middleware=server_middleware(service.host))
+    app = FastAPI(title="wmstudio world model", version="1", middleware=server_middleware(service.host),
+                  docs_url=None, redoc_url=None, openapi_url=None)
     app.include_router(world_model_router(service))
+    add_api_docs(app, service)
     if openenv:
         try:
             from wmstudio.serve.openenv_server import openenv_app
@@ -36,6 +40,23 @@ def create_app(service: WorldModelService, openenv: bool = True) -> FastAPI:
         else:
             app.mount(OPENENV_PATH, guarded(openenv_app(service), service))
     return app
+
+
+def add_api_docs(app: FastAPI, service: WorldModelService) -> None:
+    """GET /openapi.json and /docs (Swagger UI) behind the same admission as every other route: with a key, they need
+    it too (the schema names every route and field). In a browser, `/docs?api_key=KEY` passes the key on to the
+    schema it loads."""
+    admitted = [Depends(admission(service))]
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=admitted)
+    def openapi() -> Any:
+        return app.openapi()
+
+    @app.get("/docs", include_in_schema=False, dependencies=admitted)
+    def docs(request: Request) -> Any:
+        key = request.query_params.get("api_key")
+        schema = "/openapi.json" + (f"?{urlencode({'api_key': key})}" if key else "")
+        return get_swagger_ui_html(openapi_url=schema, title=f"{app.title} - API")
 
 
 def guarded(app: Any, service: WorldModelService) -> Callable:

@@ -51,8 +51,9 @@ class SpaceBuild:
 def build_space(out: Path, hardware: str = "cpu-upgrade", models: list[str] | None = None,
                 force: bool = False) -> SpaceBuild:
     """Assemble the Space in `out`: a new or empty folder, or with `force` one an earlier build wrote into, whose
-    files from that build are replaced. Nothing the build did not write is overwritten or deleted (a clone's .git
-    stays); InvalidInput names what is in the way before anything is touched."""
+    files from that build are replaced. Only the Space's own files (this build's fixed list) are ever replaced, and
+    only where the folder's record vouches that the build wrote them: a path a (planted) record lists that is not one
+    of them is never touched, nor a clone's .git; InvalidInput names what is in the way before anything is touched."""
     if hardware not in HARDWARE:
         raise InvalidInput(Problem("hardware", f"{hardware!r} is not a Space hardware we build for: use "
                                                f"{', '.join(HARDWARE)}"))
@@ -74,7 +75,7 @@ def build_space(out: Path, hardware: str = "cpu-upgrade", models: list[str] | No
             raise InvalidInput(Problem("out", f"{out} exists and is not an empty folder: choose a new folder, or "
                                               "--force to replace what an earlier `space build` wrote there "
                                               "(nothing else in it is touched)"))
-        ours = written_before(out, SPACE_BUILD)
+        ours = written_before(out, SPACE_BUILD) & set(planned)  # the Space's own files only, whatever a record says
         refuse_in_the_way(out, in_the_way(out, planned, ours), SPACE_BUILD, "move it away, or build into a new "
                                                                            "folder and copy the Space from there")
     try:

@@ -28,6 +28,7 @@ from wmstudio.world.tools import Tool
 from wmstudio.world.trajectories import STATE_PREFIX, read_trajectories_file
 
 MAX_CHAT_FILE_BYTES = 500_000_000
+MAX_ROW_CHARS = 4_000_000  # of one row (a line): a world-model row is a prompt and an answer, rarely over 100,000
 SNIFF_BYTES = 200_000  # how much of a file is read to tell chat rows from an exported dataset
 
 
@@ -127,14 +128,17 @@ def _records(path: Path, problems: list[Problem]) -> list[tuple[str, Any]]:
         except (json.JSONDecodeError, InputRefused):
             whole = None
         if isinstance(whole, dict) and "messages" in whole:
-            return [(path.name, whole)]
+            return [(path.name, whole)] if not _too_long(text, path.name, problems) else []
         if isinstance(whole, list) and whole and all(isinstance(row, dict) for row in whole):
-            return [(f"{path.name}[{i}]", row) for i, row in enumerate(whole)]
+            rows = [(f"{path.name}[{i}]", row) for i, row in enumerate(whole)]
+            return [(where, row) for where, row in rows if not _too_long(json.dumps(row), where, problems)]
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path.name}:{number}"
+        if _too_long(line, where, problems):
+            continue
         try:
             records.append((where, loads_limited(line)))
         except InputRefused as err:
@@ -159,3 +163,12 @@ def _import(store: Store, path: Path, world: WorldSpec | None, rollouts: list[tu
     fingerprint = hashlib.sha256(path.read_bytes() + the_world.dumps().encode("utf-8")).hexdigest()
     done = import_rollouts(store, new, fingerprint)
     return ImportResult(done.rollout_ids, done.steps, done.repeated)
+
+
+def _too_long(text: str, where: str, problems: list[Problem]) -> bool:
+    """Whether one row's text is over MAX_ROW_CHARS (a Problem naming it is added then)."""
+    if len(text) <= MAX_ROW_CHARS:
+        return False
+    problems.append(Problem(where, f"the row is {len(text):,} characters, over the {MAX_ROW_CHARS:,}-character limit "
+                                   "for one row: split its history into several rows, or cut the state it shows"))
+    return True

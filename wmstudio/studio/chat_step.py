@@ -153,6 +153,30 @@ def settled_prefix(canvas: Canvas, tokens: list[int], mask_id: int) -> str:
     return text.rstrip("\ufffd")
 
 
+def settled_stretches(sent: str, text: str) -> list[str]:
+    """What `text` adds to `sent` (a prefix of it), cut after each top-level field's comma outside strings: a canvas
+    that settles a whole answer in one step still streams field by field, one delta a settled field."""
+    added, pieces, depth, quoted, escaped = text[len(sent):], [], 0, False, False
+    for ch in sent:  # the state where the added text starts
+        depth, quoted, escaped = _json_step(ch, depth, quoted, escaped)
+    start = 0
+    for i, ch in enumerate(added):
+        depth, quoted, escaped = _json_step(ch, depth, quoted, escaped)
+        if ch == "," and not quoted and depth == 1:
+            pieces.append(added[start:i + 1])
+            start = i + 1
+    return [piece for piece in [*pieces, added[start:]] if piece]
+
+
+def _json_step(ch: str, depth: int, quoted: bool, escaped: bool) -> tuple[int, bool, bool]:
+    """(depth, inside a string, after a backslash) after `ch`."""
+    if quoted:
+        return depth, ch != '"' or escaped, ch == "\\" and not escaped
+    if ch == '"':
+        return depth, True, False
+    return depth + (ch in "[{") - (ch in "]}"), False, False
+
+
 def _skeleton_answer(backend: Backend | ArBaseline, turn: WorldTurn,
                      settings: SamplerSettings) -> Iterator[str | ChatAnswer]:
     canvas = None

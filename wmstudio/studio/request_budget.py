@@ -17,11 +17,13 @@ from typing import Any
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.rules.budget import SharedOverBudget, shared_budget
+from wmstudio.world.tools.regex_automata import build_budget
 
 MAX_STATE_CHARS = 256_000  # a request's environment state as JSON (~2 s of prompt choice and checks on a CPU)
 MAX_HISTORY_CHARS = 256_000  # a request's earlier steps as JSON
 MAX_CHECK_CHARS = 32_768  # the CEL of all the rules a request's world brings (the filesystem demo world: 13,056)
 CHECK_SECONDS = 2.0  # CPU seconds all the rule checks of one request may take together
+PATTERN_SECONDS = 0.5  # CPU seconds the automata of a request's schema patterns may take to build together
 
 
 def limit_state(state: Any, where: str) -> None:
@@ -63,10 +65,11 @@ def limit_world_data(raw: dict[str, Any], where: str = "world") -> None:
 
 @contextmanager
 def request_budget(where: str = "world.rules") -> Iterator[None]:
-    """Run a request's work with all its rule checks bounded to CHECK_SECONDS of CPU together; over it,
-    InvalidInput at `where` naming the limit."""
+    """Run a request's work with all its rule checks bounded to CHECK_SECONDS of CPU together (over it,
+    InvalidInput at `where` naming the limit) and its patterns' automata to PATTERN_SECONDS (over it, the pattern
+    that ran out is refused, named)."""
     try:
-        with shared_budget(CHECK_SECONDS):
+        with shared_budget(CHECK_SECONDS), build_budget(PATTERN_SECONDS):
             yield
     except SharedOverBudget as err:
         raise InvalidInput(Problem(where, f"{err}: simplify the checks (nested .all(), .exists() or .map() multiply "

@@ -14,7 +14,7 @@ from wmstudio.world.rules.budget import SharedOverBudget, side_budget
 from wmstudio.world.rules.cel import Rule, evaluate_value, rules_for_tool
 from wmstudio.world.spec import Call, WorldSpec
 
-TRIAL_SHARE = 0.5  # of a served request's CPU budget for checks, on its own account, for trying outcomes
+TRIAL_SHARE = 0.25  # of a served request's CPU budget for checks, an account of its own within it, for trying outcomes
 CODE = r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # an error code as rules name them: ORDER_NOT_FOUND
 
 
@@ -34,7 +34,7 @@ def rule_verdicts(world: WorldSpec, call: Call, decided: dict[str, Any],
     variables = check_variables(world, call, decided, history)
     verdicts: list[tuple[Rule, bool | None]] = []
     try:
-        with side_budget(TRIAL_SHARE):
+        with side_budget(TRIAL_SHARE, "trial"):
             for rule in rules_for_tool(world.rules, call.name):
                 verdict = None
                 if rule.check and "has(response" not in rule.check.replace(" ", ""):

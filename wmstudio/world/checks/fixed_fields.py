@@ -15,27 +15,22 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
-
-import celpy
 
 from wmstudio.world.checks.report import check_variables
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.rules.budget import OverBudget, SharedOverBudget, side_budget
-from wmstudio.world.rules.cel import evaluate_value, rules_for_tool
+from wmstudio.world.rules.cel import evaluate_value, parsed_check, rules_for_tool
 from wmstudio.world.rules.equations import implied_values
 from wmstudio.world.rules.patterns import nearest_match, regex_literal
 from wmstudio.world.rules.references import STRING_LITERAL
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.tools.linear_patterns import search
 
-FIXING_SHARE = 0.5  # of a served request's check budget, on its own account, for finding the fields rules fix
+FIXING_SHARE = 0.25  # of a served request's check budget, an account of its own within it, for finding the fields rules fix
 ROUNDS = 3  # searches over the rules: a value found may let another evaluate (an id, then the url built from it)
 MAX_ELEMENTS = 32  # elements of a list an `all` rule is read for: a rule over a long list stays cheap
-TREE_CACHE = 512  # parsed checks kept (a check is at most MAX_CHECK_CHARS long)
-_PARSER = celpy.CELParser()
-_TREES: OrderedDict[str, Any] = OrderedDict()
 _FIELD = re.compile(r"^\s*(!?)\s*response\.([A-Za-z_]\w*)\s*$")
 _SIDE_FIELD = re.compile(r"^\s*(?:timestamp\(\s*)?response\.([A-Za-z_]\w*)\b(?!\s*[.\[(])")
 _MATCHES = re.compile(r"^\s*response\.([A-Za-z_]\w*)\.matches\(\s*(" + STRING_LITERAL.pattern + r")\s*\)\s*$")
@@ -55,7 +50,7 @@ def fixed_fields(world: WorldSpec, call: Call, decided: dict[str, Any], history:
     if not checks:
         return found
     try:
-        with side_budget(FIXING_SHARE):
+        with side_budget(FIXING_SHARE, "fixing"):
             for _ in range(ROUNDS):
                 fresh = _one_round(checks, world, call, known, history, properties, f"{len(history)}|{seed}")
                 if not fresh:
@@ -216,10 +211,7 @@ def _truth(expression: str | None, variables: dict[str, Any]) -> bool | None:
 
 
 def _admits_empty(regex: str) -> bool:
-    try:
-        return re.search(regex, "") is not None
-    except re.error:
-        return True  # a pattern Python cannot read: nothing drawn from it
+    return search(regex, "") is not False  # a pattern RE2 cannot run: nothing drawn from it
 
 
 def _seed_text(call: Call, name: str, salt: str) -> str:
@@ -237,16 +229,9 @@ def _source(node: Any, text: str) -> str | None:
 
 
 def _tree(check: str) -> Any:
-    """The parsed check (cached), None when it does not parse."""
-    tree = _TREES.get(check)
-    if tree is not None:
-        _TREES.move_to_end(check)
-        return tree
+    """The parsed check (the rules' own compiled tree, so its parsing counts against the request's budget once),
+    None when it does not parse."""
     try:
-        tree = _PARSER.parse(check)
+        return parsed_check(check)
     except Exception:  # noqa: BLE001 - a check that does not parse fixes nothing (the checks report it)
         return None
-    _TREES[check] = tree
-    while len(_TREES) > TREE_CACHE:
-        _TREES.popitem(last=False)
-    return tree

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jsonschema import exceptions as schema_exceptions
-from jsonschema.validators import validator_for
 
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.checks.invention import invention_lines
@@ -24,6 +23,7 @@ from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.steering.directives import parse_directive
 from wmstudio.world.tools import Tool
+from wmstudio.world.tools.linear_patterns import validator_for
 
 MAX_MESSAGE_CHARS = 500
 

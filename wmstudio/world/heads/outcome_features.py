@@ -15,7 +15,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
 from wmstudio.world.checks.decided import rule_verdicts
@@ -25,6 +24,7 @@ from wmstudio.world.prompt.call_local import is_collection
 from wmstudio.world.prompt.render import current_state
 from wmstudio.world.records import ENVELOPE_FIELDS, needles_of, newest_answer_naming, record_with_id
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.tools.linear_patterns import validator_for
 
 DIRECTIVE = "directive:"  # features of the steering directives, which mean the same for every tool
 AGE_DAYS = (0, 1, 3, 7, 14, 30, 60, 90, 365)  # a date's age is told as "at most N days" for each N
@@ -153,7 +153,7 @@ def _argument_checks(world: WorldSpec, call: Call) -> list[str]:
     found = [f"missing_arg:{name}" for name in parameters.get("required") or [] if name not in call.arguments]
     found += [f"extra_arg:{name}" for name in call.arguments if known and name not in known]
     try:
-        checker = validators.validator_for(parameters)(parameters)
+        checker = validator_for(parameters)(parameters)
         found += [f"invalid_arg:{'.'.join(map(str, error.path))}:{error.validator}"
                   for error in checker.iter_errors(call.arguments)]
     except (SchemaError, TypeError, ValueError):

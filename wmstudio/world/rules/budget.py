@@ -62,10 +62,30 @@ class SharedOverBudget(BaseException):
 
 
 class _Shared:
-    """CPU seconds the checks run within one `shared_budget` have used so far, and may use."""
+    """CPU seconds the checks run within one `shared_budget` (or one of its side accounts) have used so far, and may
+    use. A side account's spending counts against its request's account too: a request's checks, side work
+    included, never pass the request's seconds."""
 
-    def __init__(self, seconds: float):
-        self.seconds, self.spent = seconds, 0.0
+    def __init__(self, seconds: float, parent: "_Shared | None" = None):
+        self.seconds, self.spent, self.parent = seconds, 0.0, parent
+        self.sides: dict[str, _Shared] = {}
+
+    def chain(self) -> list["_Shared"]:
+        accounts, account = [], self
+        while account is not None:
+            accounts.append(account)
+            account = account.parent
+        return accounts
+
+    def charge(self, seconds: float) -> None:
+        for account in self.chain():
+            account.spent += seconds
+
+    def check(self, pending: float = 0.0) -> None:
+        """SharedOverBudget when this account or its request's would pass its seconds with `pending` more."""
+        for account in self.chain():
+            if account.spent + pending > account.seconds:
+                raise SharedOverBudget(account.seconds)
 
 
 _SHARED: ContextVar[_Shared | None] = ContextVar("wmstudio_shared_check_budget", default=None)
@@ -83,12 +103,17 @@ def shared_budget(seconds: float) -> Iterator[None]:
 
 
 @contextmanager
-def side_budget(share: float) -> Iterator[None]:
-    """Checks evaluated inside spend an account of their own, `share` of the shared budget in force, kept out of
-    it: work a request may skip when that account runs out (trying outcomes against the rules before writing), so
-    it never takes the budget its own checks need. Past it, SharedOverBudget, for the caller to absorb."""
+def side_budget(share: float, account: str) -> Iterator[None]:
+    """Checks evaluated inside spend the request's side account named `account`, `share` of the shared budget in
+    force, opened once per request however often this is entered: work a request may skip when that account runs
+    out (trying outcomes against the rules before writing). Its spending counts against the request's budget too.
+    Past either, SharedOverBudget, for the caller to absorb (at once when the account is spent already)."""
     parent = _SHARED.get()
-    token = _SHARED.set(_Shared(parent.seconds * share) if parent is not None else None)
+    side = None
+    if parent is not None:
+        side = parent.sides.setdefault(account, _Shared(parent.seconds * share, parent=parent))
+        side.check()
+    token = _SHARED.set(side)
     try:
         yield
     finally:
@@ -101,9 +126,8 @@ def charge_shared(seconds: float) -> None:
     shared = _SHARED.get()
     if shared is None:
         return
-    shared.spent += seconds
-    if shared.spent > shared.seconds:
-        raise SharedOverBudget(shared.seconds)
+    shared.charge(seconds)
+    shared.check()
 
 
 class _Budget:
@@ -120,14 +144,14 @@ class _Budget:
         self.visits += 1
         if self.visits % CLOCK_EVERY == 0:
             now = check_clock()
-            if self.shared is not None and self.shared.spent + now - self.started > self.shared.seconds:
-                raise SharedOverBudget(self.shared.seconds)
+            if self.shared is not None:
+                self.shared.check(pending=now - self.started)
             if now > self.deadline:
                 raise OverBudget(self.seconds)
 
     def close(self) -> None:
         if self.shared is not None:
-            self.shared.spent += check_clock() - self.started
+            self.shared.charge(check_clock() - self.started)
 
 
 class _BudgetedEvaluator(Evaluator):

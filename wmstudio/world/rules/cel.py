@@ -22,6 +22,7 @@ from celpy.evaluation import base_functions
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.input_limits import CHECK_SECONDS_ENV, MAX_CHECK_CHARS, check_seconds
 from wmstudio.world.rules.budget import OverBudget, charge_shared, check_clock, evaluate_within
+from wmstudio.world.rules.patterns import matches_problem
 
 CEL_VARIABLES = ("state", "call", "response", "history", "directives")
 PLACES = {"response": "the response", "state": "the initial state", "call": "the call", "history": "the history",
@@ -134,6 +135,7 @@ JSON_NUMBERS = {
 }
 
 _ENV = celpy.Environment()
+MAX_CHECK_DEPTH = 300  # levels of a check's syntax tree (one parenthesis adds ten); Python's stack allows ~800
 CACHE_CHARS = 100_000  # checks kept compiled, counted in characters: a compiled check holds ~600 bytes a character
 _CACHE: OrderedDict[str, Any] = OrderedDict()  # expression -> program, least recently used first
 _CACHE_LOCK = threading.Lock()  # the studio checks in several threads at once
@@ -147,9 +149,13 @@ def _compiled(expression: str) -> Any:
         if program is not None:
             _CACHE.move_to_end(expression)
             return program
+    if _bracket_depth(expression) > MAX_CHECK_DEPTH // 10:  # each bracket is ten levels of the tree: not parsed
+        raise NestedTooDeep(too_deep_message())
     started = check_clock()
     try:
         program = _ENV.program(_ENV.compile(expression), functions=JSON_NUMBERS)
+        if _tree_depth(program.ast) > MAX_CHECK_DEPTH:  # evaluating and reading it would recurse past Python's stack
+            raise NestedTooDeep(too_deep_message())
     finally:
         charge_shared(check_clock() - started)  # a request's compiling is part of its checks' CPU budget
     with _CACHE_LOCK:
@@ -158,6 +164,46 @@ def _compiled(expression: str) -> Any:
         while held > CACHE_CHARS and len(_CACHE) > 1:
             held -= len(_CACHE.popitem(last=False)[0])
     return program
+
+
+class NestedTooDeep(RecursionError):
+    """A check whose syntax tree is deeper than MAX_CHECK_DEPTH: refused before anything walks it."""
+
+
+def too_deep_message() -> str:
+    return (f"the check nests over {MAX_CHECK_DEPTH} levels deep (about {MAX_CHECK_DEPTH // 10} nested parentheses, "
+            f"or {MAX_CHECK_DEPTH // 2} terms chained by one operator): split it into several rules")
+
+
+def _bracket_depth(expression: str) -> int:
+    """How deep the check's parentheses, brackets and braces nest outside its string literals."""
+    deepest = depth = 0
+    for part in re.split(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', expression):
+        for ch in part:
+            if ch in "([{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif ch in ")]}":
+                depth -= 1
+    return deepest
+
+
+def _tree_depth(tree: Any) -> int:
+    """The depth of a parsed check's tree, counted without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in getattr(node, "children", ()))
+    return deepest
+
+
+def parsed_check(expression: str) -> Any:
+    """The syntax tree of a check, compiled once for evaluation and reading alike (its compiling counts against the
+    request's check budget); the compiler's errors pass through."""
+    if len(expression) > MAX_CHECK_CHARS:
+        raise ValueError(too_long_message(expression))
+    return _compiled(expression).ast
 
 
 def too_long_message(expression: str) -> str:
@@ -174,6 +220,8 @@ def cel_syntax_problem(expression: str, path: str = "check") -> Problem | None:
         return Problem(path, too_long_message(expression))
     try:
         _compiled(expression)
+    except NestedTooDeep:
+        return Problem(path, too_deep_message())
     except RecursionError:
         return Problem(path, "CEL expression nested too deeply to compile: write it with fewer nested parentheses")
     except celpy.CELParseError as err:
@@ -183,7 +231,8 @@ def cel_syntax_problem(expression: str, path: str = "check") -> Problem | None:
         return Problem(path, f"CEL syntax error at {where} in `{first}`: fix the expression")
     except Exception as err:  # noqa: BLE001 - cel-python raises assorted errors on odd input
         return Problem(path, f"CEL expression cannot be compiled ({err}): fix the expression")
-    return None
+    unmatchable = matches_problem(expression)
+    return Problem(path, unmatchable) if unmatchable else None
 
 
 def compile_rules(rules: list[Rule], path: str = "rules") -> None:
@@ -257,6 +306,8 @@ def evaluate_check(expression: str, variables: dict[str, Any], names: tuple[str,
     seconds = check_seconds()
     try:
         result = evaluate_within(_compiled(expression), activation, seconds)
+    except NestedTooDeep:
+        return False, f"check not run: {too_deep_message()}"
     except OverBudget:
         return False, (f"check stopped after {seconds:g} s of CPU time, its budget: simplify it (nested .all(), "
                        f".exists() or .map() multiply their lists' lengths) or raise {CHECK_SECONDS_ENV}")

@@ -15,9 +15,11 @@ from collections import deque
 from typing import Any
 
 from wmstudio.world.rules.references import STRING_LITERAL
-from wmstudio.world.tools.regex_automata import pattern_automaton
+from wmstudio.world.tools.linear_patterns import compiled, search
+from wmstudio.world.tools.regex_automata import Automaton, pattern_automaton
 
 _FIELD_MATCHES = re.compile(r"response\.([A-Za-z_]\w*)\.matches\(\s*(" + STRING_LITERAL.pattern + r")\s*\)")
+_ANY_MATCHES = re.compile(r"\.matches\(\s*(" + STRING_LITERAL.pattern + r")\s*\)")
 MAX_PATTERN_TEXT = 256  # longer completions are not a token's shape: left to the model
 
 
@@ -45,23 +47,22 @@ def nearest_match(regex: str, text: str) -> str | None:
     if fsm is None:
         return None
     distance = _distance_to_accept(fsm)
-    state, kept = fsm.initial, []
+    state, kept = fsm.start, []
     for ch in text:
-        following = _next(fsm, state, ch)
+        following = fsm.step(state, ch)
         if following is not None and following in distance:
             state = following
             kept.append(ch)
     rng = random.Random(text)
-    while state not in fsm.finals:
+    while not fsm.accepts(state):
         if len(kept) > MAX_PATTERN_TEXT:
             return None
-        choices = [ch for ch in _alphabet_chars(fsm)
-                   if (nxt := _next(fsm, state, ch)) is not None and distance.get(nxt, -1) == distance[state] - 1]
+        choices = _closer(fsm, state, distance)
         if not choices:
             return None
         ch = rng.choice(choices)
         kept.append(ch)
-        state = _next(fsm, state, ch)
+        state = fsm.step(state, ch)
     return "".join(kept)
 
 
@@ -73,17 +74,32 @@ def shortest_text(regex: str) -> str | None:
     if fsm is None:
         return None
     distance = _distance_to_accept(fsm)
-    firsts = [(distance[nxt], ch) for ch in _alphabet_chars(fsm)
-              if (nxt := _next(fsm, fsm.initial, ch)) is not None and nxt in distance]
+    candidates = _printable(fsm.named) + [ch for ch in FALLBACK_CHARS if ch not in fsm.named]  # its own first
+    firsts = [(distance[nxt], rank, ch) for rank, ch in enumerate(candidates)
+              if (nxt := fsm.step(fsm.start, ch)) is not None and nxt in distance]
     if not firsts:
         return None
-    state, kept = _next(fsm, fsm.initial, min(firsts)[1]), [min(firsts)[1]]
-    while state not in fsm.finals and len(kept) <= MAX_PATTERN_TEXT:
-        ch = next(ch for ch in _alphabet_chars(fsm)
-                  if (nxt := _next(fsm, state, ch)) is not None and distance.get(nxt, -1) == distance[state] - 1)
-        kept.append(ch)
-        state = _next(fsm, state, ch)
-    return "".join(kept) if state in fsm.finals else None
+    first = min(firsts)[2]
+    state, kept = fsm.step(fsm.start, first), [first]
+    while not fsm.accepts(state) and len(kept) <= MAX_PATTERN_TEXT:
+        choices = _closer(fsm, state, distance)
+        if not choices:
+            return None
+        kept.append(choices[0])
+        state = fsm.step(state, choices[0])
+    return "".join(kept) if fsm.accepts(state) else None
+
+
+def matches_problem(check: str) -> str | None:
+    """Why a check's `matches("RE")` cannot run in linear time (RE2 cannot compile RE), naming the pattern; None
+    when every literal pattern it matches with can."""
+    for match in _ANY_MATCHES.finditer(check):
+        regex = regex_literal(match.group(1))
+        program = compiled(regex) if regex is not None else None
+        if isinstance(program, str):
+            return (f"the pattern it matches with, {regex[:60]!r}, cannot be matched in linear time ({program}): "
+                    "rewrite it without look-arounds or back-references")
+    return None
 
 
 def regex_literal(quoted: str) -> str | None:
@@ -96,35 +112,38 @@ def regex_literal(quoted: str) -> str | None:
 
 
 def _matches(regex: str, text: str) -> bool:
-    try:
-        return re.search(regex, text) is not None
-    except re.error:
-        return True  # a pattern Python cannot read: nothing to say about the text
+    """Whether `regex` matches in `text` (RE2: linear time); True for a pattern RE2 cannot run (nothing to say)."""
+    return search(regex, text) is not False
 
 
-def _next(fsm, state, ch: str):
-    """The state after `ch` (a character the pattern names, or one its wildcards take), or None."""
-    try:
-        symbol = fsm.alphabet[ch]
-    except KeyError:
-        return None
-    return fsm.map.get(state, {}).get(symbol)
+FALLBACK_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ-_."  # for `[^x]` and `.`
 
 
-def _alphabet_chars(fsm) -> list[str]:
-    """The printable characters the automaton names, in a fixed order (text outside them is not proposed)."""
-    return sorted(ch for ch in fsm.alphabet if isinstance(ch, str) and len(ch) == 1 and ch.isprintable()
-                  and ch not in '"\\')
+def _printable(chars) -> list[str]:
+    """`chars` that may stand in a JSON string as themselves, in their order."""
+    return [ch for ch in chars if ch.isprintable() and ch not in '"\\']
 
 
-def _distance_to_accept(fsm) -> dict[Any, int]:
+def _closer(fsm: Automaton, state: int, distance: dict[int, int]) -> list[str]:
+    """The characters one step closer to a match from `state`: the pattern's own, else common ones (a negated
+    class or a wildcard names none it takes)."""
+    for chars in (fsm.named, FALLBACK_CHARS):
+        found = [ch for ch in _printable(chars)
+                 if (nxt := fsm.step(state, ch)) is not None and distance.get(nxt, -1) == distance[state] - 1]
+        if found:
+            return found
+    return []
+
+
+def _distance_to_accept(fsm: Automaton) -> dict[int, int]:
     """Fewest characters from each state to an accepting one (states that cannot accept are absent)."""
-    incoming: dict[Any, list[Any]] = {}
-    for source, moves in fsm.map.items():
-        for target in moves.values():
-            incoming.setdefault(target, []).append(source)
-    distance = {state: 0 for state in fsm.finals}
-    queue = deque(fsm.finals)
+    incoming: dict[int, list[int]] = {}
+    for source, row in enumerate(fsm.moves):
+        for target in row:
+            if target >= 0:
+                incoming.setdefault(target, []).append(source)
+    distance = {state: 0 for state in fsm.accepting}
+    queue = deque(fsm.accepting)
     while queue:
         state = queue.popleft()
         for source in incoming.get(state, []):

@@ -10,12 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema.validators import validator_for
-
 from wmstudio.problems import InvalidInput, Problem, join_key
 from wmstudio.world.input_limits import InputRefused, loads_limited, printable, surrogate_message
 from wmstudio.world.json_types import describe_type, json_type
 from wmstudio.world.jsonpath import NOT_FOUND, follow_pointer, format_path, parse_path
+from wmstudio.world.tools.linear_patterns import validator_for
 
 SHOWN_CHARS = 60  # of an anchor's text in a message about it
 EXAMPLE = 'status="error", refund_processed=false or items[0].price=12.5'

@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 from wmstudio.world.json_types import describe_value
 from wmstudio.world.jsonpath import NOT_FOUND, follow_pointer
 from wmstudio.world.tools.findings import Findings, at
+from wmstudio.world.tools.linear_patterns import pattern_problems
 from wmstudio.world.tools.type_names import STANDARD_TYPES, map_type_name
 
 SUBSCHEMA_KEYS = frozenset({
@@ -123,7 +124,8 @@ def parameters_schema(raw: Any, path: str, run: SchemaPass) -> dict[str, Any]:
 
 
 def schema_problems(schema: Any, path: str, findings: Findings) -> None:
-    """Report where `schema` breaks the JSON Schema 2020-12 metaschema, and every `$ref` that points nowhere."""
+    """Report where `schema` breaks the JSON Schema 2020-12 metaschema, every pattern that cannot be matched in
+    linear time or whose automaton is over the caps (linear_patterns), and every `$ref` that points nowhere."""
     text = json.dumps(schema, sort_keys=True, default=repr)
     if text in _KNOWN_VALID:
         return
@@ -137,6 +139,8 @@ def schema_problems(schema: Any, path: str, findings: Findings) -> None:
             seen.add((where, message))
             findings.problem(where, f"not valid JSON Schema ({message}): fix this keyword")
     problems_before = len(findings.problems)
+    for problem in pattern_problems(schema, path):  # matched in linear time, automata under their caps
+        findings.problem(problem.path, problem.message)
     for node, where in iter_subschemas(schema, path):
         ref = node.get("$ref")
         if isinstance(ref, str) and not _ref_resolves(schema, ref):
