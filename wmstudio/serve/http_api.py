@@ -25,7 +25,15 @@ from wmstudio.serve.guard import admission, log_to_stderr, problems_response, re
 from wmstudio.serve.request_body import BodyTooSlow, PayloadTooLarge, parse_body, read_body
 from wmstudio.serve.service import WorldModelService
 from wmstudio.settings import whole_in
-from wmstudio.studio.chat_step import ChatAnswer, chat_answer, chat_stream, read_messages, settled_stretches, world_turn
+from wmstudio.studio.chat_step import (
+    ChatAnswer,
+    chat_answer,
+    chat_stream,
+    read_messages,
+    settled_stretches,
+    world_turn,
+)
+from wmstudio.studio.memory import release_memory
 from wmstudio.studio.request_budget import request_budget
 from wmstudio.studio.world_step import read_sampler, read_step_request, resolve_world, world_step
 from wmstudio.world.prompt.row_turns import read_turns
@@ -40,12 +48,12 @@ def world_model_router(service: WorldModelService) -> APIRouter:
     admitted = [Depends(admission(service))]
     log_to_stderr()
 
-    @router.get("/health")
-    def health_plain() -> Any:
+    @router.get("/health")  # async: answered on the event loop, never queued behind the worker threads
+    async def health_plain() -> Any:
         return JSONResponse({"status": "ok"})
 
     @router.get("/v1/health")
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         stats = service.batcher.stats if service.batcher is not None else None
         return {"status": "ok", "model": service.model_name, "batching": stats is not None,
                 "batches": None if stats is None else {"forwards": stats.forwards, "canvases": stats.rows,
@@ -85,8 +93,11 @@ async def _answer(request: Request, service: WorldModelService, work: Callable[[
         body = await run_in_threadpool(parse_body, await read_body(request, service.max_body_bytes, service.body_seconds))
 
         def budgeted() -> Any:
-            with request_budget(budget_at):
-                return work(body)
+            try:
+                with request_budget(budget_at):
+                    return work(body)
+            finally:
+                release_memory()  # a burst's freed blocks go back to the system (studio/memory.py)
 
         answer = await run_in_threadpool(budgeted)
         return answer if isinstance(answer, StreamingResponse) else JSONResponse(answer)

@@ -22,6 +22,7 @@ from wmstudio.serve.http_api import world_model_router
 from wmstudio.serve.service import WorldModelService
 from wmstudio.serve.site_guard import server_middleware
 from wmstudio.serve.socket_guard import socket_guard
+from wmstudio.studio.memory import limit_malloc_arenas, settle_for_serving
 
 OPENENV_PATH = "/openenv"
 
@@ -94,4 +95,7 @@ def run(service: WorldModelService, host: str = "127.0.0.1", port: int = 8000, o
 
     refuse_open_binding(host, service.api_key)
     service.host = host
-    uvicorn.Server(server_config(create_app(service, openenv), host, port)).run()
+    app = create_app(service, openenv)
+    limit_malloc_arenas()
+    settle_for_serving()
+    uvicorn.Server(server_config(app, host, port)).run()

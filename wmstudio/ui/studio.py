@@ -17,7 +17,7 @@ from wmstudio.problems import InvalidInput
 from wmstudio.serve.deadlines import head_deadlines_for_gradio
 from wmstudio.serve.site_guard import server_middleware
 from wmstudio.studio.context import DEFAULT_OVERLAP, StudioContext, open_context
-from wmstudio.studio.memory import limit_malloc_arenas
+from wmstudio.studio.memory import limit_malloc_arenas, settle_for_serving
 from wmstudio.ui.access import exposure, single_user
 from wmstudio.ui.annotate_tab import ANNOTATE_SHORTCUTS_HEAD, build_annotate_tab
 from wmstudio.ui.api import build_api, hide_tab_events
@@ -68,6 +68,7 @@ def launch(host: str = "127.0.0.1", port: int = 7860, db: str | Path | None = No
     ctx = open_context(db, model, ar_model, trust_remote_code, users, overlap)
     ctx.backend()  # load now so the first Run does not wait for it
     studio = build_studio(ctx, single_user(host, ctx.users))
+    settle_for_serving()
     studio.queue(default_concurrency_limit=4)
     auth = list(ctx.users.items()) or None
     launch_kwargs.setdefault("head", ANNOTATE_SHORTCUTS_HEAD)
