@@ -5,10 +5,10 @@ states are small hashables, so constraints.py can compile a grammar into a per-t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Hashable
 
-from wmstudio.world.tools.regex_automata import automaton, search_regex
+from wmstudio.world.tools.regex_automata import Automaton, automaton, search_regex
 
 
 @dataclass(frozen=True)
@@ -245,17 +245,18 @@ class Pattern:
     TextContent, so the content is its own unescaped value."""
 
     regex: str
+    fsm: Automaton = field(compare=False, repr=False)  # built once, when the span was laid out
 
     def start(self) -> Hashable:
-        return automaton(self.regex).start
+        return self.fsm.start
 
     def step(self, state: Hashable, ch: str) -> Hashable | None:
         if ch in '"\\' or ord(ch) < 0x20:
             return None
-        return automaton(self.regex).step(state, ch)
+        return self.fsm.step(state, ch)
 
     def accepts(self, state: Hashable) -> bool:
-        return automaton(self.regex).accepts(state)
+        return self.fsm.accepts(state)
 
 
 def pattern_grammar(schema: dict) -> Pattern | None:
@@ -269,9 +270,8 @@ def pattern_grammar(schema: dict) -> Pattern | None:
     if regex is None:
         return None
     try:
-        automaton(regex)
+        return Pattern(regex, automaton(regex))
     except ValueError:  # no automaton (look-arounds, back-references) or one over the caps: left to the checks
         return None
-    return Pattern(regex)
 
 

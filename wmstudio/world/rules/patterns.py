@@ -8,7 +8,6 @@ same text always gives the same repair). Repair tries these values as steering, 
 
 from __future__ import annotations
 
-import functools
 import random
 import re
 from collections import deque
@@ -21,6 +20,8 @@ from wmstudio.world.tools.regex_automata import Automaton, pattern_automaton
 _FIELD_MATCHES = re.compile(r"response\.([A-Za-z_]\w*)\.matches\(\s*(" + STRING_LITERAL.pattern + r")\s*\)")
 _ANY_MATCHES = re.compile(r"\.matches\(\s*(" + STRING_LITERAL.pattern + r")\s*\)")
 MAX_PATTERN_TEXT = 256  # longer completions are not a token's shape: left to the model
+SHORTEST_KEPT = 1024  # shortest texts remembered, by pattern
+_SHORTEST: dict[str, str | None] = {}
 
 
 def implied_texts(check: str, response: Any) -> list[tuple[str, str]]:
@@ -66,13 +67,22 @@ def nearest_match(regex: str, text: str) -> str | None:
     return "".join(kept)
 
 
-@functools.lru_cache(maxsize=1024)
 def shortest_text(regex: str) -> str | None:
     """The shortest non-empty text `regex` admits (its characters the first in the automaton's order), None when
-    the pattern cannot be compiled or admits no such text: how long a slot must be to hold a value of that shape."""
+    the pattern cannot be compiled or admits no such text: how long a slot must be to hold a value of that shape.
+    Remembered once worked out (not a None for want of an automaton: a request's spent budget may be why)."""
+    if regex in _SHORTEST:
+        return _SHORTEST[regex]
     fsm = pattern_automaton(regex)
     if fsm is None:
         return None
+    if len(_SHORTEST) >= SHORTEST_KEPT:
+        _SHORTEST.clear()
+    found = _SHORTEST[regex] = _shortest(fsm)
+    return found
+
+
+def _shortest(fsm: Automaton) -> str | None:
     distance = _distance_to_accept(fsm)
     candidates = _printable(fsm.named) + [ch for ch in FALLBACK_CHARS if ch not in fsm.named]  # its own first
     firsts = [(distance[nxt], rank, ch) for rank, ch in enumerate(candidates)
