@@ -136,9 +136,8 @@ JSON_NUMBERS = {
 
 _ENV = celpy.Environment()
 MAX_CHECK_DEPTH = 300  # levels of a check's syntax tree (one parenthesis adds ten); Python's stack allows ~800
-CACHE_CHARS = 40_000  # checks kept compiled, counted in characters (a request's world brings at most 32,768): a
-# compiled check holds ~600 bytes and ~6 tracked objects a character, which every full garbage collection walks while
-# holding the interpreter lock (100,000 characters' worth made each one 0.4 s, and /health waited up to 1.7 s)
+CACHE_CHARS = 100_000  # checks kept compiled, counted in characters: a compiled check holds ~600 bytes a character
+# (the five demo worlds' rules hold 40,431: an evaluation over them must not recompile as it goes)
 _CACHE: OrderedDict[str, Any] = OrderedDict()  # expression -> program, least recently used first
 _CACHE_LOCK = threading.Lock()  # the studio checks in several threads at once
 
