@@ -16,70 +16,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from hostile_worlds import NORMAL_STEP, hostile_world_body, named_attacks, retail  # noqa: E402
+from hostile_worlds import (  # noqa: E402
+    NORMAL_STEP,
+    Prober,
+    cpu_seconds,
+    hostile_world_body,
+    named_attacks,
+    resident_mb,
+    retail,
+)
 from serving import free_port, wait_for_http  # noqa: E402
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process `pid` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def resident_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-class Prober:
-    """A second client: `/health` every 0.25 s and a normal step every 2 s, each answer's seconds kept while on."""
-
-    def __init__(self, url: str):
-        self.url, self.health, self.steps, self.slow = url, [], [], []
-        self.stop, self.ready = threading.Event(), threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-
-    def run(self) -> None:
-        with httpx.Client(base_url=self.url, timeout=120) as client:
-            last_step = 0.0
-            while not self.stop.is_set():
-                started = time.monotonic()
-                client.get("/health")
-                self.health.append(time.monotonic() - started)
-                if self.health[-1] > 0.5:
-                    self.slow.append((started, time.monotonic()))
-                self.ready.set()
-                if started - last_step > 2.0:
-                    last_step = time.monotonic()
-                    client.post("/v1/world/step", json=NORMAL_STEP)
-                    self.steps.append(time.monotonic() - last_step)
-                self.stop.wait(0.25)
-
-    def __enter__(self) -> Prober:
-        self.thread.start()
-        self.ready.wait(60)  # one answer before the request under test is sent
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop.set()
-        self.thread.join()
 
 
 def send(client: httpx.Client, pid: int, body: dict) -> tuple[int, float, str]:

@@ -1,6 +1,7 @@
 """Hostile worlds for the attack tests and benchmark (issue 52): the demo retail world with patterns and rules drawn
 at random (catastrophic backtracking, exploding automata, look-arounds, huge counts, deep nesting, slow macros,
-long chains) and the world-step body that sends it, anchors and repair drawn too.
+long chains) and the world-step body that sends it, anchors and repair drawn too; and what watches a server under
+them (its CPU and memory from /proc, a second client probing it).
 
 On the path through `pythonpath = ["tests"]` in pyproject.toml; benchmarks add tests/ to theirs."""
 
@@ -8,13 +9,68 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
+import threading
+import time
+from pathlib import Path
 from typing import Any
+
+import httpx
 
 from wmstudio.store.seeding import demo_worlds
 
 ORDER = "ORD-23411"
 NORMAL_STEP = {"world": "retail", "call": {"name": "get_order", "arguments": {"order_id": ORDER}}}
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def resident_mb(pid: int) -> float:
+    """Resident memory of process `pid`, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Prober:
+    """A second client: `/health` every 0.25 s and a normal step every 2 s, each answer's seconds kept while on."""
+
+    def __init__(self, url: str):
+        self.url, self.health, self.steps, self.slow = url, [], [], []
+        self.stop, self.ready = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=120) as client:
+            last_step = 0.0
+            while not self.stop.is_set():
+                started = time.monotonic()
+                client.get("/health")
+                self.health.append(time.monotonic() - started)
+                if self.health[-1] > 0.5:
+                    self.slow.append((started, time.monotonic()))
+                self.ready.set()
+                if started - last_step > 2.0:
+                    last_step = time.monotonic()
+                    client.post("/v1/world/step", json=NORMAL_STEP)
+                    self.steps.append(time.monotonic() - last_step)
+                self.stop.wait(0.25)
+
+    def __enter__(self) -> Prober:
+        self.thread.start()
+        self.ready.wait(60)  # one answer before the request under test is sent
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
 
 
 def retail() -> dict[str, Any]:
@@ -133,7 +189,8 @@ def hostile_check(rng: random.Random, depth: int = 0) -> str:
 def _drawn_check(rng: random.Random, depth: int) -> str:
     kind = rng.randrange(10)
     if kind == 0 or depth > 2:
-        return rng.choice(["true", "response.status == 'ok'", "size(state.orders) > 0", "call.arguments.order_id != ''"])
+        return rng.choice(["true", "response.status == 'ok'", "size(state.orders) > 0",
+                           "call.arguments.order_id != ''"])
     inner = _drawn_check(rng, depth + 1)[:CHECK_CHARS]
     n = rng.choice([3, 30, 60, 200])
     if kind == 1:

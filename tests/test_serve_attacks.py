@@ -8,17 +8,12 @@ from __future__ import annotations
 
 import random
 import subprocess
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
-from hostile_worlds import hostile_world_body, named_attacks, retail
+from hostile_worlds import Prober, cpu_seconds, hostile_world_body, named_attacks, retail
 from serving import free_port, wait_for_http
 from test_serve_hostile import names_a_field
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from hostile_worlds_bench import Prober, cpu_seconds  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

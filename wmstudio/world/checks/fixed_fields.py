@@ -28,7 +28,7 @@ from wmstudio.world.rules.references import STRING_LITERAL
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools.linear_patterns import search
 
-FIXING_SHARE = 0.25  # of a served request's check budget, an account of its own within it, for finding the fields rules fix
+FIXING_SHARE = 0.25  # of a served request's check budget, an account of its own within it: the fields rules fix
 ROUNDS = 3  # searches over the rules: a value found may let another evaluate (an id, then the url built from it)
 MAX_ELEMENTS = 32  # elements of a list an `all` rule is read for: a rule over a long list stays cheap
 _FIELD = re.compile(r"^\s*(!?)\s*response\.([A-Za-z_]\w*)\s*$")

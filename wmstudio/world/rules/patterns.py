@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import re
-from collections import deque
 from typing import Any
 
 from wmstudio.world.rules.references import STRING_LITERAL
@@ -47,18 +46,17 @@ def nearest_match(regex: str, text: str) -> str | None:
     fsm = pattern_automaton(regex)
     if fsm is None:
         return None
-    distance = _distance_to_accept(fsm)
     state, kept = fsm.start, []
     for ch in text:
         following = fsm.step(state, ch)
-        if following is not None and following in distance:
+        if following is not None:
             state = following
             kept.append(ch)
     rng = random.Random(text)
     while not fsm.accepts(state):
         if len(kept) > MAX_PATTERN_TEXT:
             return None
-        choices = _closer(fsm, state, distance)
+        choices = _closer(fsm, state)
         if not choices:
             return None
         ch = rng.choice(choices)
@@ -83,16 +81,15 @@ def shortest_text(regex: str) -> str | None:
 
 
 def _shortest(fsm: Automaton) -> str | None:
-    distance = _distance_to_accept(fsm)
     candidates = _printable(fsm.named) + [ch for ch in FALLBACK_CHARS if ch not in fsm.named]  # its own first
-    firsts = [(distance[nxt], rank, ch) for rank, ch in enumerate(candidates)
-              if (nxt := fsm.step(fsm.start, ch)) is not None and nxt in distance]
+    firsts = [(fsm.distance[nxt], rank, ch) for rank, ch in enumerate(candidates)
+              if (nxt := fsm.step(fsm.start, ch)) is not None]
     if not firsts:
         return None
     first = min(firsts)[2]
     state, kept = fsm.step(fsm.start, first), [first]
     while not fsm.accepts(state) and len(kept) <= MAX_PATTERN_TEXT:
-        choices = _closer(fsm, state, distance)
+        choices = _closer(fsm, state)
         if not choices:
             return None
         kept.append(choices[0])
@@ -134,30 +131,12 @@ def _printable(chars) -> list[str]:
     return [ch for ch in chars if ch.isprintable() and ch not in '"\\']
 
 
-def _closer(fsm: Automaton, state: int, distance: dict[int, int]) -> list[str]:
+def _closer(fsm: Automaton, state: int) -> list[str]:
     """The characters one step closer to a match from `state`: the pattern's own, else common ones (a negated
     class or a wildcard names none it takes)."""
     for chars in (fsm.named, FALLBACK_CHARS):
         found = [ch for ch in _printable(chars)
-                 if (nxt := fsm.step(state, ch)) is not None and distance.get(nxt, -1) == distance[state] - 1]
+                 if (nxt := fsm.step(state, ch)) is not None and fsm.distance[nxt] == fsm.distance[state] - 1]
         if found:
             return found
     return []
-
-
-def _distance_to_accept(fsm: Automaton) -> dict[int, int]:
-    """Fewest characters from each state to an accepting one (states that cannot accept are absent)."""
-    incoming: dict[int, list[int]] = {}
-    for source, row in enumerate(fsm.moves):
-        for target in row:
-            if target >= 0:
-                incoming.setdefault(target, []).append(source)
-    distance = {state: 0 for state in fsm.accepting}
-    queue = deque(fsm.accepting)
-    while queue:
-        state = queue.popleft()
-        for source in incoming.get(state, []):
-            if source not in distance:
-                distance[source] = distance[state] + 1
-                queue.append(source)
-    return distance

@@ -46,11 +46,9 @@ def search(pattern: str, text: str) -> bool | None:
     return program.search(text) is not None
 
 
-def pattern_problem(pattern: Any, where: str) -> Problem | None:
-    """Why a world's pattern cannot be used (not text, not runnable in linear time, an automaton over the caps),
-    naming `where`; None when it can."""
-    if not isinstance(pattern, str):
-        return Problem(where, f"a pattern must be text, not {type(pattern).__name__}: write it as a string")
+def pattern_problem(pattern: str, where: str) -> Problem | None:
+    """Why a world's pattern cannot be used (not runnable in linear time, an automaton over the caps), naming
+    `where`; None when it can."""
     program = compiled(pattern)
     if isinstance(program, str):
         return Problem(where, f"the pattern {pattern[:60]!r} cannot be matched in linear time ({program}): rewrite "
@@ -108,9 +106,8 @@ class _Re2Search:
         return search(pattern, text) or None
 
 
-for _module in (_jsonschema_utils,):
-    if hasattr(_module, "re"):
-        _module.re = _Re2Search
+if hasattr(_jsonschema_utils, "re"):
+    _jsonschema_utils.re = _Re2Search
 
 
 @lru_cache(maxsize=16)

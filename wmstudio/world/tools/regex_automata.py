@@ -68,11 +68,13 @@ def build_budget(seconds: float) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Automaton:
-    """A DFA over ASCII + OTHER: `moves[state][class]` is the next state or -1; state 0 starts."""
+    """A DFA over ASCII + OTHER: `moves[state][class]` is the next state or -1; state 0 starts. Every move leads to
+    a state from which a match can still be reached; `distance[state]` is how many characters it is away (-1: none)."""
 
     classes: tuple[int, ...]  # each symbol's class
     moves: tuple[tuple[int, ...], ...]
     accepting: frozenset[int]
+    distance: tuple[int, ...]
     named: tuple[str, ...]  # the printable characters the pattern names, in code order
     start: int = 0
 
@@ -129,7 +131,7 @@ def pattern_automaton(pattern: str) -> Automaton | None:
 
 
 def _built(regex: str, account: _Account | None) -> Automaton | ValueError:
-    if len(regex) > MAX_PATTERN_CHARS + 8:
+    if len(regex) > MAX_PATTERN_CHARS + len(".*().*"):  # a pattern, with what `search_regex` wraps it in
         return PatternTooComplex(f"the pattern is {len(regex):,} characters, over the {MAX_PATTERN_CHARS:,} a "
                                  "pattern may have")
     try:
@@ -143,7 +145,7 @@ def _built(regex: str, account: _Account | None) -> Automaton | ValueError:
         return PatternUnsupported("the pattern sets flags other than i and s")
     try:
         nfa = _Nfa(ignore_case=bool(flags & sre.SRE_FLAG_IGNORECASE), dotall=bool(flags & sre.SRE_FLAG_DOTALL))
-        nfa.final = nfa.sequence(parsed, 0, depth=0)
+        nfa.final = nfa.sequence(parsed, 0)
         return _determinise(nfa, account)
     except (PatternUnsupported, PatternTooComplex) as err:
         return err
@@ -190,9 +192,9 @@ class _Nfa:
             table.append([])
         return len(self.eps) - 1
 
-    def sequence(self, items, start: int, depth: int) -> int:
+    def sequence(self, items, start: int) -> int:
         for op, arg in items:
-            start = self.item(op, arg, start, depth)
+            start = self.item(op, arg, start)
         return start
 
     def move(self, start: int, mask: int) -> int:
@@ -200,7 +202,7 @@ class _Nfa:
         self.moves[start].append((mask, end))
         return end
 
-    def item(self, op, arg, start: int, depth: int) -> int:
+    def item(self, op, arg, start: int) -> int:
         if op is sre.LITERAL:
             return self.move(start, self.literal(arg))
         if op is sre.NOT_LITERAL:
@@ -212,35 +214,35 @@ class _Nfa:
         if op is sre.BRANCH:
             end = self.node()
             for branch in arg[1]:
-                self.eps[self.sequence(branch, start, depth + 1)].append(end)
+                self.eps[self.sequence(branch, start)].append(end)
             return end
         if op is sre.SUBPATTERN:
             if arg[1] or arg[2]:
                 raise PatternUnsupported("inline flags inside a group")
-            return self.sequence(arg[3], start, depth + 1)
+            return self.sequence(arg[3], start)
         if op is sre.ATOMIC_GROUP:
-            return self.sequence(arg, start, depth + 1)
+            return self.sequence(arg, start)
         if op in _REPEATS:
-            return self.repeat(*arg, start=start, depth=depth)
+            return self.repeat(*arg, start=start)
         if op is sre.AT and arg in _STARTS | _ENDS:
             end = self.node()
             (self.at_start if arg in _STARTS else self.at_end)[start].append(end)
             return end
         raise PatternUnsupported(f"the pattern uses {str(op).lower()}, which has no automaton")
 
-    def repeat(self, low: int, high, body, start: int, depth: int) -> int:
+    def repeat(self, low: int, high, body, start: int) -> int:
         for _ in range(low):
-            start = self.sequence(body, start, depth + 1)
+            start = self.sequence(body, start)
         if high is sre.MAXREPEAT:
             loop, end = self.node(), self.node()
             self.eps[start].append(loop)
-            self.eps[self.sequence(body, loop, depth + 1)].append(loop)
+            self.eps[self.sequence(body, loop)].append(loop)
             self.eps[loop].append(end)
             return end
         exits = []
         for _ in range(high - low):
             exits.append(start)
-            start = self.sequence(body, start, depth + 1)
+            start = self.sequence(body, start)
         for node in exits:
             self.eps[node].append(start)
         return start
@@ -329,23 +331,28 @@ def _determinise(nfa: _Nfa, account: _Account | None) -> Automaton:
             row.append(index[nxt])
         moves.append(tuple(row))
     accepting = {i for i, subset in enumerate(order) if nfa.final in subset or nfa.final + ended in subset}
-    live = _reaching(moves, accepting)
-    moves = [tuple(t if t in live else -1 for t in row) for row in moves]
+    distance = _distances(moves, accepting)
+    moves = [tuple(t if t >= 0 and distance[t] >= 0 else -1 for t in row) for row in moves]
     named = tuple(chr(c) for c in sorted(nfa.named))
-    return Automaton(classes=classes, moves=tuple(moves), accepting=frozenset(accepting), named=named)
+    return Automaton(classes=classes, moves=tuple(moves), accepting=frozenset(accepting), distance=distance,
+                     named=named)
 
 
-def _reaching(moves: list[tuple[int, ...]], accepting: set[int]) -> set[int]:
-    """The states from which some text reaches an accepting state."""
+def _distances(moves: list[tuple[int, ...]], accepting: set[int]) -> tuple[int, ...]:
+    """Fewest characters from each state to an accepting one, -1 where none is reachable (a search backwards)."""
     incoming: dict[int, list[int]] = {}
     for source, row in enumerate(moves):
         for target in row:
             if target >= 0:
                 incoming.setdefault(target, []).append(source)
-    live, queue = set(accepting), deque(accepting)
+    distance = [-1] * len(moves)
+    for state in accepting:
+        distance[state] = 0
+    queue = deque(accepting)
     while queue:
-        for source in incoming.get(queue.popleft(), []):
-            if source not in live:
-                live.add(source)
+        state = queue.popleft()
+        for source in incoming.get(state, []):
+            if distance[source] < 0:
+                distance[source] = distance[state] + 1
                 queue.append(source)
-    return live
+    return tuple(distance)
