@@ -12,6 +12,23 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run"]  # root in a container, and no network to reach
 
 
+def open_rollout(page, rollout_id: int, header_text: str, tries: int = 3) -> None:
+    """Open a rollout by id in the Rollouts tab and wait for its header. A fill made while the page's load events are
+    still answering can be lost (Gradio sets the inputs again when they return), so the fill is made again when the
+    header does not follow."""
+    from playwright.sync_api import expect
+
+    for attempt in range(tries):
+        page.locator("#rollout-id input").fill(str(rollout_id))
+        page.get_by_role("button", name="Open", exact=True).click()
+        try:
+            expect(page.locator("#rollout-header")).to_contain_text(header_text, timeout=10_000)
+            return
+        except AssertionError:
+            if attempt == tries - 1:
+                raise
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:

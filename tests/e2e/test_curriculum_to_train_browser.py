@@ -10,7 +10,7 @@ from pathlib import Path
 import gradio as gr
 import pytest
 from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from serving import CHROMIUM, CHROMIUM_ARGS, free_port, open_rollout
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import MadeBy, append_step, create_rollout, list_runs, open_store, save_world_version
@@ -56,9 +56,7 @@ def test_a_curriculum_saved_in_rollouts_exports_and_appears_in_the_train_tab(stu
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1200})
         page.goto(url)
-        page.locator("#rollout-id input").fill(str(rid))
-        page.get_by_role("button", name="Open", exact=True).click()
-        expect(page.locator("#rollout-header")).to_contain_text("a refund to train on", timeout=20_000)
+        open_rollout(page, rid, "a refund to train on")
         page.get_by_role("button", name="Accept", exact=True).click()
         expect(page.locator("#rollout-message")).to_contain_text(f"Rollout {rid} is accepted", timeout=10_000)
 

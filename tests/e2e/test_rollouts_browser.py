@@ -12,7 +12,7 @@ from pathlib import Path
 import gradio as gr
 import pytest
 from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from serving import CHROMIUM, CHROMIUM_ARGS, free_port, open_rollout
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import (
@@ -66,9 +66,7 @@ def test_a_saved_curriculum_version_exports_what_it_was_saved_with(studio):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.goto(url)
-        page.locator("#rollout-id input").fill(str(rid))
-        page.get_by_role("button", name="Open", exact=True).click()
-        expect(page.locator("#rollout-header")).to_contain_text("frozen in v1", timeout=20_000)
+        open_rollout(page, rid, "frozen in v1")
         page.get_by_role("button", name="Accept", exact=True).click()
         expect(page.locator("#rollout-message")).to_contain_text(f"Rollout {rid} is accepted")
 
