@@ -25,15 +25,16 @@ from wmstudio.model.copy_head import key_words
 from wmstudio.model.layout import ExactItems, Holds
 from wmstudio.model.record_copy import RecordCopy, names_a_record
 from wmstudio.problems import InvalidInput
-from wmstudio.world.checks.invention import read_only
+from wmstudio.world.episode_state import state_after
 from wmstudio.world.heads.copy_sources import shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
 from wmstudio.world.prompt.retrieval import find_listing, listed_property, understood
-from wmstudio.world.records import ENVELOPE_FIELDS, newest_answer_naming
+from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, newest_answer_naming
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.directives import Steering, steering
 from wmstudio.world.tools import Tool
+from wmstudio.world.tools.reading import read_only
 
 NEWEST_FIRST = re.compile(r"\b(newest|latest|most recent)\s+first\b", re.IGNORECASE)  # a new record leads
 
@@ -45,7 +46,7 @@ def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], s
     if tool is None or not read_only(tool) or listed is None:
         return None
     key, fields = listed
-    found = find_listing(tool, call, world.initial_state, history, as_history_left(world, tool, history))
+    found = find_listing(tool, call, state_after(world, history), history, as_history_left(world, tool, history))
     if found is None or found.page is None or not isinstance(call.arguments, dict) \
             or not understood(call.arguments, found.collection):  # a cursor, or a filter it cannot read
         return None
@@ -156,12 +157,24 @@ def as_history_left(world: WorldSpec, tool: Tool, history: Sequence[HistoryStep]
     listed = listed_property(tool.response)
     fields = listed[1] if listed is not None else ()
 
+    first = {leaf for leaf in json_leaves(world.initial_state, keys=True) if isinstance(leaf, str)}
+
     def revise(collection: list[Any]) -> list[Any]:
         records = [as_answered(record, history) if isinstance(record, dict) else record for record in collection]
-        made = created_records(history, records, fields, world)
-        return made[::-1] + records if NEWEST_FIRST.search(tool.description or "") else records + made
+        made = created_records(history, records, fields, world)  # what the episode state could not place
+        fresh = [record for record in records if isinstance(record, dict)
+                 and (own := _own_id(record)) is not None and own not in first]
+        records = [record for record in records if not any(record is new for new in fresh)]
+        if NEWEST_FIRST.search(tool.description or ""):
+            return made[::-1] + fresh[::-1] + records
+        return records + fresh + made
 
     return revise
+
+
+def _own_id(record: dict[str, Any]) -> Any:
+    """The value a record holds under its own id field (`id`, `charge_id`), or None."""
+    return next((value for name, value in record.items() if names_a_record(name) and isinstance(value, str)), None)
 
 
 def created_records(history: Sequence[HistoryStep], records: list[Any], fields: Sequence[str],

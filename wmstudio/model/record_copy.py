@@ -13,8 +13,8 @@ entries and its nulls stay null; a write's arrays get at least the record's slot
 A read-only tool's answer is the record, so for a read that the outcome head does not refuse the record's values
 are written into their slots as one operation (`record_values`, as the outcome's values are), and the denoiser and
 the copy head fill only what the record lacks. A write is left to the heads: it changes what the call asks. The
-record is the initial state's, with the fields the newest earlier answer naming it shows (grounding `none` knows
-the state only from the history)."""
+record is the state's as the episode left it (world/episode_state.py): grounding `none` knows the state only from
+the initial state and the history's answers, and each earlier write's effect is applied to it."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from wmstudio.model.layout import (
     ref_target,
     resolve_schema,
 )
-from wmstudio.world.checks.invention import read_only
+from wmstudio.world.episode_state import state_after
 from wmstudio.world.heads.copy_sources import CopySource, shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
@@ -44,11 +44,11 @@ from wmstudio.world.records import (
     ENVELOPE_FIELDS,
     named_record_at,
     needles_of,
-    newest_answer_naming,
     own_id_keys,
     record_with_id,
 )
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.tools.reading import read_only
 
 MAX_REFERENCED = 4  # records one named record refers to whose leaves join the candidates
 MIN_SHARED = 0.5  # the share of an object's fields that must be the record's keys for it to read as the record
@@ -86,34 +86,32 @@ class RecordCopy:
 
 def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any) -> RecordCopy | None:
     """The copy of the record `call` names; None when it names none."""
-    named = named_record_of(world, call, history)
+    state = state_after(world, history)
+    named = named_record_of(world, call, history, state)
     if named is None:
         return None
     shape = record_shape(named, schema)
     return RecordCopy(shape, record_values(named, schema) if shape is not None else {},
-                      record_sources(named, shape, world.initial_state))
+                      record_sources(named, shape, state))
 
 
-def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = ()) -> NamedRecord | None:
-    """The record `call` names in the world's initial state, as the newest earlier answer naming it shows its
-    fields; None when the call sends no id-like value or no record holds one."""
-    found = named_record_at(world.initial_state, call)
+def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
+                    state: Any = None) -> NamedRecord | None:
+    """The record `call` names in the state the history left (world/episode_state.py: each earlier answer and
+    write applied to the initial state); None when the call sends no id-like value or no record holds one."""
+    state = state_after(world, history) if state is None else state
+    found = named_record_at(state, call)
     if found is None:
         return None
     path, record = found
     needles = frozenset(needles_of(call.arguments))
-    newest = newest_answer_naming(history, needles)
     aliases = _kind_aliases(path, record)
-    if newest is not None:
-        record = {**record, **{aliases.get(key, key): value for key, value in newest.items()
-                               if aliases.get(key, key) in record and not isinstance(value, (dict, list))
-                               and key not in ENVELOPE_FIELDS}}
     tool = next((t for t in world.tools if t.name == call.name), None)
     reads = tool is not None and read_only(tool)
     arguments = {key: value for key, value in (call.arguments if isinstance(call.arguments, dict) else {}).items()
                  if isinstance(value, (str, int, float)) and not isinstance(value, bool)}
     return NamedRecord(path, record, reads, needles, frozenset() if reads else _changes(call, record), arguments,
-                       aliases, joined_fields(path, record, needles, world.initial_state))
+                       aliases, joined_fields(path, record, needles, state))
 
 
 def referenced_records(path: tuple, record: dict[str, Any], needles: frozenset, state: Any

@@ -20,6 +20,7 @@ from wmstudio.store.worlds import latest_world
 from wmstudio.studio.request_budget import limit_history, limit_state, limit_world_data
 from wmstudio.studio.request_world import request_world
 from wmstudio.studio.simulation import tool_of, world_spec
+from wmstudio.world.episode_state import episode_state
 from wmstudio.world.history import HistoryStep, parse_history
 from wmstudio.world.prompt.sections import StatedEnvironment
 from wmstudio.world.spec import Call, WorldSpec, parse_world
@@ -135,7 +136,7 @@ def read_sampler(raw: Any, repair: Any = None) -> SamplerSettings:
 
 def world_step(backend: Backend | ArBaseline, request: StepRequest) -> dict[str, Any]:
     """Generate and check the response to one call: `{"response", "checks", "timing_ms", "model", "grounding",
-    "sources"}` (and every sample's response and checks under `samples` when more than one was asked for)."""
+    "sources", "state_after", "state_change"}` (the state once this answer took effect, and what it changed) (and every sample's response and checks under `samples` when more than one was asked for)."""
     try:
         generation = generate(backend, request.world, request.call, request.anchors, request.history,
                               request.settings)
@@ -145,6 +146,9 @@ def world_step(backend: Backend | ArBaseline, request: StepRequest) -> dict[str,
     result: dict[str, Any] = {"response": first.response, "checks": first.checks.to_json(),
                               "timing_ms": round(generation.elapsed_ms, 1), "model": generation.model,
                               "grounding": request.settings.grounding, "sources": request.sources}
+    tracked = episode_state(request.world, [*request.history, HistoryStep(request.call, first.response)])
+    result["state_after"] = tracked.state  # the episode's state once this answer took effect
+    result["state_change"] = [change.to_json() for change in tracked.steps[-1]]
     if generation.prompt_cut:
         result["prompt_cut"] = list(generation.prompt_cut)
     if len(generation.samples) > 1:

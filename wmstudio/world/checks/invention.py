@@ -16,13 +16,13 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from wmstudio.world.episode_state import episode_state, field_for, named_records
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, named_record, needles_of
+from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
+from wmstudio.world.tools.reading import read_only
 
-READ_VERBS = ("get", "list", "search", "find", "lookup", "read", "show", "fetch", "query", "describe", "view",
-              "count", "browse", "retrieve")
 ID_KEY = re.compile(r"(^|_)(id|ids|key|code|number|sku)$", re.IGNORECASE)
 ID_VALUE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_\-:.]{2,}$")
 MAX_LINES = 5
@@ -42,15 +42,6 @@ def invention_lines(world: WorldSpec, call: Call, tool: Tool, response: Any,
     return lines
 
 
-def read_only(tool: Tool) -> bool:
-    """Whether `tool` only reads: its annotations say so, or its name starts with a reading verb."""
-    hints = getattr(tool, "annotations", None) or {}
-    if isinstance(hints, dict) and "readOnlyHint" in hints:
-        return hints["readOnlyHint"] is True
-    first = re.split(r"[_\-.]|(?<=[a-z])(?=[A-Z])", tool.name)[0].lower()
-    return first in READ_VERBS
-
-
 def invented_entries(response: Any, held: set[str]) -> list[str]:
     """`path: value` of each id in a listing of `response` that `held` (the call's, the state's and the history's
     words) lacks."""
@@ -68,23 +59,31 @@ def invented_entries(response: Any, held: set[str]) -> list[str]:
 
 
 def contradicted_fields(world: WorldSpec, call: Call, response: Any, history: Sequence[HistoryStep]) -> list[str]:
-    """`field` of each top-level value of a successful lookup that differs from the same-named field of the record
-    the call names (when no earlier step touched that record)."""
+    """`field` of each top-level value of a successful lookup that differs from the field it names (by key, or
+    `<kind>_<key>`: `order_status` for an order's `status`) of the record the call names, as the episode left it
+    (world/episode_state.py): the initial record, each earlier answer about it and each earlier write's effect. A
+    field a write may have changed without saying how is not held against the answer."""
     if not isinstance(response, dict) or response.get("status") not in (None, "ok") or response.get("error"):
         return []
-    record = named_record(world.initial_state, call)
-    if record is None:
+    tracked = episode_state(world, history) if history else None
+    state = tracked.state if tracked is not None else world.initial_state
+    found = named_records(state, call.arguments) if isinstance(call.arguments, dict) else []
+    if not found:
         return []
-    touched = _held_words([[step.call.arguments, step.response_value()] for step in history])
-    if any(str(value).lower() in touched for value in needles_of(call.arguments, strict=True)):
-        return []  # an earlier step named it and may have changed it: the initial record is not the truth any more
-    found = []
+    path, record = found[0]
+    lines = []
     for key, value in response.items():
-        known = record.get(key)
-        if key in record and key not in ENVELOPE_FIELDS and _scalar(known) and _scalar(value) and value != known and not _same_number(value, known):
-            found.append(f"{key}: {value!r}, but the record the call names holds {known!r} (a lookup answers the "
-                         "record as it is)")
-    return found
+        name = field_for(key, record, path) if key not in ENVELOPE_FIELDS else None
+        if name is None or (tracked is not None and not tracked.is_sure(path + (name,))):
+            continue
+        known = record.get(name)
+        if _scalar(known) and _scalar(value) and value != known and not _same_number(value, known):
+            changed = tracked is not None and any(change.path == path + (name,) for step in tracked.steps
+                                                  for change in step)
+            why = "the history changed it to" if changed else "the record the call names holds"
+            where = f" ({name})" if name != key else ""
+            lines.append(f"{key}: {value!r}, but {why} {known!r}{where} (a lookup answers the record as it is)")
+    return lines
 
 
 def stutters(response: Any) -> list[str]:

@@ -1,0 +1,615 @@
+"""The state an episode has reached: the initial state with each earlier answer's effect applied, so a write takes
+effect for every later call that reads, lists or copies from the state.
+
+What a step changes is read from what the world says, never from a simulator:
+- an ok answer's fields name fields of the record the call is about (`refunded_cents`; `order_status` for an order's
+  `status`; `total_refunded_cents`, the running total, for `refunded_cents`; `cancelled: true` for a status field
+  whose values hold "cancelled"), reads and writes alike: what the world last said of a record is what it holds;
+- a write's own arguments name the fields it sets (`new_flight` sets `flight`, `tag` adds to `tags`);
+- a write whose answer holds an id no record has created a record in the collection that keys records by it
+  (`booking_id` -> `bookings`), its fields taken from the answer and the call, the rest as its siblings hold them;
+- a write named for deleting (`rm`, `delete_*`, `remove_*`) removes what it names (a path's children with it); one
+  named for moving (`mv`, `move`, `rename`) renames it.
+An error answer changes nothing. A field of a record a write touched that nothing said is kept as it was but counted
+as unsure: a check does not hold an answer to it."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.jsonpath import format_path
+from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, named_record_at, needles_of, own_id_keys
+from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.tools.reading import read_only
+
+SHELL_READS = frozenset({"ls", "cat", "stat", "pwd", "head", "tail", "du", "tree", "wc", "grep"})  # read, unnamed so
+DELETE_VERBS = frozenset({"delete", "remove", "rm", "rmdir", "del", "destroy", "drop", "unlink", "purge", "erase"})
+MOVE_VERBS = frozenset({"mv", "move", "rename"})
+RUNNING_WORDS = frozenset({"total", "new", "current", "updated"})  # `total_refunded_cents` is what `refunded_cents` holds
+FAILED_WORDS = frozenset({"failed", "failure", "skipped", "rejected", "invalid", "missing", "unknown"})
+SECRET_WORDS = frozenset({"token", "password", "secret", "session"})  # a call's credentials are no record's fields
+COUNTER_WORDS = frozenset({"left", "available", "remaining", "free", "open", "unsold"})  # `seats_left` is drawn down
+CLOSED_WORDS = frozenset({"cancelled", "canceled", "voided", "void", "refunded", "released", "closed"})
+PAID_WORDS = frozenset({"paid", "spent", "billed"})  # a record's running sum of what it cost
+DUE_WORDS = frozenset({"due", "charged", "billed", "owed"})  # what one write cost
+UNIT_WORDS = frozenset({"cents", "cent", "amount", "price", "total", "fee", "id", "usd", "eur"})
+ID_WORDS = (["id"], ["key"], ["token"], ["number"], ["code"], ["ref"], ["reference"])
+MOVE_PAIRS = (("source", "destination"), ("from", "to"), ("old_path", "new_path"), ("src", "dst"), ("old", "new"))
+
+
+@dataclass(frozen=True)
+class Change:
+    """One predicted change: a field set (`set`), a record or entry added (`add`) or removed (`remove`)."""
+
+    op: str
+    path: tuple[str | int, ...]
+    before: Any = None
+    after: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "path": format_path(list(self.path)), "before": self.before, "after": self.after}
+
+
+@dataclass
+class EpisodeState:
+    """The state after a history, each step's changes, and the fields writes may have changed without saying."""
+
+    state: Any
+    steps: list[list[Change]] = field(default_factory=list)
+    unsure: set[tuple[str | int, ...]] = field(default_factory=set)
+
+    def is_sure(self, path: tuple[str | int, ...]) -> bool:
+        """Whether the history says what the field at `path` holds (or no write touched its record)."""
+        return tuple(path) not in self.unsure
+
+
+def episode_state(world: WorldSpec, history: Sequence[HistoryStep]) -> EpisodeState:
+    """The state `history` leaves: the world's initial state with each step's effect applied in turn."""
+    tracked = EpisodeState(copy.deepcopy(world.initial_state))
+    for step in history:
+        tracked.steps.append(apply_step(tracked, world, step.call, step.response_value()))
+    return tracked
+
+
+def state_after(world: WorldSpec, history: Sequence[HistoryStep]) -> Any:
+    """Just the state `history` leaves (the initial state itself when nothing changed it)."""
+    if not history:
+        return world.initial_state
+    tracked = episode_state(world, history)
+    return tracked.state if any(tracked.steps) else world.initial_state
+
+
+def apply_step(tracked: EpisodeState, world: WorldSpec, call: Call, answer: Any) -> list[Change]:
+    """Apply one answered call to `tracked` in place; the changes it made (none for an error or a text answer)."""
+    state = tracked.state
+    if not isinstance(state, dict) or not isinstance(answer, dict) or not isinstance(call.arguments, dict):
+        return []
+    if answer.get("status", "ok") not in ("ok", "partial") or answer.get("error"):
+        return []
+    tool = next((t for t in world.tools if t.name == call.name), None)
+    reads = tool is None or read_only(tool) or call.name.lower() in SHELL_READS
+    verbs = set(words(call.name))
+    if not reads and verbs & DELETE_VERBS:
+        return _removed(tracked, call.arguments, answer)
+    changes = _moved(tracked, call.arguments) if not reads and verbs & MOVE_VERBS else []
+    failed = {value for key, items in answer.items() if set(words(key)) & FAILED_WORDS and isinstance(items, list)
+              for value in items if isinstance(value, str)}
+    for path, record in named_records(state, call.arguments):
+        if record.get("id") in failed or any(record.get(k) in failed for k in own_id_keys(path)):
+            continue
+        said = _answer_into(tracked, world, path, record, answer)
+        changes += said
+        if not reads:
+            changes += _arguments_into(tracked, path, record, call.arguments, answer, {c.path for c in said})
+            changes += _charged(tracked, path, record, answer, {c.path for c in changes})
+            sure = {c.path for c in changes}
+            tracked.unsure |= {path + (key,) for key in record if path + (key,) not in sure
+                               and key not in own_id_keys(path)}
+    if not reads:
+        changes += _created(tracked, world, call, answer)
+        changes += _counters(tracked, changes, answer)
+    return changes
+
+
+def named_records(state: Any, arguments: dict[str, Any]) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:
+    """(path, record) of each record the call names by its own id (an id argument, or each id of a list of ids), in
+    the arguments' order; else the first record holding an id-like value the call sends."""
+    found: dict[tuple, dict[str, Any]] = {}
+    for value in _argument_ids(arguments):
+        at = record_path(state, value)
+        if at is not None:
+            found.setdefault(at[0], at[1])
+    if not found:
+        at = named_record_at(state, Call("_", arguments))
+        if at is not None and _live(state, at[0]) is not None:
+            found[at[0]] = _live(state, at[0])
+    return list(found.items())
+
+
+def record_path(state: Any, value: str) -> tuple[tuple[str | int, ...], dict[str, Any]] | None:
+    """(path, the record itself, not a copy) of the record whose own id is `value`: an object holding it under
+    `id`, `<kind>_id` or `<kind>Id`, or a map's entry keyed by it."""
+    for path, node in walk(state):
+        if isinstance(node, dict):
+            if path and any(node.get(key) == value for key in own_id_keys(path)):
+                return path, node
+            child = node.get(value)
+            if isinstance(child, dict):
+                return path + (value,), child
+    return None
+
+
+def walk(value: Any) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """(path, node) of `value` and everything in it, breadth first."""
+    queue: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
+    while queue:
+        path, node = queue.pop(0)
+        yield path, node
+        if isinstance(node, dict):
+            queue.extend((path + (key,), child) for key, child in node.items())
+        elif isinstance(node, list):
+            queue.extend((path + (index,), child) for index, child in enumerate(node))
+
+
+def words(text: str) -> list[str]:
+    """`orderId` / `order_id` / `order-id` -> ["order", "id"] (lower case)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(text))
+    return [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+
+
+def kind_of(path: tuple[str | int, ...]) -> str:
+    """The kind of record a collection at `path` holds: `order` under `orders`, `dock_station` under `dockStations`."""
+    names = [p for p in path if isinstance(p, str)]
+    if names and isinstance(path[-1], str) and re.search(r"\d", path[-1]):
+        names.pop()  # a map's record keyed by its id: the kind is the map's
+    collection = names[-1] if names else ""
+    singular = collection[:-1] if collection.endswith("s") else collection
+    return "_".join(words(singular))
+
+
+def field_for(key: str, record: dict[str, Any], path: tuple[str | int, ...]) -> str | None:
+    """The record's field an answer's (or a write's argument's) `key` names: the same key, the key less the record's
+    kind (`order_status` -> `status`), or less a running-total word (`total_refunded_cents`, `new_flight`)."""
+    if key in record:
+        return key
+    said = words(key)
+    kind = words(kind_of(path))
+    if kind and said[:len(kind)] == kind:
+        rest = said[len(kind):]
+        hit = next((name for name in record if words(name) == rest), None)
+        if hit is not None:
+            return hit
+    plain = [w for w in said if w not in RUNNING_WORDS]
+    if plain and len(plain) < len(said):
+        return next((name for name in record if words(name) == plain), None)
+    return None
+
+
+def _argument_ids(arguments: dict[str, Any]) -> Iterator[str]:
+    """The id-like strings a call sends (or any string under a key naming an id: `booking_id`), in its order, each
+    of a list of ids too."""
+    for key, value in arguments.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and len(item) >= 2 and (item in needles_of(item, strict=True)
+                                                             or words(key)[-1:] in ID_WORDS):
+                yield item
+
+
+def _live(state: Any, path: tuple[str | int, ...]) -> Any:
+    """The node at `path` in `state` itself; None where the path leads nowhere."""
+    node = state
+    for part in path:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+def _set(tracked: EpisodeState, path: tuple, record: dict[str, Any], name: str, value: Any) -> list[Change]:
+    """Set `record[name]` to `value` (sure from now on); the change, or none when it held that already."""
+    tracked.unsure.discard(path + (name,))
+    if record.get(name) == value and type(record.get(name)) is type(value):
+        return []
+    before = record.get(name)
+    record[name] = copy.deepcopy(value)
+    return [Change("set", path + (name,), before, value)]
+
+
+def _answer_into(tracked: EpisodeState, world: WorldSpec, path: tuple, record: dict[str, Any],
+                 answer: dict[str, Any]) -> list[Change]:
+    """The named record's fields the answer states (its own ids aside)."""
+    changes: list[Change] = []
+    ids = set(own_id_keys(path))
+    for key, value in answer.items():
+        if key in ENVELOPE_FIELDS or isinstance(value, dict):
+            continue
+        name = field_for(key, record, path)
+        if name is None:
+            if value is True:
+                changes += _status_word(tracked, world, path, record, key)
+            continue
+        if name in ids or isinstance(record.get(name), dict):
+            continue
+        if isinstance(value, list) != isinstance(record.get(name), list):
+            continue
+        changes += _set(tracked, path, record, name, value)
+    return changes
+
+
+def _status_word(tracked: EpisodeState, world: WorldSpec, path: tuple, record: dict[str, Any],
+                 key: str) -> list[Change]:
+    """`cancelled: true` sets the record's status-like field to "cancelled" where that is one of its values."""
+    word = "_".join(words(key))
+    for name, value in record.items():
+        if isinstance(value, str) and value != word and word in status_values(world, tracked.state, path, name):
+            return _set(tracked, path, record, name, word)
+    return []
+
+
+def status_values(world: WorldSpec, state: Any, path: tuple, name: str) -> set[str]:
+    """The values a record's field `name` takes: its siblings' values and every enum the tools give a field of
+    that name (or `<kind>_<name>`)."""
+    collection = _live(state, path[:-1]) if path else None
+    siblings = collection.values() if isinstance(collection, dict) else collection if isinstance(collection, list) \
+        else []
+    found = {item.get(name) for item in siblings if isinstance(item, dict) and isinstance(item.get(name), str)}
+    names = {name, f"{kind_of(path)}_{name}"}
+    for tool in world.tools:
+        for schema in (tool.parameters, tool.response):
+            for key, enum in _enums(schema):
+                if key in names:
+                    found.update(v for v in enum if isinstance(v, str))
+    return found
+
+
+def _enums(schema: Any) -> Iterator[tuple[str, list]]:
+    """(property name, its enum) of every property in a JSON Schema, however deep."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, child in (node.get("properties") or {}).items() if isinstance(node.get("properties"), dict) \
+                    else []:
+                if isinstance(child, dict) and isinstance(child.get("enum"), list):
+                    yield key, child["enum"]
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _arguments_into(tracked: EpisodeState, path: tuple, record: dict[str, Any], arguments: dict[str, Any],
+                    answer: dict[str, Any], said: set[tuple]) -> list[Change]:
+    """The fields a write's own arguments set: `new_flight` the flight, `tag` one more of `tags`."""
+    changes: list[Change] = []
+    ids = set(own_id_keys(path))
+    held = {value for value in record.values() if isinstance(value, str)}
+    for key, value in arguments.items():
+        if isinstance(value, (dict, list)) or (isinstance(value, str) and value in held) \
+                or set(words(key)) & SECRET_WORDS:
+            continue
+        name = field_for(key, record, path)
+        if name is not None and name not in ids and path + (name,) not in said \
+                and not isinstance(record.get(name), (dict, list)) and type(record.get(name)) is type(value):
+            changes += _set(tracked, path, record, name, value)
+        plural = next((n for n in (f"{key}s", f"{key}es") if isinstance(record.get(n), list)), None)
+        if plural is not None and value not in record[plural] and path + (plural,) not in said:
+            before = list(record[plural])
+            record[plural].append(value)
+            tracked.unsure.discard(path + (plural,))
+            changes.append(Change("set", path + (plural,), before, list(record[plural])))
+    return changes
+
+
+def _created(tracked: EpisodeState, world: WorldSpec, call: Call, answer: dict[str, Any]) -> list[Change]:
+    """Records a write created: an id-like answer value no part of the state holds, under a key naming the own id
+    of a collection's records (`booking_id` for `bookings`); a new path-like argument of a creating call joins a
+    list of such paths (`mkdir`)."""
+    state, changes = tracked.state, []
+    held = {leaf for leaf in json_leaves(state, keys=True) if isinstance(leaf, str)}
+    done: set[tuple] = set()
+    for key, value in answer.items():
+        if key in ENVELOPE_FIELDS or not isinstance(value, str) or value in held or len(value) < 2 \
+                or not (value in needles_of(value, strict=True) or words(key)[-1:] in ID_WORDS):
+            continue
+        for path, items, own in collections_keyed_by(state, key):
+            if path in done:
+                continue
+            record = _new_record(world, state, path, items, own, key, value, call, answer)
+            items.append(record)
+            done.add(path)
+            changes.append(Change("add", path + (len(items) - 1,), None, record))
+            break
+    if not changes and "created" in answer or set(words(call.name)) & {"mkdir", "create", "make", "add"}:
+        changes += _listed_paths(tracked, call.arguments, answer)
+    return changes
+
+
+def collections_keyed_by(state: Any, key: str) -> Iterator[tuple[tuple, list, str]]:
+    """(path, the list, the records' own key) of each list of records whose own id an answer's `key` names:
+    its items hold `key` itself, or `<kind>_<field>` names their field (`session_token` -> a session's `token`);
+    an empty list whose kind is the key's (`refunds` for `refund_id`)."""
+    said = words(key)
+    for path, node in walk(state):
+        if not isinstance(node, list) or not path or not isinstance(path[-1], str):
+            continue
+        kind = words(kind_of(path))
+        records = [item for item in node if isinstance(item, dict)]
+        if records and len(records) == len(node):
+            if all(key in item for item in records):
+                yield path, node, key
+            elif kind and said[:len(kind)] == kind:
+                rest = said[len(kind):]
+                own = next((name for name in records[0] if words(name) == rest), None)
+                if own is not None and len({str(item.get(own)) for item in records}) == len(records):
+                    yield path, node, own
+        elif not node and kind and said[:len(kind)] == kind and said[len(kind):] in (["id"], ["key"], ["token"]):
+            yield path, node, key
+
+
+def _new_record(world: WorldSpec, state: Any, path: tuple, items: list, own: str, key: str, value: str,
+                call: Call, answer: dict[str, Any]) -> dict[str, Any]:
+    """A created record: its own id, then each of its siblings' fields as the answer or the call states it, or as
+    its siblings mostly hold it (a status), or neutral; with no sibling, the answer's ids and the call's values."""
+    template = next((item for item in items if isinstance(item, dict)), None)
+    arguments = {k: v for k, v in call.arguments.items() if not set(words(k)) & SECRET_WORDS}
+    if template is None:
+        made = {own: value}
+        made.update({k: v for k, v in answer.items() if k not in ENVELOPE_FIELDS and k != key and isinstance(v, str)
+                     and v in needles_of(v, strict=True)})
+        made.update({k: v for k, v in arguments.items() if k not in made and not isinstance(v, bool)
+                     and (isinstance(v, (int, float)) or (isinstance(v, str) and v in needles_of(v, strict=True)))})
+        return made
+    made, used = {}, {key}
+    for name, example in template.items():
+        if name == own:
+            made[name] = value
+            continue
+        given = _stated(name, example, answer, path, used)
+        if given is _NOTHING:
+            given = _stated(name, example, arguments, path, used)
+        if given is _NOTHING:
+            given = _same_unit(name, example, answer, used)
+        if given is _NOTHING:
+            given = _usual(items, name, example, status_values(world, state, path + (0,), name))
+        made[name] = given
+    return made
+
+
+_NOTHING = object()
+
+
+def _stated(name: str, example: Any, source: dict[str, Any], path: tuple, used: set[str]) -> Any:
+    """The value `source` gives the field `name` (by key, `<kind>_<name>` or a running-total key), of its type."""
+    for key, value in source.items():
+        if key in used or key in ENVELOPE_FIELDS:
+            continue
+        if field_for(key, {name: example}, path + (0,)) == name and _same_type(value, example):
+            used.add(key)
+            return value
+    return _NOTHING
+
+
+def _same_unit(name: str, example: Any, answer: dict[str, Any], used: set[str]) -> Any:
+    """A number field (`paid_cents`) given by the one number of the answer in the same unit (`charged_cents`)."""
+    if not isinstance(example, (int, float)) or isinstance(example, bool) or not words(name):
+        return _NOTHING
+    unit = words(name)[-1]
+    hits = [key for key, value in answer.items() if key not in used and words(key) and words(key)[-1] == unit
+            and isinstance(value, (int, float)) and not isinstance(value, bool)]
+    if len(hits) != 1:
+        return _NOTHING
+    used.add(hits[0])
+    return answer[hits[0]]
+
+
+def _usual(items: list, name: str, example: Any, values: set[str]) -> Any:
+    """What a field of a new record holds when nothing says: a status its siblings mostly hold, else neutral."""
+    if isinstance(example, str) and values:
+        common = Counter(item.get(name) for item in items if isinstance(item, dict)).most_common(1)
+        if common and isinstance(common[0][0], str) and len(values) <= 12:
+            return common[0][0]
+    if isinstance(example, bool):
+        return False
+    if isinstance(example, (int, float)):
+        return 0
+    return type(example)() if isinstance(example, (str, list, dict)) else None
+
+
+def _same_type(value: Any, example: Any) -> bool:
+    if isinstance(example, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(example, bool)
+    if isinstance(example, (int, float)):
+        return isinstance(value, (int, float))
+    return example is None or type(value) is type(example)
+
+
+def _listed_paths(tracked: EpisodeState, arguments: dict[str, Any], answer: dict[str, Any]) -> list[Change]:
+    """A creating call's new path (`/home/maria/reports`, or one relative to the state's `cwd`) added to the state's
+    list of such paths with any folder above it the list lacks, in the list's order where it is sorted."""
+    if answer.get("created") is False:
+        return []
+    changes = []
+    for value in arguments.values():
+        path = absolute(tracked.state, value) if isinstance(value, str) else None
+        if path is None:
+            continue
+        for where, node in walk(tracked.state):
+            if isinstance(node, list) and node and all(isinstance(i, str) and i.startswith("/") for i in node):
+                ordered = node == sorted(node)
+                missing = [p for p in [*_ancestors(path), path] if p not in node]
+                if not missing:
+                    break
+                node.extend(missing)
+                if ordered:
+                    node.sort()
+                changes += [Change("add", where + (node.index(p),), None, p) for p in missing]
+                break
+    return changes
+
+
+def absolute(state: Any, value: str) -> str | None:
+    """`value` as an absolute path: itself when it starts with `/`, else joined to the state's working folder
+    (`cwd`); None when it is no path."""
+    if value.startswith("/"):
+        return value.rstrip("/") or "/"
+    cwd = next((state.get(k) for k in ("cwd", "working_dir", "pwd", "current_dir") if isinstance(state, dict)
+                and isinstance(state.get(k), str) and state.get(k).startswith("/")), None)
+    if cwd is None or not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)*/?", value) or value.startswith(".."):
+        return None
+    return f"{cwd.rstrip('/')}/{value.rstrip('/')}"
+
+
+def _ancestors(path: str) -> list[str]:
+    """`/a/b/c` -> ["/", "/a", "/a/b"]."""
+    parts = path.strip("/").split("/")[:-1]
+    return ["/", *("/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1))] if path != "/" else []
+
+
+def _removed(tracked: EpisodeState, arguments: dict[str, Any], answer: dict[str, Any]) -> list[Change]:
+    """What a deleting call removes: each record, map entry or list item its ids name (a path's children too)."""
+    if answer.get("removed") in (0, False) or answer.get("deleted") in (0, False):
+        return []
+    changes: list[Change] = []
+    for value in arguments.values():
+        path = absolute(tracked.state, value) if isinstance(value, str) else None
+        if path is not None or (isinstance(value, str) and value in needles_of(value, strict=True)):
+            changes += _drop(tracked.state, path or value)
+    return changes
+
+
+def _drop(state: Any, value: str) -> list[Change]:
+    """Remove everything `value` names from `state` (and under a path `value/...`)."""
+    def named(item: Any, path: tuple) -> bool:
+        if isinstance(item, str):
+            return item == value or (value.startswith("/") and item.startswith(value.rstrip("/") + "/"))
+        return isinstance(item, dict) and any(item.get(key) == value for key in own_id_keys(path))
+
+    changes = []
+    for path, node in list(walk(state)):
+        if isinstance(node, dict):
+            for key in [k for k in node if named(k, path)]:
+                changes.append(Change("remove", path + (key,), node.pop(key)))
+        elif isinstance(node, list):
+            for index in reversed([i for i, item in enumerate(node) if named(item, path + (i,))]):
+                changes.append(Change("remove", path + (index,), node.pop(index)))
+    return changes
+
+
+def _moved(tracked: EpisodeState, arguments: dict[str, Any]) -> list[Change]:
+    """A moving call's source renamed to its destination (into it, where the destination is a folder that exists),
+    map keys and list items alike, a path's children with it."""
+    pair = next(((arguments[a], arguments[b]) for a, b in MOVE_PAIRS if isinstance(arguments.get(a), str)
+                 and isinstance(arguments.get(b), str)), None)
+    if pair is None:
+        return []
+    source, target = (absolute(tracked.state, end) or end.rstrip("/") or "/" for end in pair)
+    leaves = {leaf for leaf in json_leaves(tracked.state, keys=True) if isinstance(leaf, str)}
+    if target in leaves and target.startswith("/") and not any(k == target for k in _map_keys(tracked.state)):
+        target = f"{target}/{source.rsplit('/', 1)[-1]}"
+
+    def renamed(text: str) -> str | None:
+        if text == source:
+            return target
+        if source.startswith("/") and text.startswith(source + "/"):
+            return target + text[len(source):]
+        return None
+
+    changes = []
+    for path, node in list(walk(tracked.state)):
+        if isinstance(node, dict):
+            for key in list(node):
+                new = renamed(key) if isinstance(key, str) else None
+                if new is not None:
+                    node[new] = node.pop(key)
+                    changes.append(Change("set", path + (new,), key, new))
+        elif isinstance(node, list):
+            for index, item in enumerate(node):
+                new = renamed(item) if isinstance(item, str) else None
+                if new is not None:
+                    node[index] = new
+                    changes.append(Change("set", path + (index,), item, new))
+    return changes
+
+
+def _map_keys(state: Any) -> Iterator[str]:
+    for _, node in walk(state):
+        if isinstance(node, dict):
+            yield from (key for key in node if isinstance(key, str))
+
+
+def _counters(tracked: EpisodeState, changes: list[Change], answer: dict[str, Any]) -> list[Change]:
+    """What a record's creation, closing or move takes from the records it refers to: a flight's `seats_left` drops
+    by a new booking's count, comes back when the booking is cancelled, and moves with a booking changed to
+    another flight."""
+    moved: list[Change] = []
+    for change in list(changes):
+        if change.op == "add" and isinstance(change.after, dict):
+            moved += _draw(tracked, change.after, change.after, answer, -1)
+        elif change.op == "set" and len(change.path) > 1:
+            record = _live(tracked.state, change.path[:-1])
+            if not isinstance(record, dict):
+                continue
+            if isinstance(change.after, str) and change.after in CLOSED_WORDS:
+                moved += _draw(tracked, record, record, {}, +1)
+            elif isinstance(change.before, str) and isinstance(change.after, str):
+                before = {**record, change.path[-1]: change.before}
+                moved += _draw(tracked, before, record, {}, +1, only=change.path[-1])
+                moved += _draw(tracked, record, record, answer, -1, only=change.path[-1])
+    return moved
+
+
+def _draw(tracked: EpisodeState, refers: dict[str, Any], counted: dict[str, Any], answer: dict[str, Any],
+          sign: int, only: str | None = None) -> list[Change]:
+    """Add `sign` x the count of `counted` to the counter field of each record `refers` points at by a shared
+    key and value (`flight: NX721`), leaving out `refers` itself."""
+    changes = []
+    for key, value in refers.items():
+        if (only is not None and key != only) or not isinstance(value, str) or not value:
+            continue
+        for path, node in walk(tracked.state):
+            if not isinstance(node, dict) or node is counted or node.get(key) != value or key in ("id",):
+                continue
+            for name, have in node.items():
+                said = set(words(name))
+                if not said & COUNTER_WORDS or not isinstance(have, int) or isinstance(have, bool):
+                    continue
+                count = _count(said - COUNTER_WORDS, counted, answer)
+                if count:
+                    changes += _set(tracked, path, node, name, max(0, have + sign * count))
+    return changes
+
+
+def _count(topic: set[str], record: dict[str, Any], answer: dict[str, Any]) -> int | None:
+    """How many of `topic` (`seats`) a record holds: the answer's number on that topic (`seats_confirmed`), else
+    the record's, else the record's one plain count (`passengers`)."""
+    for source in (answer, record):
+        hits = [v for k, v in source.items() if set(words(k)) & topic and isinstance(v, int) and not isinstance(v, bool)]
+        if len(hits) == 1:
+            return hits[0]
+    plain = [v for k, v in record.items() if isinstance(v, int) and not isinstance(v, bool)
+             and not set(words(k)) & UNIT_WORDS and 0 < v < 1000]
+    return plain[0] if len(plain) == 1 else None
+
+
+def _charged(tracked: EpisodeState, path: tuple, record: dict[str, Any], answer: dict[str, Any],
+             said: set[tuple]) -> list[Change]:
+    """What a write on an existing record cost (`total_due_cents`) added to the record's running sum of what it
+    paid (`paid_cents`), in the same unit, where the answer did not state that sum itself."""
+    changes = []
+    for name, have in list(record.items()):
+        named = words(name)
+        if path + (name,) in said or not set(named) & PAID_WORDS or not isinstance(have, (int, float)) \
+                or isinstance(have, bool):
+            continue
+        due = [(("total" in words(k)), v) for k, v in answer.items() if set(words(k)) & DUE_WORDS
+               and words(k)[-1:] == named[-1:] and isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if due and (cost := max(due)[1]):
+            changes += _set(tracked, path, record, name, have + cost)
+    return changes
