@@ -1,0 +1,124 @@
+"""Episode state: a write takes effect for every later call. The state an episode reaches is worked out from what
+the world said (answers, a write's arguments, created and deleted records), reproduces the simulators' own states
+when fed their answers, is what the shipped model's later lookups answer from, and is what a lookup is checked
+against."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from wmstudio.locations import DEMO_WORLDS_DIR
+from wmstudio.model.backends import load_backend
+from wmstudio.model.generation import generate
+from wmstudio.studio.world_step import read_step_request, world_step
+from wmstudio.world.checks.report import check_step
+from wmstudio.world.episode_state import episode_state
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.simulators import get_simulator
+from wmstudio.world.spec import Call, load_world
+
+TRACKED_WORLDS = ("retail", "airline", "filesystem", "records")  # payments' balance moves with no answer saying so
+
+
+def _world(name: str):
+    return load_world(DEMO_WORLDS_DIR / f"{name}.json")
+
+
+@pytest.mark.parametrize("name", TRACKED_WORLDS)
+def test_fed_the_simulators_answers_the_state_is_the_simulators_after_every_step(name):
+    world, sim, rng = _world(name), get_simulator(name), random.Random(f"episode-{name}")
+    steps = changing = 0
+    for _ in range(12):
+        state, history = world.initial_state, []
+        for _ in range(5):
+            call = sim.valid_call(state, rng) if rng.random() < 0.85 else sim.invalid_call(state, rng)
+            after, truth = sim.step(state, call)
+            history.append(HistoryStep(call, truth))
+            assert episode_state(world, history).state == after, (call, truth)
+            steps, changing = steps + 1, changing + (after != state)
+            state = after
+    assert steps == 60 and changing >= 5
+
+
+def test_an_error_changes_nothing_and_a_created_record_takes_its_siblings_shape():
+    world = _world("airline")
+    refused = HistoryStep(Call("cancel_booking", {"booking_id": "2EZVPE"}),
+                          {"error": "ALREADY_CANCELLED", "message": "", "status": "error"})
+    assert episode_state(world, [refused]).state == world.initial_state
+    booked = HistoryStep(Call("book_flight", {"flight": "NX721", "fare": "flex", "passengers": 1}),
+                         {"booking_id": "Q7KX2P", "flight": "NX721", "fare": "flex", "passengers": 1,
+                          "seats_confirmed": 1, "charged_cents": 14900, "error": "", "message": "", "status": "ok"})
+    tracked = episode_state(world, [booked])
+    made = tracked.state["bookings"][-1]
+    assert made == {"booking_id": "Q7KX2P", "flight": "NX721", "fare": "flex", "passengers": 1,
+                    "paid_cents": 14900, "status": "confirmed"}
+    flight = next(f for f in tracked.state["flights"] if f["flight"] == "NX721")
+    assert flight["seats_left"] == 3  # four before, one booked
+    assert {change.op for change in tracked.steps[0]} == {"add", "set"}
+
+
+def test_a_removed_file_and_a_moved_folder_leave_the_state_as_a_shell_would():
+    world = _world("filesystem")
+    history = [HistoryStep(Call("rm", {"path": "notes.txt"}),  # relative to the working folder
+                           {"path": "/home/maria/notes.txt", "removed": 1, "error": "", "message": "", "status": "ok"}),
+               HistoryStep(Call("mv", {"source": "/home/maria/docs", "destination": "/tmp"}),
+                           {"source": "/home/maria/docs", "destination": "/tmp/docs", "moved": True, "error": "",
+                            "message": "", "status": "ok"})]
+    state = episode_state(world, history).state
+    assert "/home/maria/notes.txt" not in state["files"]
+    assert "/tmp/docs/todo.md" in state["files"] and "/home/maria/docs/todo.md" not in state["files"]
+    assert "/tmp/docs" in state["dirs"] and "/home/maria/docs" not in state["dirs"]
+
+
+def test_a_lookup_contradicting_the_record_or_the_history_is_flagged_under_its_own_key():
+    world = _world("retail")
+    order = next(o for o in world.initial_state["orders"] if o["status"] == "processing")
+    read = Call("get_order", {"order_id": order["id"]})
+    answer = {"order_id": order["id"], "order_status": "delivered", "placed_on": order["placed_on"],
+              "delivered_on": "", "total_cents": order["total_cents"], "refunded_cents": 0, "items": order["items"],
+              "error": "", "message": "", "status": "ok"}
+    lines = check_step(world, read, json.dumps(answer)).invented
+    assert any(line.startswith("order_status: 'delivered'") and "'processing' (status)" in line for line in lines)
+    cancelled = HistoryStep(Call("cancel_order", {"order_id": order["id"]}),
+                            {"order_id": order["id"], "cancelled": True, "order_status": "cancelled",
+                             "refunded_cents": order["total_cents"], "error": "", "message": "", "status": "ok"})
+    stale = {**answer, "order_status": "processing"}
+    lines = check_step(world, read, json.dumps(stale), history=[cancelled]).invented
+    assert any("order_status: 'processing', but the history changed it to 'cancelled'" in line for line in lines)
+    right = {**answer, "order_status": "cancelled", "refunded_cents": order["total_cents"]}
+    assert check_step(world, read, json.dumps(right), history=[cancelled]).invented == []
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return load_backend()
+
+
+@pytest.mark.parametrize(("name", "write", "read", "field", "expected"), [
+    ("retail", Call("refund_order", {"order_id": "ORD-22930", "amount_cents": 3499}),
+     Call("get_order", {"order_id": "ORD-22930"}), "refunded_cents", 3499),
+    ("airline", Call("cancel_booking", {"booking_id": "2EZVPE"}), Call("get_booking", {"booking_id": "2EZVPE"}),
+     "booking_status", "cancelled"),
+    ("records", Call("tag_records", {"ids": ["ACC-1097"], "tag": "vip"}), Call("get_record", {"id": "ACC-1097"}),
+     "tags", ["vip"]),
+])
+def test_the_shipped_model_reads_back_what_its_own_write_changed(backend, name, write, read, field, expected):
+    world = _world(name)
+    written = generate(backend, world, write).samples[0].response
+    assert json.loads(written)["status"] == "ok"
+    answer = json.loads(generate(backend, world, read, history=[HistoryStep(write, written)]).samples[0].response)
+    assert answer[field] == expected
+
+
+def test_the_http_step_returns_the_state_after_and_what_it_changed(backend):
+    world = _world("retail")
+    body = {"world": world.to_json(), "call": {"name": "cancel_order", "arguments": {"order_id": "ORD-23411"}},
+            "anchors": {"status": "ok", "order_status": "cancelled"}}
+    result = world_step(backend, read_step_request(body, None))
+    order = next(o for o in result["state_after"]["orders"] if o["id"] == "ORD-23411")
+    assert order["status"] == "cancelled"
+    assert {"op": "set", "path": "orders[0].status", "before": "processing", "after": "cancelled"} \
+        in result["state_change"]
