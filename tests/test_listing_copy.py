@@ -4,6 +4,7 @@ and an empty next-page token where the records found say them."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -140,3 +141,24 @@ def test_a_page_with_more_after_it_mints_a_token_that_the_next_call_reads_back()
     listed = [value for path, value in second.values.items() if path.endswith(".id")]
     state_ids = [record["id"] for record in records.initial_state["records"]]
     assert listed == state_ids[2:4]  # the page after the one that gave the token
+
+
+def test_a_page_too_long_for_the_context_is_cut_as_an_api_pages_never_refused(backend):
+    """250 accounts and `page_size: 100`: the canvas of all 100 would leave the prompt almost nothing (an exception
+    once); the answer lists the first records that fit, counts all 250 and says more follow, with a token."""
+    from wmstudio.locations import DEMO_WORLDS_DIR
+    from wmstudio.world.spec import parse_world
+
+    raw = json.loads((DEMO_WORLDS_DIR / "records.json").read_text())
+    raw["tools"][0]["function"]["parameters"]["properties"]["page_size"]["maximum"] = 500  # a service that allows it
+    base = raw["initial_state"]["records"]
+    many = [{**base[i % len(base)], "id": f"ACC-{3000 + i}", "tags": []} for i in range(250)]
+    big = parse_world({**raw, "initial_state": {"records": many}})
+    generation = generate(backend, big, Call("search_records", {"page_size": 100}), settings=SamplerSettings())
+    answer = json.loads(generation.samples[0].response)
+    assert answer["status"] == "ok" and answer["total"] == 250
+    assert 5 <= len(answer["records"]) < 100
+    assert [r["id"] for r in answer["records"]] == [r["id"] for r in many[:len(answer["records"])]]
+    assert answer["last_page"] is False and answer["next_page_token"]
+    next_start = base64.urlsafe_b64decode(answer["next_page_token"] + "==").decode().split(":")[0]
+    assert int(next_start) == len(answer["records"])  # the next page starts where this one stopped

@@ -18,6 +18,7 @@ from wmstudio.model.ar_pins import top_level_pins
 from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.canvas import (
     FREE,
+    MAX_CANVAS_TOKENS,
     OUTCOME_KEY,
     SKELETON,
     Canvas,
@@ -26,9 +27,16 @@ from wmstudio.model.canvas import (
     check_fits,
 )
 from wmstudio.model.copy_head import copy_plan
-from wmstudio.model.listing_copy import or_listing
+from wmstudio.model.listing_copy import listing_copy, or_listing
 from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins, within_rules
-from wmstudio.model.record_copy import call_echoes, call_identifiers, identifier_shape, record_copy, with_record
+from wmstudio.model.record_copy import (
+    RecordCopy,
+    call_echoes,
+    call_identifiers,
+    identifier_shape,
+    record_copy,
+    with_record,
+)
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
     REPAIR_ROUNDS,
@@ -229,6 +237,30 @@ def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequ
     return build_canvas(backend.tokenizer, schema, anchors, **options)
 
 
+def fitted_listing(backend: Backend, world: WorldSpec, call: Call, anchors: Sequence[Anchor],
+                   history: Sequence[HistoryStep], schema: Any, copy: RecordCopy | None) -> RecordCopy | None:
+    """A listing's copy cut to the first records whose canvas leaves the prompt a quarter of its budget: a page too
+    long for the context is answered as a real API pages one (its first records, the count, a has-more flag or a
+    next-page token), never refused."""
+    if copy is None or copy.listed <= 1 or not isinstance(schema, dict):
+        return copy
+    room = min(MAX_CANVAS_TOKENS, backend.max_length - max(MIN_PROMPT_TOKENS, (backend.prompt_tokens or 0) // 4))
+    options = dict(mode=SKELETON, vocab_size=backend.vocab_size, mask_id=backend.mask_id, pad_id=backend.span_pad_id)
+    shown = copy.listed
+    while True:
+        try:
+            size: int | None = len(build_canvas(backend.tokenizer, schema, anchors, shape=copy.shape, **options))
+        except InvalidInput:
+            size = None  # over the longest canvas, or a shape the anchors do not allow: try fewer records
+        if (size is not None and size <= room) or shown <= 1:
+            return copy
+        shown = min(shown - 1, shown * room // size) if size else shown // 2
+        cut = listing_copy(world, call, history, schema, max_items=max(shown, 1))
+        if cut is None:
+            return copy
+        copy = RecordCopy(cut.shape, cut.values, copy.sources, cut.listed)
+
+
 def write_sketch(backend: Backend, world: WorldSpec, call: Call) -> WrittenSketch:
     """The model's sketch of the called tool's response schema, denoised greedily on a shape canvas from the tool's
     sketch prompt (world/schema_sketch.sketch_world: no response schema for it, no state): for a model trained to
@@ -270,6 +302,7 @@ def generate_stream(
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema)
     copy = or_listing(record_copy(world, the_call, history, schema), world, the_call, history, schema) \
         if settings.record_copy and not settings.free else None
+    copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy)
     echoed = call_identifiers(the_call, schema) if settings.record_copy and not settings.free else {}
     done = call_echoes(the_call, schema, _parameters(world, the_call)) \
         if settings.record_copy and not settings.free and outcomes else {}

@@ -39,8 +39,11 @@ from wmstudio.world.tools.reading import read_only
 NEWEST_FIRST = re.compile(r"\b(newest|latest|most recent)\s+first\b", re.IGNORECASE)  # a new record leads
 
 
-def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any) -> RecordCopy | None:
-    """The copy of the page a read-only list call answers with; None when the call lists nothing the state holds."""
+def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any,
+                 max_items: int | None = None) -> RecordCopy | None:
+    """The copy of the page a read-only list call answers with; None when the call lists nothing the state holds.
+    `max_items` cuts the page to its first records (the count, the has-more flag and the next-page token then say
+    what follows), as an API pages an answer too long to send."""
     tool = next((t for t in world.tools if t.name == call.name), None)
     listed = listed_property(schema)
     if tool is None or not read_only(tool) or listed is None:
@@ -57,6 +60,8 @@ def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], s
         records = []
     elif steer.page_size:
         records = records[:steer.page_size]
+    if max_items is not None:
+        records = records[:max(max_items, 0)]
     items = [{name: value for name in fields if (value := item_field(record, name)) is not None}
              for record in records]
     shape: dict[str, Any] = dict.fromkeys((schema.get("properties") or {}))
@@ -68,7 +73,7 @@ def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], s
                               0 if steer.empty_result else found.start))
     sources = [source for index, record in enumerate(records)
                for source in shown_leaves(record, ("listing", index), "query", 0, set())]
-    return RecordCopy(shape, values, list(dict.fromkeys(sources)))
+    return RecordCopy(shape, values, list(dict.fromkeys(sources)), len(records))
 
 
 def page_values(schema: dict[str, Any], listed: str, matching: int, shown: int, call: Call,
@@ -96,7 +101,7 @@ def page_values(schema: dict[str, Any], listed: str, matching: int, shown: int, 
         elif kind == "integer" and words in ({"page"}, {"page", "number"}):
             values[format_path([name])] = next((v for k, v in arguments.items() if set(key_words(k)) == words
                                                 and isinstance(v, int) and not isinstance(v, bool)), 1)
-        elif placed and kind == "boolean" and "more" in words:
+        elif placed and kind == "boolean" and ("more" in words or words >= {"has", "next"}):  # `hasNext` too
             values[format_path([name])] = more
         elif placed and kind == "boolean" and "last" in words:
             values[format_path([name])] = not more
@@ -204,4 +209,5 @@ def or_listing(copy: RecordCopy | None, world: WorldSpec, call: Call, history: S
     listing = listing_copy(world, call, history, schema)
     if listing is None:
         return copy
-    return listing if copy is None else RecordCopy(listing.shape, listing.values, copy.sources + listing.sources)
+    return listing if copy is None else RecordCopy(listing.shape, listing.values, copy.sources + listing.sources,
+                                                   listing.listed)

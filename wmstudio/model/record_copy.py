@@ -82,6 +82,7 @@ class RecordCopy:
     shape: Any
     values: dict[str, Any]
     sources: list[CopySource]
+    listed: int = 0  # a listing's records laid out (0 for a named record's copy)
 
 
 def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any) -> RecordCopy | None:
