@@ -7,6 +7,8 @@ autoregressive baseline (the pin as a directive; it has no repair). Printed per 
 - code contradicted: an error code whose cause a rule states and the state (with the history) contradicts
   (REFUND_WINDOW_EXPIRED for an order delivered 4 days ago; world/checks/error_codes.py);
 - stray mention: a message naming an id or number (of 100 or more) that nothing holds (world/checks/message_mentions.py);
+- code explained: a code the world can explain (world/checks/explained_codes.py: stated by it, transient, or a
+  sign-in failure where it has a sign-in), and auth codes answered in worlds with no sign-in (a count);
 - not JSON, status kept (the pin honoured), all checks pass, repeated words (world/checks/text_quality.py), seconds/call.
 Target (issue 31): steered 0 and 0. Run: `python benchmarks/pinned_error_coherence.py [--calls 50] [--seed 0]
 [--rows 2000] [--model PATH] [--ar PATH] [--text-penalty 1.3] [--json]`."""
@@ -27,6 +29,7 @@ from wmstudio.model.backends import load_backend
 from wmstudio.model.generation import generate
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.world.checks.error_codes import contradicted
+from wmstudio.world.checks.explained_codes import AUTH_CODES, explains, signs_in
 from wmstudio.world.checks.report import parse_response
 from wmstudio.world.checks.text_quality import response_repeats
 from wmstudio.world.corpus.rows import iter_corpus
@@ -58,6 +61,8 @@ class Tally:
     kept: int = 0
     passed: int = 0
     repeats: int = 0
+    explained: int = 0
+    auth_no_sign_in: int = 0
     seconds: float = 0.0
     examples: list[dict[str, Any]] = field(default_factory=list)
 
@@ -72,6 +77,9 @@ class Tally:
         self.kept += json_valid and isinstance(value, dict) and value.get("status") == "error"
         self.passed += report.ok
         self.repeats += response_repeats(value if json_valid else text)
+        error = value.get("error") if json_valid and isinstance(value, dict) else None
+        self.explained += isinstance(error, str) and bool(error) and explains(case.world, case.call, error)
+        self.auth_no_sign_in += error in AUTH_CODES and not signs_in(case.world)
         if (code or report.message_strays) and len(self.examples) < 3:
             self.examples.append({"call": case.call.to_json(), "response": text, "contradicted": code,
                                   "strays": report.message_strays})
@@ -80,7 +88,8 @@ class Tally:
         share = (lambda n: round(n / self.calls, 3)) if self.calls else (lambda n: None)
         return {"calls": self.calls, "code_contradicted": share(self.contradicted), "stray_mention": share(self.stray),
                 "not_json": share(self.not_json), "status_kept": share(self.kept), "checks_pass": share(self.passed),
-                "repeated_words_per_call": share(self.repeats),
+                "repeated_words_per_call": share(self.repeats), "code_explained": share(self.explained),
+                "auth_code_without_sign_in": self.auth_no_sign_in,
                 "seconds_per_call": round(self.seconds / self.calls, 3) if self.calls else None}
 
 
@@ -145,11 +154,11 @@ def main() -> None:
         return
     print(f"status pinned to \"error\" on {len(cases)} ok calls ({', '.join(worlds)}; corpus seed {args.seed}, "
           f"test split of {args.rows} rows; text-span repetition penalty {args.text_penalty:g})")
-    columns = ["code_contradicted", "stray_mention", "not_json", "status_kept", "checks_pass",
-               "repeated_words_per_call", "seconds_per_call"]
-    print(f"{'':14}" + "".join(f"{c:>25}" for c in columns))
+    columns = ["code_contradicted", "code_explained", "auth_code_without_sign_in", "stray_mention", "not_json",
+               "status_kept", "checks_pass", "repeated_words_per_call", "seconds_per_call"]
+    print(f"{'':14}" + "".join(f"{c:>27}" for c in columns))
     for name, row in report["results"].items():
-        print(f"{name:14}" + "".join(f"{str(row[c]):>25}" for c in columns))
+        print(f"{name:14}" + "".join(f"{str(row[c]):>27}" for c in columns))
     for name, examples in report["examples"].items():
         for example in examples[:1]:
             print(f"\n{name} e.g. {json.dumps(example['call'])}\n  {example['response']}\n  contradicted: "

@@ -29,6 +29,7 @@ import torch
 from wmstudio.model.canvas import OUTCOME_KEY, OUTCOME_VALUES
 from wmstudio.world.checks.decided import CODE, refusing_rule
 from wmstudio.world.checks.error_codes import allowed_codes, code_rules, outage_code
+from wmstudio.world.checks.explained_codes import explains
 from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.heads.outcome_features import DIRECTIVE, outcome_features
 from wmstudio.world.history import HistoryStep
@@ -289,7 +290,8 @@ def within_pins(ranked: Sequence[Outcome], pinned: Sequence[Anchor], world: Worl
     """The outcomes of `ranked` the user's pins allow, their probabilities renormalised: all without a pin; with the
     status pinned, those of that status; with status "error" pinned on a schema with an error code, those whose
     code's cause (a rule of the world) holds for the call, the state and the history, else (no stated cause holds)
-    the world's outage code; none when the code itself is pinned (the user's steering is whole)."""
+    the world's outage code (or another failure with no cause the world can explain: a rate limit, a sign-in failure
+    only where it has a sign-in; world/checks/explained_codes.py); none when the code itself is pinned (the user's steering is whole)."""
     if any(anchor.path == ERROR_KEY for anchor in pinned):
         return []
     status = next((anchor.value for anchor in pinned if anchor.path == OUTCOME_KEY), None)
@@ -300,9 +302,9 @@ def within_pins(ranked: Sequence[Outcome], pinned: Sequence[Anchor], world: Worl
         holding = allowed_codes(world, call, {OUTCOME_KEY: "error"}, history)
         if holding:
             kept = [o for o in kept if o.error in holding] or [Outcome("error", holding[0], 1.0)]
-        else:
+        else:  # no stated cause holds: a failure with no cause in the state, one the world can explain
             stated, outage = set(code_rules(world)), outage_code(world)
-            kept = [o for o in kept if o.error and o.error not in stated] or \
+            kept = [o for o in kept if o.error and o.error not in stated and explains(world, call, o.error)] or \
                 ([Outcome("error", outage, 1.0)] if outage else [])
     total = sum(outcome.probability for outcome in kept)
     return [Outcome(o.status, o.error, o.probability / total if total > 0 else 1.0 / len(kept)) for o in kept]

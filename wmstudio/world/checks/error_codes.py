@@ -15,6 +15,7 @@ from wmstudio.world.spec import Call, WorldSpec
 OUTAGE_CODE = "SERVICE_UNAVAILABLE"  # a failure with no cause in the state, when the world names none of its own
 
 
+
 def code_rules(world: WorldSpec) -> dict[str, Rule]:
     """Each error code the world's rules state a cause for, with that rule (the first, for a code named twice)."""
     found: dict[str, Rule] = {}
@@ -60,3 +61,4 @@ def outage_code(world: WorldSpec) -> str:
 def failure_message(code: str) -> str:
     """The plain message of a failure with `code` (what the simulators say for an injected error)."""
     return f"The request failed with {code}."
+

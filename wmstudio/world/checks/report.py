@@ -14,6 +14,7 @@ from typing import Any
 from jsonschema import exceptions as schema_exceptions
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.checks.explained_codes import unexplained_code
 from wmstudio.world.checks.invention import invention_lines
 from wmstudio.world.checks.message_mentions import message_strays
 from wmstudio.world.history import HistoryStep
@@ -84,6 +85,8 @@ def check_step(
     anchor_violations = [v for a in pinned if (v := anchor_violation(response, a, json_valid)) is not None]
     strays = message_strays(world, the_call, response, steps) if json_valid else []
     invented = invention_lines(world, the_call, tool, response, steps) if json_valid else []
+    if json_valid and (unexplained := unexplained_code(world, the_call, response)) is not None:
+        invented.append(unexplained)
     ok = json_valid and not schema_errors and not rule_violations and not anchor_violations and not strays \
         and not invented
     return CheckReport(ok, json_valid, schema_errors, rule_violations, anchor_violations, strays, invented)

@@ -1,0 +1,65 @@
+"""Pinned errors a world can explain: the code chosen under a pinned `status: "error"` is one the world states, a
+transient failure any service gives, or a sign-in failure only where the world has a sign-in; a check flags any
+other code, naming it."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from wmstudio.locations import DEMO_WORLDS_DIR
+from wmstudio.model.backends import load_backend
+from wmstudio.model.generation import generate
+from wmstudio.world.checks.explained_codes import explains, signs_in
+from wmstudio.world.checks.report import check_step
+from wmstudio.world.simulators import get_simulator
+from wmstudio.world.spec import Call, load_world
+from wmstudio.world.steering.anchors import Anchor
+
+
+def _world(name: str):
+    return load_world(DEMO_WORLDS_DIR / f"{name}.json")
+
+
+def test_a_sign_in_failure_is_explained_only_where_the_world_signs_in():
+    retail, payments = _world("retail"), _world("payments")
+    assert not signs_in(retail) and signs_in(payments)
+    call = Call("get_order", {"order_id": "ORD-23411"})
+    assert not explains(retail, call, "UNAUTHENTICATED")
+    assert explains(payments, Call("get_balance", {"session_token": "x"}), "TOKEN_EXPIRED")
+    assert explains(retail, call, "RATE_LIMITED") and explains(retail, call, "ORDER_NOT_FOUND")
+    assert not explains(retail, call, "WIDGET_MELTED")
+
+
+def test_the_check_flags_a_code_the_world_cannot_explain_naming_it():
+    retail = _world("retail")
+    call = Call("get_order", {"order_id": "ORD-23411"})
+    answer = {"order_id": "ORD-23411", "order_status": "", "placed_on": "", "delivered_on": "", "total_cents": 0,
+              "refunded_cents": 0, "items": [], "error": "UNAUTHENTICATED", "message": "Authentication failed.",
+              "status": "error"}
+    report = check_step(retail, call, json.dumps(answer))
+    assert not report.ok
+    assert any(line.startswith("error: 'UNAUTHENTICATED' is a code the world cannot explain (the world has no "
+                               "sign-in") for line in report.invented)
+    transient = {**answer, "error": "RATE_LIMITED", "message": "Too many requests."}
+    assert check_step(retail, call, json.dumps(transient)).ok
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return load_backend()
+
+
+@pytest.mark.parametrize("name", ["retail", "airline", "filesystem", "records"])
+def test_a_pinned_error_on_an_ok_call_answers_a_code_the_world_explains(backend, name):
+    world, sim = _world(name), get_simulator(name)
+    rng, seen = random.Random(name), 0
+    while seen < 4:
+        call = sim.valid_call(world.initial_state, rng)
+        if sim.step(world.initial_state, call)[1]["status"] != "ok":
+            continue
+        seen += 1
+        answer = json.loads(generate(backend, world, call, [Anchor("status", "error")]).samples[0].response)
+        assert answer["status"] == "error" and explains(world, call, answer["error"]), (call, answer["error"])
