@@ -63,3 +63,24 @@ def test_a_pinned_error_on_an_ok_call_answers_a_code_the_world_explains(backend,
         seen += 1
         answer = json.loads(generate(backend, world, call, [Anchor("status", "error")]).samples[0].response)
         assert answer["status"] == "error" and explains(world, call, answer["error"]), (call, answer["error"])
+
+
+def test_an_error_message_is_composed_from_the_worlds_own_words_and_the_calls_ids():
+    from wmstudio.world.heads.code_messages import composed_message
+    from wmstudio.world.spec import parse_world
+
+    world = parse_world({
+        "name": "seedbank",
+        "tools": [{"name": "fulfil_test", "description": "Fulfil a test. Errors: TEST_NOT_FOUND unknown id; FORBIDDEN "
+                   "not the owner; INVALID_STATE not requested/confirmed.",
+                   "parameters": {"type": "object", "properties": {"test_id": {"type": "string"},
+                                                                   "curator_id": {"type": "string"}}}},
+                  {"name": "close_test", "description": "Close a test.",
+                   "parameters": {"type": "object", "properties": {"test_id": {"type": "string"}}}}],
+        "rules": [{"text": "close_test: only an open test's curator (else NOT_CURATOR)"}]})
+    fulfil = Call("fulfil_test", {"test_id": "gt_jNE7dY", "curator_id": "2568005"})
+    assert composed_message(world, fulfil, "FORBIDDEN") == "Not the owner: gt_jNE7dY, 2568005."
+    close = Call("close_test", {"test_id": "gt_jNE7dY"})
+    assert composed_message(world, close, "NOT_CURATOR") == "Only an open test's curator: gt_jNE7dY."
+    assert composed_message(world, close, "RATE_LIMITED") == "Too many requests; retry later: gt_jNE7dY."
+    assert composed_message(world, close, "TEST_LOCKED") == "Test locked: gt_jNE7dY."

@@ -65,6 +65,7 @@ from wmstudio.problems import InvalidInput
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.report import CheckReport, check_step
 from wmstudio.world.grounding import NONE, Grounding
+from wmstudio.world.heads.code_messages import composed_message
 from wmstudio.world.heads.copy_candidates import copy_candidates
 from wmstudio.world.heads.copy_sources import CopySource
 from wmstudio.world.heads.schema_sketch import sketch_world
@@ -447,9 +448,10 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
     if not ranked:
         return None
     messages = getattr(backend, "outcome_messages", None)
-    if messages is not None and not any(anchor.path == MESSAGE_KEY for anchor in pinned):  # written to the outcome
-        ranked = [replace(outcome, message=messages.message(world, call, history, schema, outcome,
-                                                            settings.grounding)) for outcome in ranked]
+    if not any(anchor.path == MESSAGE_KEY for anchor in pinned) \
+            and MESSAGE_KEY in ((schema.get("properties") or {})):  # written to the outcome
+        ranked = [replace(outcome, message=_message(messages, world, call, history, schema, outcome, settings))
+                  for outcome in ranked]
     if settings.temperature == 0 or len(ranked) == 1:
         return [ranked[0]] * settings.samples
     weights = torch.tensor([outcome.probability for outcome in ranked], dtype=torch.float64)
@@ -457,6 +459,18 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
     drawn = torch.multinomial(weights, settings.samples, replacement=True,
                               generator=torch.Generator().manual_seed(settings.seed))
     return [ranked[i] for i in drawn.tolist()]
+
+
+def _message(messages: Any, world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: dict[str, Any],
+             outcome: Outcome, settings: SamplerSettings) -> str | None:
+    """The message written with `outcome`: the learned template's (model/outcome_messages.py), else for an error
+    one composed from the world's own words for its code and the call's ids (world/heads/code_messages.py), else
+    None (the denoiser writes it)."""
+    message = messages.message(world, call, history, schema, outcome, settings.grounding) \
+        if messages is not None else None
+    if message is None and outcome.status == "error" and outcome.error:
+        message = composed_message(world, call, outcome.error)
+    return message
 
 
 def _outcome_groups(outcomes: list[Outcome]) -> dict[tuple[str, str], list[int]]:
