@@ -24,7 +24,7 @@ from typing import Any
 
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, named_record_at, needles_of, own_id_keys
+from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, named_record_at, needles_of, own_id_keys, singular
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools.reading import read_only
 
@@ -168,9 +168,7 @@ def kind_of(path: tuple[str | int, ...]) -> str:
     names = [p for p in path if isinstance(p, str)]
     if names and isinstance(path[-1], str) and re.search(r"\d", path[-1]):
         names.pop()  # a map's record keyed by its id: the kind is the map's
-    collection = names[-1] if names else ""
-    singular = collection[:-1] if collection.endswith("s") else collection
-    return "_".join(words(singular))
+    return "_".join(words(singular(names[-1]))) if names else ""
 
 
 def field_for(key: str, record: dict[str, Any], path: tuple[str | int, ...]) -> str | None:
@@ -195,6 +193,8 @@ def _argument_ids(arguments: dict[str, Any]) -> Iterator[str]:
     """The id-like strings a call sends (or any string under a key naming an id: `booking_id`), in its order, each
     of a list of ids too."""
     for key, value in arguments.items():
+        if set(words(key)) & SECRET_WORDS:
+            continue  # a session's token names the caller, not the record the call is about
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str) and len(item) >= 2 and (item in needles_of(item, strict=True)
                                                              or words(key)[-1:] in ID_WORDS):
@@ -321,8 +321,9 @@ def _created(tracked: EpisodeState, world: WorldSpec, call: Call, answer: dict[s
         for path, items, own in collections_keyed_by(state, key):
             if path in done:
                 continue
-            record = _new_record(world, state, path, items, own, key, value, call, answer)
+            record, guessed = _new_record(world, state, path, items, own, key, value, call, answer)
             items.append(record)
+            tracked.unsure |= {path + (len(items) - 1, name) for name in guessed}
             done.add(path)
             changes.append(Change("add", path + (len(items) - 1,), None, record))
             break
@@ -354,9 +355,10 @@ def collections_keyed_by(state: Any, key: str) -> Iterator[tuple[tuple, list, st
 
 
 def _new_record(world: WorldSpec, state: Any, path: tuple, items: list, own: str, key: str, value: str,
-                call: Call, answer: dict[str, Any]) -> dict[str, Any]:
+                call: Call, answer: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     """A created record: its own id, then each of its siblings' fields as the answer or the call states it, or as
-    its siblings mostly hold it (a status), or neutral; with no sibling, the answer's ids and the call's values."""
+    its siblings mostly hold it (a status), or neutral; with no sibling, the answer's ids and the call's values.
+    With it, the fields nothing stated (guessed, so unsure)."""
     template = next((item for item in items if isinstance(item, dict)), None)
     arguments = {k: v for k, v in call.arguments.items() if not set(words(k)) & SECRET_WORDS}
     if template is None:
@@ -365,8 +367,8 @@ def _new_record(world: WorldSpec, state: Any, path: tuple, items: list, own: str
                      and v in needles_of(v, strict=True)})
         made.update({k: v for k, v in arguments.items() if k not in made and not isinstance(v, bool)
                      and (isinstance(v, (int, float)) or (isinstance(v, str) and v in needles_of(v, strict=True)))})
-        return made
-    made, used = {}, {key}
+        return made, set()
+    made, used, guessed = {}, {key}, set()
     for name, example in template.items():
         if name == own:
             made[name] = value
@@ -376,10 +378,13 @@ def _new_record(world: WorldSpec, state: Any, path: tuple, items: list, own: str
             given = _stated(name, example, arguments, path, used)
         if given is _NOTHING:
             given = _same_unit(name, example, answer, used)
+            if given is not _NOTHING:
+                guessed.add(name)  # likely (`charged_cents` for `paid_cents`), not stated
         if given is _NOTHING:
             given = _usual(items, name, example, status_values(world, state, path + (0,), name))
+            guessed.add(name)
         made[name] = given
-    return made
+    return made, guessed
 
 
 _NOTHING = object()
@@ -413,8 +418,8 @@ def _usual(items: list, name: str, example: Any, values: set[str]) -> Any:
     """What a field of a new record holds when nothing says: a status its siblings mostly hold, else neutral."""
     if isinstance(example, str) and values:
         common = Counter(item.get(name) for item in items if isinstance(item, dict)).most_common(1)
-        if common and isinstance(common[0][0], str) and len(values) <= 12:
-            return common[0][0]
+        if common and isinstance(common[0][0], str) and len(values) <= 12 and (common[0][1] >= 2 or len(items) == 1):
+            return common[0][0]  # a value siblings share (a status), never one sibling's own (a phone)
     if isinstance(example, bool):
         return False
     if isinstance(example, (int, float)):
@@ -551,51 +556,56 @@ def _counters(tracked: EpisodeState, changes: list[Change], answer: dict[str, An
     moved: list[Change] = []
     for change in list(changes):
         if change.op == "add" and isinstance(change.after, dict):
-            moved += _draw(tracked, change.after, change.after, answer, -1)
+            moved += _draw(tracked, change.after, change.after, answer, -1, plain=False)
         elif change.op == "set" and len(change.path) > 1:
             record = _live(tracked.state, change.path[:-1])
             if not isinstance(record, dict):
                 continue
             if isinstance(change.after, str) and change.after in CLOSED_WORDS:
-                moved += _draw(tracked, record, record, {}, +1)
+                moved += _draw(tracked, record, record, {}, +1, plain=True)
             elif isinstance(change.before, str) and isinstance(change.after, str):
                 before = {**record, change.path[-1]: change.before}
-                moved += _draw(tracked, before, record, {}, +1, only=change.path[-1])
-                moved += _draw(tracked, record, record, answer, -1, only=change.path[-1])
+                moved += _draw(tracked, before, record, {}, +1, plain=True, only=change.path[-1])
+                moved += _draw(tracked, record, record, answer, -1, plain=True, only=change.path[-1])
     return moved
 
 
 def _draw(tracked: EpisodeState, refers: dict[str, Any], counted: dict[str, Any], answer: dict[str, Any],
-          sign: int, only: str | None = None) -> list[Change]:
-    """Add `sign` x the count of `counted` to the counter field of each record `refers` points at by a shared
-    key and value (`flight: NX721`), leaving out `refers` itself."""
+          sign: int, plain: bool, only: str | None = None) -> list[Change]:
+    """Add `sign` x the count of `counted` to the counter field of each record `refers` names by its own id
+    (`flight: NX721`), leaving out `refers` itself; `plain`: the record's one plain count (`passengers`) counts when
+    nothing names the counter's topic (a booking closed or moved, not one just made)."""
     changes = []
     for key, value in refers.items():
-        if (only is not None and key != only) or not isinstance(value, str) or not value:
-            continue
+        if (only is not None and key != only) or not isinstance(value, str) \
+                or value not in needles_of(value, strict=True):
+            continue  # a reference is an id-like value (`NX721`), never a status another record shares
         for path, node in walk(tracked.state):
-            if not isinstance(node, dict) or node is counted or node.get(key) != value or key in ("id",):
+            if not isinstance(node, dict) or node is counted or node.get(key) != value or key in ("id",) \
+                    or set(node) == set(counted):  # a record of the same kind is no record it refers to
                 continue
+            if key not in own_id_keys(path) and words(key) != words(kind_of(path)):
+                continue  # `node` refers to that value too; only the record it names (a flight's `flight`) counts
             for name, have in node.items():
                 said = set(words(name))
                 if not said & COUNTER_WORDS or not isinstance(have, int) or isinstance(have, bool):
                     continue
-                count = _count(said - COUNTER_WORDS, counted, answer)
+                count = _count(said - COUNTER_WORDS, counted, answer, plain)
                 if count:
                     changes += _set(tracked, path, node, name, max(0, have + sign * count))
     return changes
 
 
-def _count(topic: set[str], record: dict[str, Any], answer: dict[str, Any]) -> int | None:
+def _count(topic: set[str], record: dict[str, Any], answer: dict[str, Any], plain: bool) -> int | None:
     """How many of `topic` (`seats`) a record holds: the answer's number on that topic (`seats_confirmed`), else
-    the record's, else the record's one plain count (`passengers`)."""
+    the record's, else (`plain`: what a closed record gives back) its one plain count (`passengers`)."""
     for source in (answer, record):
         hits = [v for k, v in source.items() if set(words(k)) & topic and isinstance(v, int) and not isinstance(v, bool)]
         if len(hits) == 1:
             return hits[0]
-    plain = [v for k, v in record.items() if isinstance(v, int) and not isinstance(v, bool)
-             and not set(words(k)) & UNIT_WORDS and 0 < v < 1000]
-    return plain[0] if len(plain) == 1 else None
+    counts = [v for k, v in record.items() if isinstance(v, int) and not isinstance(v, bool)
+              and not set(words(k)) & UNIT_WORDS and 0 < v < 1000] if plain else []
+    return counts[0] if len(counts) == 1 else None
 
 
 def _charged(tracked: EpisodeState, path: tuple, record: dict[str, Any], answer: dict[str, Any],

@@ -77,8 +77,18 @@ def own_id_keys(path: tuple) -> tuple[str, ...]:
     """The keys a record at `path` holds its own id under: `id`, and `dock_station_id` / `dockStationId` for one
     under `dock_stations` / `dockStations`."""
     collection = next((p for p in reversed(path) if isinstance(p, str)), "")
-    kind = collection[:-1] if collection.endswith("s") else collection
+    kind = singular(collection)
     return ("id", f"{kind}_id", f"{kind}Id") if kind else ("id",)
+
+
+def singular(word: str) -> str:
+    """A collection's name for one of its records: `orders` -> `order`, `visitor_passes` -> `visitor_pass`,
+    `boxes` -> `box`, `categories` -> `category`."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 def json_leaves(value: Any, keys: bool = False) -> Iterator[Any]:

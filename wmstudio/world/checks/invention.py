@@ -18,6 +18,7 @@ from typing import Any
 
 from wmstudio.world.episode_state import episode_state, field_for, named_records
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.prompt.retrieval import matches, understood
 from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
@@ -38,6 +39,7 @@ def invention_lines(world: WorldSpec, call: Call, tool: Tool, response: Any,
                             *([step.call.arguments, step.response_value()] for step in history)])
         lines += invented_entries(response, held)[:MAX_LINES]
         lines += contradicted_fields(world, call, response, history)[:MAX_LINES]
+        lines += listing_slips(call, response)[:MAX_LINES]
     lines += stutters(response)[:MAX_LINES]
     return lines
 
@@ -84,6 +86,38 @@ def contradicted_fields(world: WorldSpec, call: Call, response: Any, history: Se
             where = f" ({name})" if name != key else ""
             lines.append(f"{key}: {value!r}, but {why} {known!r}{where} (a lookup answers the record as it is)")
     return lines
+
+
+def listing_slips(call: Call, response: Any) -> list[str]:
+    """`path` of each record a successful read-only listing holds twice (the same own id), and of each that fails a
+    filter the call sent on a field the records hold (`status: "shipped"` listing a delivered order)."""
+    if not isinstance(response, dict) or response.get("status") not in (None, "ok") or response.get("error"):
+        return []
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    found = []
+    for key, items in response.items():
+        records = [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+        if not records or len(records) != len(items):
+            continue
+        seen: dict[Any, int] = {}
+        for index, record in enumerate(records):
+            own = next(((name, value) for name, value in record.items() if ID_KEY.search(name)
+                        and isinstance(value, (str, int)) and not isinstance(value, bool)), None)
+            if own is not None and own in seen:
+                found.append(f"{key}[{index}].{own[0]}: lists {own[1]} again (as {key}[{seen[own]}]; a listing holds "
+                             "each record once)")
+            elif own is not None:
+                seen[own] = index
+            if arguments and understood(arguments, [record]) and not matches(record, arguments):
+                found.append(f"{key}[{index}]: fails the call's filter ({_filters(arguments, record)}; a listing "
+                             "holds only the records that match)")
+    return found
+
+
+def _filters(arguments: dict[str, Any], record: dict[str, Any]) -> str:
+    """The call's filters the record fails, as `name=value`."""
+    failing = [f"{name}={value!r}" for name, value in arguments.items() if not matches(record, {name: value})]
+    return ", ".join(failing) or "its filters"
 
 
 def stutters(response: Any) -> list[str]:
