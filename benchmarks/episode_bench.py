@@ -4,9 +4,10 @@ worlds, against the simulators' truth. Prints, per world and overall:
 - lookups after writes: every write tool, then a read of what it changed; the share of the read's fields equal to
   the simulator's (per read and over all fields), and the share of reads contradicting the episode's state that
   the checks flag;
-- closed-loop episodes (3-6 steps, the simulator's scripted calls, 15% invalid): Config Match (the change the
-  model's answer predicts, applied to the true state, gives the simulator's next state; beside it, the state the
-  model's whole episode of answers leaves) split by the size of the true change (failure, none,
+- closed-loop episodes (3-6 steps, the simulator's scripted calls, 15% invalid; a record the episode made is named
+  to the model by the id the model gave it): Config Match (the change the model's answer predicts, applied to the
+  true state, gives the simulator's next state; also counted with new ids as the model named them, since no model
+  draws the simulator's random ids; beside it, the state the model's whole episode of answers leaves) split by the size of the true change (failure, none,
   1-2, 3-6, 7+ fields), Feedback Match (the answer's fields equal the simulator's; macro per step) by step depth;
 - the same state tracking fed the simulator's own answers (teacher-forced, named `oracle answers`): what the
   deterministic state tracking alone reaches when the answers are right.
@@ -31,6 +32,7 @@ from wmstudio.model.sampler import SamplerSettings
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.episode_state import SHELL_READS, EpisodeState, apply_step, episode_state
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.records import json_leaves, needles_of
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, WorldSpec, load_world
 from wmstudio.world.tools.reading import read_only
@@ -108,6 +110,7 @@ def main() -> None:
     config: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     oracle: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     drift: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    loose: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     depth: dict[int, list[float]] = defaultdict(list)
     for name in WORLDS:
         world, sim = load_world(DEMO_WORLDS_DIR / f"{name}.json"), get_simulator(name)
@@ -140,21 +143,26 @@ def main() -> None:
             contradictions[0] += contradicted and flagged
             contradictions[1] += contradicted
         for _ in range(args.episodes):  # closed-loop episodes
-            state, model_history, true_history = world.initial_state, [], []
+            state, model_history, true_history, renamed = world.initial_state, [], [], {}
             for step in range(rng.randint(3, 6)):
                 call = sim.valid_call(state, rng) if rng.random() < 0.85 else sim.invalid_call(state, rng)
                 after, truth = sim.step(state, call)
-                answer = generate(backend, world, call, history=model_history, settings=settings).samples[0].response
-                model_history.append(HistoryStep(call, answer))
+                asked = _renamed(call, renamed)  # the agent names a record it made by the id the model gave it
+                answer = generate(backend, world, asked, history=model_history, settings=settings).samples[0].response
+                renamed.update(_minted(state, truth, answer))
+                model_history.append(HistoryStep(asked, answer))
                 true_history.append(HistoryStep(call, truth))
                 kind = bucket(truth, len(differences(state, after)))
+                back = {new: old for old, new in renamed.items()}
                 config[name][kind][0] += not differences(_one_step(world, state, call, answer), after)
                 config[name][kind][1] += 1
-                drift[kind][0] += not differences(episode_state(world, model_history).state, after)
+                loose[kind][0] += not differences(_swapped(_one_step(world, state, call, answer), back), after)
+                loose[kind][1] += 1
+                drift[kind][0] += not differences(_swapped(episode_state(world, model_history).state, back), after)
                 drift[kind][1] += 1
                 oracle[kind][0] += not differences(episode_state(world, true_history).state, after)
                 oracle[kind][1] += 1
-                right, total = field_match(answer, truth)
+                right, total = field_match(_swapped_text(answer, back), truth)
                 depth[min(step + 1, 4)].append(right / max(total, 1))
                 state = after
         print(f"{name}: lookups after writes {_mean(lookups[name]):.1%} of fields (n={len(lookups[name])}); "
@@ -169,15 +177,56 @@ def main() -> None:
         n = sum(config[w][kind][1] for w in config)
         o = oracle[kind]
         if n:
-            print(f"Config Match [{kind:>7}]: model {r / n:.1%} ({r}/{n}); whole episode so far "
-                  f"{drift[kind][0] / n:.1%}; oracle answers {o[0] / o[1]:.1%}")
+            print(f"Config Match [{kind:>7}]: model {r / n:.1%} ({r}/{n}), new ids as the model named them "
+                  f"{loose[kind][0] / n:.1%}; whole episode so far {drift[kind][0] / n:.1%}; oracle answers "
+                  f"{o[0] / o[1]:.1%}")
+    changing_loose = sum(loose[k][0] for k in ("1-2", "3-6", "7+"))
     changing = [sum(config[w][k][i] for w in config for k in ("1-2", "3-6", "7+")) for i in (0, 1)]
     rest = [sum(config[w][k][i] for w in config for k in ("failure", "none")) for i in (0, 1)]
-    print(f"Config Match state-changing {changing[0] / max(changing[1], 1):.1%} of {changing[1]}; "
+    print(f"Config Match state-changing {changing[0] / max(changing[1], 1):.1%} of {changing[1]} "
+          f"({changing_loose / max(changing[1], 1):.1%} with new ids as the model named them); "
           f"the rest {rest[0] / max(rest[1], 1):.1%} of {rest[1]}")
     for d in sorted(depth):
         print(f"Feedback Match step {d}{'+' if d == 4 else ''}: {_mean(depth[d]):.1%} (n={len(depth[d])})")
     print(f"({time.time() - started:.0f} s)")
+
+
+def _minted(state: Any, truth: dict[str, Any], answer: str) -> dict[str, str]:
+    """{the simulator's new id: the model's} for each id-like answer field the simulator filled with an id the state
+    did not hold (a record it made) and the model with another."""
+    try:
+        said = json.loads(answer)
+    except ValueError:
+        return {}
+    held = {leaf for leaf in json_leaves(state, keys=True) if isinstance(leaf, str)}
+    if not isinstance(said, dict) or truth.get("status") == "error":
+        return {}
+    return {value: said[key] for key, value in truth.items() if isinstance(value, str) and len(value) >= 4
+            and value not in held and isinstance(said.get(key), str) and said[key] and said[key] != value
+            and (key.endswith(("id", "Id", "token")) or value in needles_of(value, strict=True))}
+
+
+def _renamed(call: Call, renamed: dict[str, str]) -> Call:
+    """`call` with the simulator's ids of records made in this episode replaced by the model's."""
+    return Call(call.name, _swapped(call.arguments, renamed)) if renamed else call
+
+
+def _swapped(value: Any, names: dict[str, str]) -> Any:
+    """`value` with every string (and map key) in `names` replaced by its new name."""
+    if not names:
+        return value
+    if isinstance(value, dict):
+        return {names.get(k, k): _swapped(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swapped(v, names) for v in value]
+    return names.get(value, value) if isinstance(value, str) else value
+
+
+def _swapped_text(text: str, names: dict[str, str]) -> str:
+    try:
+        return json.dumps(_swapped(json.loads(text), names))
+    except ValueError:
+        return text
 
 
 def _one_step(world: WorldSpec, state: Any, call: Call, answer: str) -> Any:

@@ -64,6 +64,7 @@ from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.report import CheckReport, check_step
+from wmstudio.world.episode_state import new_ids, state_after
 from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.heads.code_messages import composed_message
 from wmstudio.world.heads.copy_candidates import copy_candidates
@@ -75,6 +76,7 @@ from wmstudio.world.jsonpath import format_path
 from wmstudio.world.prompt.render import RenderedPrompt, render
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
+from wmstudio.world.tools.reading import read_only
 
 ERROR = "error"  # the outcome head's status of a refused call
 MIN_PROMPT_TOKENS = 32  # a prompt shorter than this cannot even hold the call
@@ -307,6 +309,8 @@ def generate_stream(
     echoed = call_identifiers(the_call, schema) if settings.record_copy and not settings.free else {}
     done = call_echoes(the_call, schema, _parameters(world, the_call)) \
         if settings.record_copy and not settings.free and outcomes else {}
+    if done is not None and settings.record_copy and not settings.free and outcomes and _writes(world, the_call):
+        done = {**new_ids(world, state_after(world, history), the_call, schema), **done}  # the record it makes
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}
     fixed = {key: rule_fixed(world, the_call, history, schema, pinned, outcome,
@@ -398,6 +402,12 @@ def _parameters(world: WorldSpec, call: Call) -> dict | None:
         return world.tool(call.name).parameters
     except KeyError:
         return None
+
+
+def _writes(world: WorldSpec, call: Call) -> bool:
+    """Whether the called tool may change the state (a tool the world lacks does not)."""
+    tool = next((t for t in world.tools if t.name == call.name), None)
+    return tool is not None and not read_only(tool)
 
 
 def _done_as_asked(outcome: Outcome | None) -> bool:

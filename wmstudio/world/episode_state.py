@@ -16,6 +16,8 @@ as unsure: a check does not hold an answer to it."""
 from __future__ import annotations
 
 import copy
+import hashlib
+import random
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -239,6 +241,8 @@ def _answer_into(tracked: EpisodeState, world: WorldSpec, path: tuple, record: d
             continue
         if isinstance(value, list) != isinstance(record.get(name), list):
             continue
+        if value == "" and record.get(name) not in ("", None):
+            continue  # the neutral "" says nothing of a field the record holds
         changes += _set(tracked, path, record, name, value)
     return changes
 
@@ -623,3 +627,43 @@ def _charged(tracked: EpisodeState, path: tuple, record: dict[str, Any], answer:
         if due and (cost := max(due)[1]):
             changes += _set(tracked, path, record, name, have + cost)
     return changes
+
+
+def new_ids(world: WorldSpec, state: Any, call: Call, schema: Any) -> dict[str, str]:
+    """{field: id} for a write's answer fields that name the own id of a collection of records (`booking_id` for
+    `bookings`) the call does not send: the id the record it makes gets, shaped like its siblings' (the next of
+    `RF-70001`, `RF-70002`; a new `2EZVPE`-like six letters), the same for the same call and state."""
+    properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not isinstance(call.arguments, dict):
+        return {}
+    sent = {value for value in json_leaves(call.arguments) if isinstance(value, str)}
+    minted: dict[str, str] = {}
+    for key, sub in properties.items():
+        if key in ENVELOPE_FIELDS or not isinstance(sub, dict) or sub.get("type") not in ("string", None):
+            continue
+        for _, items, own in collections_keyed_by(state, key):
+            ids = [item.get(own) for item in items if isinstance(item, dict) and isinstance(item.get(own), str)]
+            if ids and not sent & set(ids):
+                minted[key] = _next_id(ids, f"{call.name}:{sorted(call.arguments.items(), key=str)}:{len(ids)}")
+            break
+    return minted
+
+
+def _next_id(ids: list[str], seed: str) -> str:
+    """An id no record has, shaped like `ids`: the next number where they share a prefix and number their records
+    (`RF-70002` after `RF-70001`), else the first id's letters and digits drawn afresh (case and length kept)."""
+    numbered = [re.fullmatch(r"(.*?)(\d+)", value) for value in ids]
+    if all(numbered) and len({m.group(1) for m in numbered}) == 1:
+        width = max(len(m.group(2)) for m in numbered)
+        return f"{numbered[0].group(1)}{max(int(m.group(2)) for m in numbered) + 1:0{width}d}"
+    rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
+    template, taken = ids[0], set(ids)
+    prefix = re.match(r"^[A-Za-z]+[_-]", template)
+    head = prefix.group(0) if prefix else ""
+    for _ in range(20):
+        body = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") if ch.isupper() else
+                       rng.choice("abcdefghijklmnopqrstuvwxyz") if ch.islower() else
+                       rng.choice("0123456789") if ch.isdigit() else ch for ch in template[len(head):])
+        if head + body not in taken:
+            return head + body
+    return head + body
