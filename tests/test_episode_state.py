@@ -122,3 +122,25 @@ def test_the_http_step_returns_the_state_after_and_what_it_changed(backend):
     assert order["status"] == "cancelled"
     assert {"op": "set", "path": "orders[0].status", "before": "processing", "after": "cancelled"} \
         in result["state_change"]
+
+
+def test_the_rollouts_tab_shows_what_each_step_changed(tmp_path):
+    from wmstudio.store import MadeBy, append_step, create_rollout, open_store, save_world_version
+    from wmstudio.ui.rollout_view import render_rollout
+
+    world = _world("retail")
+    store = open_store(tmp_path / "studio.db")
+    rollout = create_rollout(store, save_world_version(store, world).id, "a refund")
+    refund = Call("refund_order", {"order_id": "ORD-22930", "amount_cents": 3499})
+    answer = {"order_id": "ORD-22930", "refund_id": "RF-70001", "refund_processed": True,
+              "amount_refunded_cents": 3499, "total_refunded_cents": 3499, "order_total_cents": 37896,
+              "error": "", "message": "", "status": "ok"}
+    append_step(store, rollout.id, refund, json.dumps(answer), MadeBy.by_hand("tester"),
+                check_step(world, refund, json.dumps(answer)))
+    read = Call("get_order", {"order_id": "ORD-22930"})
+    append_step(store, rollout.id, read, json.dumps({"status": "ok"}), MadeBy.by_hand("tester"),
+                check_step(world, read, json.dumps({"status": "ok"})))
+    body = render_rollout(store, rollout.id).steps
+    first, second = body.split("**Step 2**")
+    assert "`orders[3].refunded_cents`: `0` → `3499`" in first and "`refunds[0]` added" in first
+    assert "State after: unchanged." in second

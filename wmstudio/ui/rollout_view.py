@@ -1,5 +1,5 @@
 """One rollout as the Rollouts tab shows it: a header (world, status, tags, where it branched from) and each step's
-call, response, check verdict and how the response was made."""
+call, response, check verdict, how the response was made and what it changed in the episode's state."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from typing import Any
 from wmstudio.studio.rollouts import MadeBy, Step, Store, get_rollout, rollout_steps, rollout_tags
 from wmstudio.studio.worlds import get_world
 from wmstudio.ui.check_view import pretty_response
+from wmstudio.ui.state_view import state_change_markdown
+from wmstudio.world.episode_state import episode_state
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.steering.occurrence import SteeringKey, occurrence_of
@@ -43,8 +46,11 @@ def render_rollout(store: Store, rollout_id: int) -> RolloutView:
     names = [Call.from_json(step.call).name for step in steps]
     occurrences = [occurrence_of(name, names[:index]) for index, name in enumerate(names)]  # how steering names it
     shown = steps[-MAX_STEPS_SHOWN:]
+    changes = episode_state(world.spec(), [HistoryStep(Call.from_json(step.call), step.response)
+                                           for step in steps]).steps
     parts = [f"_{len(steps) - len(shown)} earlier steps not shown._"] if len(shown) < len(steps) else []
-    parts += [_step_markdown(step, n) for step, n in zip(shown, occurrences[-len(shown):])]
+    parts += [_step_markdown(step, n) + "\n\n" + state_change_markdown(changed)
+              for step, n, changed in zip(shown, occurrences[-len(shown):], changes[-len(shown):])]
     body = "\n\n---\n\n".join(parts) or "_No steps yet: type the first call below and press **Generate**._"
     return RolloutView(rollout.id, header, body, ", ".join(tags))
 

@@ -45,6 +45,9 @@ from wmstudio.ui.forms import (
 )
 from wmstudio.ui.messages import failure_markdown, markdown_as_html
 from wmstudio.ui.setting_widgets import setting_widget
+from wmstudio.ui.state_view import state_change_markdown
+from wmstudio.world.episode_state import episode_state
+from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.presets import PRESETS, preset_request
 from wmstudio.world.tools import Tool
@@ -249,10 +252,20 @@ def finished_view(simulation: Simulation) -> tuple:
         canvas_html(simulation.canvas, simulation.frames, last, simulation.traces, done=True),
         gr.update(minimum=0, maximum=max(1, frames), value=frames, step=1, interactive=True),
         heatmap_figure(simulation.canvas, simulation.frames, 0),
-        generation_html(generation, simulation.world, simulation.tool, simulation.anchors) + repair_html(generation),
+        generation_html(generation, simulation.world, simulation.tool, simulation.anchors) + repair_html(generation)
+        + state_html(simulation),
         simulation,
         gr.update(choices=samples, value=0),
     )
+
+
+def state_html(simulation: Simulation) -> str:
+    """What the first sample's answer would change in the world's state, were it a step of an episode."""
+    first = simulation.generation.samples[0].response if simulation.generation.samples else None
+    if first is None:
+        return ""
+    tracked = episode_state(simulation.world, [HistoryStep(simulation.call, first)])
+    return f'<div id="simulate-state">{markdown_as_html(state_change_markdown(tracked.steps[0]))}</div>'
 
 
 def repair_html(generation) -> str:
