@@ -115,3 +115,92 @@ def newest_answer_naming(history: Sequence[HistoryStep], needles: frozenset | se
                 and needles & {value for value in answer.values() if isinstance(value, str)}:
             return answer
     return None
+
+
+# --- whether a record matches a list call's filters (the listing copy and the listing checks read it alike) ---
+
+PAGE_ARGS = ("page", "pagenumber")  # argument names with case and separators dropped (`pageNumber`, `page_number`)
+SIZE_ARGS = ("pagesize", "limit", "perpage", "maxresults", "count", "size")
+CREDENTIALS = ("sessionid", "sessionkey", "apikey", "authorization")  # besides every `...token`
+CONTAINS_ARGS = ("q", "query", "search", "text")
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def plain_name(name: str) -> str:
+    """An argument's name in lower case without separators: `maxResults`, `max_results` -> `maxresults`."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def pages_or_signs(name: str) -> bool:
+    """Whether an argument pages or authenticates the call rather than filtering: a page size or number, a
+    token, or a session's credentials."""
+    plain = plain_name(name)
+    return plain in SIZE_ARGS or plain in PAGE_ARGS or plain.endswith("token") or plain in CREDENTIALS
+
+
+def understood(arguments: dict[str, Any], records: list[dict[str, Any]]) -> bool:
+    """Whether listing_records reads every argument of a list call: a page number or size, a token (a page's or a
+    session's) or a session's id, or a filter on a field the records hold (not a cursor or offset, nor a filter they
+    lack)."""
+    for name, value in arguments.items():
+        if any(filtered_field(name, record)[0] is not None for record in records[:1]):
+            continue  # a filter on a field the records hold
+        if pages_or_signs(name):
+            continue
+        if "cursor" in name.lower() or "offset" in name.lower():
+            return False
+        if value not in (None, ""):
+            return False
+    return True
+
+
+def matches(record: dict[str, Any], arguments: dict[str, Any]) -> bool:
+    """Whether every argument that names a field of `record` (or a part of its text) holds for it."""
+    for name, wanted in arguments.items():
+        if isinstance(wanted, (dict, list)) or wanted is None or wanted == "":
+            continue
+        field, contains = filtered_field(name, record)
+        if field is None:
+            continue
+        value = record[field]
+        if isinstance(wanted, bool) or isinstance(value, bool):
+            if wanted != value:
+                return False
+        elif isinstance(wanted, (int, float)) and isinstance(value, (int, float)):
+            if wanted != value:
+                return False
+        elif isinstance(value, str) and isinstance(wanted, str):
+            have, want = value.lower(), wanted.strip().lower()
+            if contains:
+                if want not in have:
+                    return False
+            elif DATE.match(want) and DATE.match(have):
+                if not have.startswith(want[:10]):
+                    return False
+            elif have != want:
+                return False
+        elif str(value).lower() != str(wanted).lower():
+            return False
+    return True
+
+
+def filtered_field(argument: str, record: dict[str, Any]) -> tuple[str | None, bool]:
+    """(the record's field an argument filters, whether by a part of its text); (None, False) when it names none."""
+    lowered = argument.lower()
+    if argument in record and isinstance(record[argument], str):  # `size: "large"` filters the records' own size
+        return argument, False
+    if pages_or_signs(argument):
+        return None, False
+    if argument in record and not isinstance(record[argument], (dict, list)):
+        return argument, False
+    plain = plain_name(argument)
+    for suffix in ("contains", "like", "prefix"):  # `name_contains`, `displayNameContains`
+        field = next((key for key in record if plain == plain_name(key) + suffix), None)
+        if field is not None and isinstance(record[field], str):
+            return field, True
+    if lowered in CONTAINS_ARGS:
+        name = next((k for k in ("name", "title", "text") if isinstance(record.get(k), str)), None)
+        return name, name is not None
+    if lowered == "date":  # a date filter reads the record's own date, or its first time
+        return next((k for k, v in record.items() if isinstance(v, str) and DATE.match(v)), None), False
+    return None, False

@@ -1,6 +1,6 @@
 """Which error codes a world can explain at all: those it states (a rule, the error field's enum, a tool's or a
 schema's description, an `inject_error` directive), the transient failures any service gives (rate limit, timeout,
-outage), the request errors any API gives (a bad or missing argument, an unknown tool), and sign-in failures only
+outage, a gateway's or an upstream's fault), the request errors any API gives (a bad or missing argument, an unknown tool), and sign-in failures only
 where the world has a sign-in (a login tool, a token or key argument, sessions or credentials in the state).
 
 The outcome head chooses a pinned error's code among these, and the checks flag any other, naming it."""
@@ -14,11 +14,13 @@ from typing import Any
 from wmstudio.problems import InvalidInput
 from wmstudio.world.rules.cel import rule_codes
 from wmstudio.world.spec import Call, WorldSpec
-from wmstudio.world.steering.directives import parse_directive
+from wmstudio.world.steering.directives import Steering, parse_directive, steering
 
 TRANSIENT_CODES = frozenset({"RATE_LIMITED", "RATE_LIMIT_EXCEEDED", "TOO_MANY_REQUESTS", "TIMEOUT", "TIMED_OUT",
                              "GATEWAY_TIMEOUT", "DEADLINE_EXCEEDED", "SERVICE_UNAVAILABLE", "UNAVAILABLE",
                              "TEMPORARILY_UNAVAILABLE", "INTERNAL_ERROR", "INTERNAL", "BAD_GATEWAY", "UPSTREAM_ERROR"})
+TRANSIENT_WORDS = re.compile(r"TIMEOUT|TIMED_OUT|UNAVAILABLE|RATE_LIMIT|THROTTL|TEMPORAR|OVERLOAD|BUSY|UPSTREAM|"
+                             r"GATEWAY|RETRY|MAINTENANCE|INTERNAL|OUTAGE|DEPENDENCY")  # PAYMENT_GATEWAY_ERROR too
 REQUEST_CODES = frozenset({"INVALID_ARGUMENT", "MISSING_ARGUMENT", "BAD_REQUEST", "UNKNOWN_TOOL"})
 AUTH_CODES = frozenset({"UNAUTHENTICATED", "UNAUTHORIZED", "AUTH_FAILED", "AUTHENTICATION_FAILED", "TOKEN_EXPIRED",
                         "INVALID_TOKEN", "SESSION_EXPIRED", "INVALID_SESSION", "INVALID_CREDENTIALS",
@@ -74,9 +76,17 @@ def signs_in(world: WorldSpec) -> bool:
 def explains(world: WorldSpec, call: Call, code: str) -> bool:
     """Whether the world can explain `code` as an answer to `call` (see the module's doc)."""
     if code in stated_codes(world, call) or code in stated_codes(world) or code in TRANSIENT_CODES \
-            or code in REQUEST_CODES:
+            or code in REQUEST_CODES or TRANSIENT_WORDS.search(code):
         return True
-    return code in AUTH_CODES and signs_in(world)
+    return code in AUTH_CODES and (signs_in(world) or _steered(world).auth_failure)
+
+
+def _steered(world: WorldSpec) -> Steering:
+    """What the world's vocabulary directives ask (`auth_failure` states a sign-in failure), free text aside."""
+    try:
+        return steering(world.directives)
+    except InvalidInput:
+        return Steering()
 
 
 def unexplained_code(world: WorldSpec, call: Call, response: Any) -> str | None:

@@ -18,8 +18,7 @@ from typing import Any
 
 from wmstudio.world.episode_state import episode_state, field_for, named_records
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt.retrieval import matches, understood
-from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves
+from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, matches, understood
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 from wmstudio.world.tools.reading import read_only

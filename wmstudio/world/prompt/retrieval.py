@@ -20,31 +20,25 @@ from typing import Any
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import resolve_local
 from wmstudio.world.prompt.call_local import is_collection
+from wmstudio.world.records import (  # noqa: F401 - matches and understood are read from here too
+    CONTAINS_ARGS,
+    DATE,
+    PAGE_ARGS,
+    SIZE_ARGS,
+    filtered_field,
+    matches,
+    pages_or_signs,
+    plain_name,
+    understood,
+)
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
 
-PAGE_ARGS = ("page", "pagenumber")  # argument names with case and separators dropped (`pageNumber`, `page_number`)
-SIZE_ARGS = ("pagesize", "limit", "perpage", "maxresults", "count", "size")
-CREDENTIALS = ("sessionid", "sessionkey", "apikey", "authorization")  # besides every `...token`
-
-
-def _plain(name: str) -> str:
-    """An argument's name in lower case without separators: `maxResults`, `max_results` -> `maxresults`."""
-    return re.sub(r"[^a-z0-9]", "", name.lower())
-
-
-def _paging(name: str) -> bool:
-    """Whether an argument pages or authenticates the call rather than filtering: a page size or number, a
-    token, or a session's credentials."""
-    plain = _plain(name)
-    return plain in SIZE_ARGS or plain in PAGE_ARGS or plain.endswith("token") or plain in CREDENTIALS
-CONTAINS_ARGS = ("q", "query", "search", "text")
 MAX_PAGE = 10  # records shown when neither the call nor the tool says how many a page holds
 SIZE_WORDS = re.compile(r"(\d+)\s+(?:per page|at most|results? per)|at most\s+(\d+)|up to\s+(\d+)|(\d+)\s+max",
                         re.IGNORECASE)
 ORDER_WORDS = re.compile(r"\b(newest|latest|most recent|earliest|oldest)\s+first\b|\bin\s+(\w+)\s+order\b",
                          re.IGNORECASE)
-DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 TIME = re.compile(r"^\d{2}:\d{2}")
 
 
@@ -86,7 +80,7 @@ def find_listing(tool: Tool | None, call: Call, state: Any, history: Sequence[Hi
     if token is not None:
         start = _after_token(token, key, records, history)
     else:
-        page = _whole(next((value for name, value in call.arguments.items() if _plain(name) in PAGE_ARGS), 1))
+        page = _whole(next((value for name, value in call.arguments.items() if plain_name(name) in PAGE_ARGS), 1))
         start = (page - 1) * size if page and page >= 1 else 0
     return Listing(found, records, start, size)
 
@@ -101,22 +95,6 @@ def listing_records(tool: Tool | None, call: Call, state: Any, history: Sequence
     if found.start is None:
         return {"matching": len(found.matching)}
     return {"matching": len(found.matching), "page": found.page}
-
-
-def understood(arguments: dict[str, Any], records: list[dict[str, Any]]) -> bool:
-    """Whether listing_records reads every argument of a list call: a page number or size, a token (a page's or a
-    session's) or a session's id, or a filter on a field the records hold (not a cursor or offset, nor a filter they
-    lack)."""
-    for name, value in arguments.items():
-        if any(_field_for(name, record)[0] is not None for record in records[:1]):
-            continue  # a filter on a field the records hold
-        if _paging(name):
-            continue
-        if "cursor" in name.lower() or "offset" in name.lower():
-            return False
-        if value not in (None, ""):
-            return False
-    return True
 
 
 def _after_token(token: str, key: str, records: list[dict[str, Any]], history: Sequence[HistoryStep]) -> int | None:
@@ -183,58 +161,6 @@ def _records(value: Any) -> list[dict[str, Any]] | None:
     return None
 
 
-def matches(record: dict[str, Any], arguments: dict[str, Any]) -> bool:
-    """Whether every argument that names a field of `record` (or a part of its text) holds for it."""
-    for name, wanted in arguments.items():
-        if isinstance(wanted, (dict, list)) or wanted is None or wanted == "":
-            continue
-        field, contains = _field_for(name, record)
-        if field is None:
-            continue
-        value = record[field]
-        if isinstance(wanted, bool) or isinstance(value, bool):
-            if wanted != value:
-                return False
-        elif isinstance(wanted, (int, float)) and isinstance(value, (int, float)):
-            if wanted != value:
-                return False
-        elif isinstance(value, str) and isinstance(wanted, str):
-            have, want = value.lower(), wanted.strip().lower()
-            if contains:
-                if want not in have:
-                    return False
-            elif DATE.match(want) and DATE.match(have):
-                if not have.startswith(want[:10]):
-                    return False
-            elif have != want:
-                return False
-        elif str(value).lower() != str(wanted).lower():
-            return False
-    return True
-
-
-def _field_for(argument: str, record: dict[str, Any]) -> tuple[str | None, bool]:
-    """(the record's field an argument filters, whether by a part of its text); (None, False) when it names none."""
-    lowered = argument.lower()
-    if argument in record and isinstance(record[argument], str):  # `size: "large"` filters the records' own size
-        return argument, False
-    if _paging(argument):
-        return None, False
-    if argument in record and not isinstance(record[argument], (dict, list)):
-        return argument, False
-    plain = _plain(argument)
-    for suffix in ("contains", "like", "prefix"):  # `name_contains`, `displayNameContains`
-        field = next((key for key in record if plain == _plain(key) + suffix), None)
-        if field is not None and isinstance(record[field], str):
-            return field, True
-    if lowered in CONTAINS_ARGS:
-        name = next((k for k in ("name", "title", "text") if isinstance(record.get(k), str)), None)
-        return name, name is not None
-    if lowered == "date":  # a date filter reads the record's own date, or its first time
-        return next((k for k, v in record.items() if isinstance(v, str) and DATE.match(v)), None), False
-    return None, False
-
-
 def _ordered(records: list[dict[str, Any]], described: str) -> list[dict[str, Any]]:
     """`records` in the order the tool's words give (newest/earliest first by the first date field, or in a named
     field's order); as the state keeps them otherwise."""
@@ -256,7 +182,7 @@ def _ordered(records: list[dict[str, Any]], described: str) -> list[dict[str, An
 def _page_size(arguments: dict[str, Any], tool: Tool, key: str) -> int:
     """The call's page size, else the one the tool's words state, else MAX_PAGE."""
     for name, value in arguments.items():
-        size = _whole(value) if _plain(name) in SIZE_ARGS else None
+        size = _whole(value) if plain_name(name) in SIZE_ARGS else None
         if size is not None and size >= 1:
             return min(size, 100)
     for text in (tool.description, _description(tool.response, key)):
