@@ -9,6 +9,9 @@ worlds, against the simulators' truth. Prints, per world and overall:
   true state, gives the simulator's next state; also counted with new ids as the model named them, since no model
   draws the simulator's random ids; beside it, the state the model's whole episode of answers leaves) split by the size of the true change (failure, none,
   1-2, 3-6, 7+ fields), Feedback Match (the answer's fields equal the simulator's; macro per step) by step depth;
+- echo++ (echo+ with every hand-built helper the model uses: train/baselines.py) played on the same calls, its own
+  answers as its history; its status codes learned from 200 simulator steps per world (for generated worlds, of
+  those same worlds: more than the model knows of them);
 - the same state tracking fed the simulator's own answers (teacher-forced, named `oracle answers`): what the
   deterministic state tracking alone reaches when the answers are right.
 
@@ -23,12 +26,15 @@ import json
 import random
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.model.backends import load_backend
 from wmstudio.model.generation import generate
 from wmstudio.model.sampler import SamplerSettings
+from wmstudio.train.baselines import TrainingAnswers, baseline_response
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.episode_state import SHELL_READS, EpisodeState, apply_step, episode_state
 from wmstudio.world.history import HistoryStep
@@ -96,98 +102,168 @@ def read_after(world: WorldSpec, write: Call) -> Call | None:
     return None
 
 
+@dataclass
+class Tally:
+    """What one group of worlds measured."""
+
+    lookups: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    lookup_fields: list[int] = field(default_factory=lambda: [0, 0])
+    contradictions: list[int] = field(default_factory=lambda: [0, 0])
+    config: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    loose: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    drift: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    oracle: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    depth: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def report(self, title: str) -> None:
+        print(f"\n== {title} ==")
+        every = [share for shares in self.lookups.values() for share in shares]
+        if every:
+            print(f"lookups after writes: {_mean(every):.1%} macro, "
+                  f"{self.lookup_fields[0] / max(self.lookup_fields[1], 1):.1%} of {self.lookup_fields[1]} fields, "
+                  f"{len(every)} reads; contradicting reads flagged {self.contradictions[0]}/{self.contradictions[1]}")
+        for kind in ("failure", "none", "1-2", "3-6", "7+"):
+            r, n = self.config[kind]
+            if n:
+                print(f"Config Match [{kind:>7}]: {r / n:.1%} ({r}/{n}), new ids as the answers named them "
+                      f"{self.loose[kind][0] / n:.1%}; whole episode so far {self.drift[kind][0] / n:.1%}; "
+                      f"oracle answers {self.oracle[kind][0] / n:.1%}")
+        changing = [sum(self.config[k][i] for k in ("1-2", "3-6", "7+")) for i in (0, 1)]
+        loose = sum(self.loose[k][0] for k in ("1-2", "3-6", "7+"))
+        rest = [sum(self.config[k][i] for k in ("failure", "none")) for i in (0, 1)]
+        print(f"Config Match state-changing {changing[0] / max(changing[1], 1):.1%} of {changing[1]} "
+              f"({loose / max(changing[1], 1):.1%} with new ids as the answers named them); "
+              f"the rest {rest[0] / max(rest[1], 1):.1%} of {rest[1]}")
+        for d in sorted(self.depth):
+            print(f"Feedback Match step {d}{'+' if d == 4 else ''}: {_mean(self.depth[d]):.1%} "
+                  f"(n={len(self.depth[d])})")
+
+
+def probe_writes(backend: Any, settings: SamplerSettings, world: WorldSpec, sim: Any, rng: random.Random,
+                 probes: int, tally: Tally, name: str) -> None:
+    """Each write tool in turn, then a read of what it changed, both answered by the model."""
+    writes = [tool.name for tool in world.tools if not (read_only(tool) or tool.name in SHELL_READS)]
+    for probe in range(probes if writes else 0):
+        wanted, call = writes[probe % len(writes)], None
+        for _ in range(200):
+            call = sim.valid_call(world.initial_state, rng)
+            if call.name == wanted:
+                break
+        read = read_after(world, call) if call is not None and call.name == wanted else None
+        if read is None:
+            continue
+        after, truth = sim.step(world.initial_state, call)
+        if truth.get("status") == "error":
+            continue
+        answer = generate(backend, world, call, history=[], settings=settings).samples[0].response
+        history = [HistoryStep(call, answer)]
+        _, read_truth = sim.step(after, read)
+        read_answer = generate(backend, world, read, history=history, settings=settings).samples[0].response
+        right, total = field_match(read_answer, read_truth)
+        tally.lookups[name].append(right / max(total, 1))
+        tally.lookup_fields[0] += right
+        tally.lookup_fields[1] += total
+        report = check_step(world, read, read_answer, history=history)
+        flagged = any("history changed it" in line or "record the call names holds" in line
+                      for line in report.invented)
+        contradicted = right < total and _contradicts(world, history, read, read_answer)
+        tally.contradictions[0] += contradicted and flagged
+        tally.contradictions[1] += contradicted
+
+
+def play_episodes(answer_of: Answerer, world: WorldSpec, sim: Any, rng: random.Random, episodes: int,
+                  tally: Tally) -> None:
+    """Closed-loop episodes of 3-6 steps: the simulator's scripted calls, the answerer's own answers as history."""
+    for _ in range(episodes):
+        state, model_history, true_history, renamed = world.initial_state, [], [], {}
+        for step in range(rng.randint(3, 6)):
+            call = sim.valid_call(state, rng) if rng.random() < 0.85 else sim.invalid_call(state, rng)
+            after, truth = sim.step(state, call)
+            asked = _renamed(call, renamed)  # the agent names a record it made by the id the model gave it
+            answer = answer_of(world, asked, model_history)
+            renamed.update(_minted(state, truth, answer))
+            model_history.append(HistoryStep(asked, answer))
+            true_history.append(HistoryStep(call, truth))
+            kind = bucket(truth, len(differences(state, after)))
+            back = {new: old for old, new in renamed.items()}
+            predicted = _one_step(world, state, call, answer)
+            tally.config[kind][0] += not differences(predicted, after)
+            tally.config[kind][1] += 1
+            tally.loose[kind][0] += not differences(_swapped(predicted, back), after)
+            tally.loose[kind][1] += 1
+            tally.drift[kind][0] += not differences(_swapped(episode_state(world, model_history).state, back), after)
+            tally.drift[kind][1] += 1
+            tally.oracle[kind][0] += not differences(episode_state(world, true_history).state, after)
+            tally.oracle[kind][1] += 1
+            right, total = field_match(_swapped_text(answer, back), truth)
+            tally.depth[min(step + 1, 4)].append(right / max(total, 1))
+            state = after
+
+
+Answerer = Callable[[WorldSpec, Call, list], str]
+
+
+def model_answers(backend: Any, settings: SamplerSettings) -> Answerer:
+    return lambda world, call, history: generate(backend, world, call, history=history,
+                                                 settings=settings).samples[0].response
+
+
+def echo_answers(answers: TrainingAnswers) -> Answerer:
+    """echo++ (train/baselines.py): echo+ with every hand-built helper the model uses, the same history."""
+    return lambda world, call, history: baseline_response("echo_plus_plus", world, call, world.initial_state,
+                                                          answers, history)
+
+
+def training_answers(worlds: list[tuple[WorldSpec, Any]], seed: int) -> TrainingAnswers:
+    """What echo++ knows of training: 200 simulator steps of each world, drawn apart from the measured ones."""
+    answers, rng = TrainingAnswers(), random.Random(f"train:{seed}")
+    for world, sim in worlds:
+        state = world.initial_state
+        for step in range(200):
+            state = world.initial_state if step % 5 == 0 else state
+            call = sim.valid_call(state, rng) if rng.random() < 0.8 else sim.invalid_call(state, rng)
+            after, truth = sim.step(state, call)
+            answers.add(world, call, world.initial_state, json.dumps(truth))
+            state = after
+    return answers
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=20, help="closed-loop episodes per world")
     parser.add_argument("--writes", type=int, default=10, help="write-then-read probes per world")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--generated", type=int, default=0,
+                        help="also this many generated worlds of the seed (themes no fit saw: the seed is new)")
     args = parser.parse_args()
     backend, settings = load_backend(), SamplerSettings()
     started = time.time()
-    lookups: dict[str, list[float]] = defaultdict(list)
-    lookup_fields = [0, 0]
-    contradictions = [0, 0]
-    config: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    oracle: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    drift: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    loose: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    depth: dict[int, list[float]] = defaultdict(list)
-    for name in WORLDS:
-        world, sim = load_world(DEMO_WORLDS_DIR / f"{name}.json"), get_simulator(name)
+    demo, demo_echo = Tally(), Tally()
+    worlds = [(load_world(DEMO_WORLDS_DIR / f"{name}.json"), get_simulator(name)) for name in WORLDS]
+    echo = echo_answers(training_answers(worlds, args.seed))
+    for name, (world, sim) in zip(WORLDS, worlds):
         rng = random.Random(f"{args.seed}:{name}")
-        writes = [tool.name for tool in world.tools if not (read_only(tool) or tool.name in SHELL_READS)]
-        for probe in range(args.writes):  # lookups after writes
-            wanted, call = writes[probe % len(writes)], None
-            for _ in range(200):
-                call = sim.valid_call(world.initial_state, rng)
-                if call.name == wanted:
-                    break
-            read = read_after(world, call) if call is not None and call.name == wanted else None
-            if read is None:
-                continue
-            after, truth = sim.step(world.initial_state, call)
-            if truth.get("status") == "error":
-                continue
-            answer = generate(backend, world, call, history=[], settings=settings).samples[0].response
-            history = [HistoryStep(call, answer)]
-            _, read_truth = sim.step(after, read)
-            read_answer = generate(backend, world, read, history=history, settings=settings).samples[0].response
-            right, total = field_match(read_answer, read_truth)
-            lookups[name].append(right / max(total, 1))
-            lookup_fields[0] += right
-            lookup_fields[1] += total
-            report = check_step(world, read, read_answer, history=history)
-            flagged = any("history changed it" in line or "record the call names holds" in line
-                          for line in report.invented)
-            contradicted = right < total and _contradicts(world, history, read, read_answer)
-            contradictions[0] += contradicted and flagged
-            contradictions[1] += contradicted
-        for _ in range(args.episodes):  # closed-loop episodes
-            state, model_history, true_history, renamed = world.initial_state, [], [], {}
-            for step in range(rng.randint(3, 6)):
-                call = sim.valid_call(state, rng) if rng.random() < 0.85 else sim.invalid_call(state, rng)
-                after, truth = sim.step(state, call)
-                asked = _renamed(call, renamed)  # the agent names a record it made by the id the model gave it
-                answer = generate(backend, world, asked, history=model_history, settings=settings).samples[0].response
-                renamed.update(_minted(state, truth, answer))
-                model_history.append(HistoryStep(asked, answer))
-                true_history.append(HistoryStep(call, truth))
-                kind = bucket(truth, len(differences(state, after)))
-                back = {new: old for old, new in renamed.items()}
-                config[name][kind][0] += not differences(_one_step(world, state, call, answer), after)
-                config[name][kind][1] += 1
-                loose[kind][0] += not differences(_swapped(_one_step(world, state, call, answer), back), after)
-                loose[kind][1] += 1
-                drift[kind][0] += not differences(_swapped(episode_state(world, model_history).state, back), after)
-                drift[kind][1] += 1
-                oracle[kind][0] += not differences(episode_state(world, true_history).state, after)
-                oracle[kind][1] += 1
-                right, total = field_match(_swapped_text(answer, back), truth)
-                depth[min(step + 1, 4)].append(right / max(total, 1))
-                state = after
-        print(f"{name}: lookups after writes {_mean(lookups[name]):.1%} of fields (n={len(lookups[name])}); "
-              f"Config Match " + ", ".join(f"{k} {r}/{n}" for k, (r, n) in sorted(config[name].items())), flush=True)
-    print("\n== all worlds ==")
-    every = [share for shares in lookups.values() for share in shares]
-    print(f"lookups after writes: {_mean(every):.1%} macro, {lookup_fields[0] / max(lookup_fields[1], 1):.1%} of "
-          f"{lookup_fields[1]} fields, {len(every)} reads; contradicting reads flagged {contradictions[0]}/"
-          f"{contradictions[1]}")
-    for kind in ("failure", "none", "1-2", "3-6", "7+"):
-        r = sum(config[w][kind][0] for w in config)
-        n = sum(config[w][kind][1] for w in config)
-        o = oracle[kind]
-        if n:
-            print(f"Config Match [{kind:>7}]: model {r / n:.1%} ({r}/{n}), new ids as the model named them "
-                  f"{loose[kind][0] / n:.1%}; whole episode so far {drift[kind][0] / n:.1%}; oracle answers "
-                  f"{o[0] / o[1]:.1%}")
-    changing_loose = sum(loose[k][0] for k in ("1-2", "3-6", "7+"))
-    changing = [sum(config[w][k][i] for w in config for k in ("1-2", "3-6", "7+")) for i in (0, 1)]
-    rest = [sum(config[w][k][i] for w in config for k in ("failure", "none")) for i in (0, 1)]
-    print(f"Config Match state-changing {changing[0] / max(changing[1], 1):.1%} of {changing[1]} "
-          f"({changing_loose / max(changing[1], 1):.1%} with new ids as the model named them); "
-          f"the rest {rest[0] / max(rest[1], 1):.1%} of {rest[1]}")
-    for d in sorted(depth):
-        print(f"Feedback Match step {d}{'+' if d == 4 else ''}: {_mean(depth[d]):.1%} (n={len(depth[d])})")
+        probe_writes(backend, settings, world, sim, rng, args.writes, demo, name)
+        play_episodes(model_answers(backend, settings), world, sim, random.Random(f"{args.seed}:{name}:play"),
+                      args.episodes, demo)
+        play_episodes(echo, world, sim, random.Random(f"{args.seed}:{name}:play"), args.episodes, demo_echo)
+        print(f"{name}: lookups after writes {_mean(demo.lookups[name]):.1%} of fields "
+              f"(n={len(demo.lookups[name])})", flush=True)
+    demo.report("demo worlds: the model")
+    demo_echo.report("demo worlds: echo++ on the same calls")
+    if args.generated:
+        generated, generated_echo = Tally(), Tally()
+        made = [get_simulator(f"synthetic:{args.seed}:{index}") for index in range(args.generated)]
+        made_worlds = [(sim.world(), sim) for sim in made]
+        echo = echo_answers(training_answers(made_worlds, args.seed))  # their tools seen as echo++'s training
+        for index, (world, sim) in enumerate(made_worlds):
+            rng = random.Random(f"{args.seed}:generated:{index}")
+            probe_writes(backend, settings, world, sim, rng, max(1, args.writes // 5), generated, world.name)
+            for tally, answer_of in ((generated, model_answers(backend, settings)), (generated_echo, echo)):
+                play_episodes(answer_of, world, sim, random.Random(f"{args.seed}:generated:{index}:play"),
+                              max(1, args.episodes // 5), tally)
+        generated.report(f"{args.generated} generated worlds of seed {args.seed}: the model")
+        generated_echo.report(f"{args.generated} generated worlds of seed {args.seed}: echo++ on the same calls")
     print(f"({time.time() - started:.0f} s)")
 
 

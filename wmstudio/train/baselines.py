@@ -10,14 +10,19 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wmstudio.model.listing_copy import as_history_left
+from wmstudio.model.layout import ExactItems
+from wmstudio.model.listing_copy import as_history_left, or_listing
+from wmstudio.model.record_copy import argument_defaults, record_copy
 from wmstudio.train.field_kinds import parse
+from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.invention import read_only
 from wmstudio.world.checks.report import argument_problems
+from wmstudio.world.episode_state import new_ids, state_after
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.jsonpath import set_path
 from wmstudio.world.prompt.retrieval import find_listing
 from wmstudio.world.records import named_record, needles_of
 from wmstudio.world.sims.base import neutral_value
@@ -149,6 +154,40 @@ def _echo_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswer
     return _dump(value)
 
 
+def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers,
+                    history: Sequence[HistoryStep] = ()) -> str:
+    """echo+ given every hand-built helper the model uses, with no model: the record the call names copied whole
+    from the state the episode left (model/record_copy.py: its items and entries laid out, its values written), a
+    listing's page (model/listing_copy.py, its count, flags and token), the fields the world's rules fix under the
+    ruled outcome, the arguments' defaults and a new record's minted id (world/episode_state.py)."""
+    text = _echo_plus(world, call, state, answers, history)
+    value = parse(text)
+    schema = _schema(world, call)
+    if not isinstance(value, dict) or not isinstance(schema, dict) or value.get("status") == "error":
+        return text
+    seen = replace(world, initial_state=state)
+    copy = or_listing(record_copy(seen, call, history, schema), seen, call, history, schema)
+    if copy is not None:
+        listed = [key for key, shape in (copy.shape or {}).items() if isinstance(shape, ExactItems)] \
+            if isinstance(copy.shape, dict) else []
+        for key in listed:
+            value[key] = []  # the page holds exactly the records found
+        for path, copied in copy.values.items():
+            try:
+                set_path(value, path, copied)
+            except (TypeError, ValueError):
+                continue
+    tool = next((t for t in world.tools if t.name == call.name), None)
+    extra = {**argument_defaults(call, schema, tool.parameters if tool is not None else None)}
+    if tool is not None and not read_only(tool):
+        extra.update(new_ids(world, state_after(seen, history), call, schema))
+    properties = list(schema.get("properties") or {})
+    decided = {k: v for k, v in value.items() if k in ("status", "error")}
+    extra.update(fixed_fields(world, call, {**extra, **decided}, history, properties, 0))
+    value.update({k: v for k, v in extra.items() if k in (schema.get("properties") or {})})
+    return _dump(value)
+
+
 def _laid_out(item: Any, record: dict[str, Any]) -> Any:
     """A listing's entry: the item schema's fields filled from `record` by key (`order_id` from `id` too)."""
     if not isinstance(item, dict) or not item:
@@ -204,6 +243,10 @@ BASELINES: tuple[Baseline, ...] = (  # in the order their columns are shown
                                    "history answered repeats that answer; else the status rule with the history's "
                                    "ids known, echo, the named record as the newest earlier answer shows it, a "
                                    "listing's records from the state", _echo_plus),
+    Baseline("echo_plus_plus", "echo++", "echo+ given every hand-built helper the model uses: the named record "
+                                         "copied whole from the state the episode left, a listing's page with its "
+                                         "count and flags, the fields the rules fix, defaults and a new record's id",
+             _echo_plus_plus),
     Baseline("nearest_train", "nearest training answer", "the training response of the same tool sharing the most "
                                                          "arguments", _nearest),
     Baseline("neutral_error", "always error", "every field empty (0, \"\", false, []) with status error",

@@ -31,6 +31,8 @@ from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools.reading import read_only
 
 SHELL_READS = frozenset({"ls", "cat", "stat", "pwd", "head", "tail", "du", "tree", "wc", "grep"})  # read, unnamed so
+CREATE_VERBS = frozenset({"create", "new", "add", "open", "register", "make", "insert", "submit", "issue", "place",
+                          "book", "post", "upload", "enroll", "enrol"})
 DELETE_VERBS = frozenset({"delete", "remove", "rm", "rmdir", "del", "destroy", "drop", "unlink", "purge", "erase"})
 MOVE_VERBS = frozenset({"mv", "move", "rename"})
 RUNNING_WORDS = frozenset({"total", "new", "current", "updated"})  # `total_refunded_cents` is what `refunded_cents` holds
@@ -38,6 +40,8 @@ FAILED_WORDS = frozenset({"failed", "failure", "skipped", "rejected", "invalid",
 SECRET_WORDS = frozenset({"token", "password", "secret", "session"})  # a call's credentials are no record's fields
 COUNTER_WORDS = frozenset({"left", "available", "remaining", "free", "open", "unsold"})  # `seats_left` is drawn down
 CLOSED_WORDS = frozenset({"cancelled", "canceled", "voided", "void", "refunded", "released", "closed"})
+LEFT_WORDS = frozenset({"remaining", "left", "available", "balance", "stock", "now", "after", "current", "new"})
+ROLE_WORDS = frozenset({"from", "to", "source", "target", "src", "dst", "origin", "destination"})
 PAID_WORDS = frozenset({"paid", "spent", "billed"})  # a record's running sum of what it cost
 DUE_WORDS = frozenset({"due", "charged", "billed", "owed"})  # what one write cost
 UNIT_WORDS = frozenset({"cents", "cent", "amount", "price", "total", "fee", "id", "usd", "eur"})
@@ -100,21 +104,27 @@ def apply_step(tracked: EpisodeState, world: WorldSpec, call: Call, answer: Any)
     if not reads and verbs & DELETE_VERBS:
         return _removed(tracked, call.arguments, answer)
     changes = _moved(tracked, call.arguments) if not reads and verbs & MOVE_VERBS else []
+    if not reads:
+        changes += _roles_into(tracked, call.arguments, answer)
     failed = {value for key, items in answer.items() if set(words(key)) & FAILED_WORDS and isinstance(items, list)
               for value in items if isinstance(value, str)}
+    made = _created(tracked, world, call, answer) if not reads else []
     for path, record in named_records(state, call.arguments):
         if record.get("id") in failed or any(record.get(k) in failed for k in own_id_keys(path)):
             continue
+        if (made or verbs & CREATE_VERBS) and not set(words(kind_of(path))) <= verbs:
+            continue  # `new_test(accession_id, curator_id)`: what it sends describes the test it made, not these
         said = _answer_into(tracked, world, path, record, answer)
         changes += said
         if not reads:
             changes += _arguments_into(tracked, path, record, call.arguments, answer, {c.path for c in said})
             changes += _charged(tracked, path, record, answer, {c.path for c in changes})
+            changes += _drawn_by_amount(tracked, path, record, call.arguments, answer, {c.path for c in changes})
             sure = {c.path for c in changes}
             tracked.unsure |= {path + (key,) for key in record if path + (key,) not in sure
                                and key not in own_id_keys(path)}
     if not reads:
-        changes += _created(tracked, world, call, answer)
+        changes += made
         changes += _counters(tracked, changes, answer)
     return changes
 
@@ -597,6 +607,7 @@ def _draw(tracked: EpisodeState, refers: dict[str, Any], counted: dict[str, Any]
                 count = _count(said - COUNTER_WORDS, counted, answer, plain)
                 if count:
                     changes += _set(tracked, path, node, name, max(0, have + sign * count))
+                    tracked.unsure.add(path + (name,))  # likely, not stated: no check holds an answer to it
     return changes
 
 
@@ -667,3 +678,50 @@ def _next_id(ids: list[str], seed: str) -> str:
         if head + body not in taken:
             return head + body
     return head + body
+
+
+def _drawn_by_amount(tracked: EpisodeState, path: tuple, record: dict[str, Any], arguments: dict[str, Any],
+                     answer: dict[str, Any], said: set[tuple]) -> list[Change]:
+    """What is left after a write took an amount (`remaining: 13` after `units: 5`): the record's one number field
+    the answer names by no key that the call's amount moves to that value (`credits` 18 -> 13), else its one
+    quantity (a number of no unit: not cents, a price or an id)."""
+    amounts = [v for v in arguments.values() if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+    changes: list[Change] = []
+    for key, value in answer.items():
+        if not set(words(key)) & LEFT_WORDS or field_for(key, record, path) is not None \
+                or not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        numbers = {name: have for name, have in record.items() if path + (name,) not in said
+                   and isinstance(have, (int, float)) and not isinstance(have, bool)}
+        moved = [name for name, have in numbers.items()
+                 if any(have - amount == value or have + amount == value for amount in amounts)]
+        guessed = len(moved) != 1
+        if guessed and amounts:  # else the record's one quantity (no unit: not cents, a price, an id)
+            moved = [name for name, have in numbers.items() if not set(words(name)) & UNIT_WORDS]
+        if len(moved) == 1:
+            changes += _set(tracked, path, record, moved[0], value)
+            if guessed:
+                tracked.unsure.add(path + (moved[0],))  # likely, not stated: no check holds an answer to it
+    return changes
+
+
+def _roles_into(tracked: EpisodeState, arguments: dict[str, Any], answer: dict[str, Any]) -> list[Change]:
+    """A transfer's two ends: `fromCredits` of the answer is the `credits` of the record `fromBrewbatchid` names,
+    `toCredits` that of the record `toBrewbatchid` names."""
+    changes: list[Change] = []
+    for key, value in arguments.items():
+        role = words(key)[:1]
+        if not role or role[0] not in ROLE_WORDS or not isinstance(value, str):
+            continue
+        at = record_path(tracked.state, value)
+        if at is None:
+            continue
+        path, record = at
+        for said, told in answer.items():
+            parts = words(said)
+            if parts[:1] != role or len(parts) < 2 or isinstance(told, (dict, list)):
+                continue
+            name = field_for("_".join(parts[1:]), record, path)
+            if name is not None and name not in own_id_keys(path) and type(record.get(name)) is type(told):
+                changes += _set(tracked, path, record, name, told)
+    return changes
