@@ -144,3 +144,27 @@ def test_the_rollouts_tab_shows_what_each_step_changed(tmp_path):
     first, second = body.split("**Step 2**")
     assert "`orders[3].refunded_cents`: `0` → `3499`" in first and "`refunds[0]` added" in first
     assert "State after: unchanged." in second
+
+
+def test_a_write_answers_the_status_it_moves_its_record_to_and_keeps_the_records_names():
+    from wmstudio.world.episode_state import write_values
+    from wmstudio.world.spec import parse_world
+
+    world = parse_world({
+        "name": "cellar",
+        "initial_state": {"tastings": [{"tasting_id": "ta_1", "label": "Oak Row", "phase": "active"}]},
+        "tools": [{"name": "suspend_tasting", "description": "Suspend a tasting (pending/active -> suspended).",
+                   "parameters": {"type": "object", "properties": {"tasting_id": {"type": "string"}}},
+                   "response": {"type": "object", "properties": {
+                       "tasting_id": {"type": "string"}, "label": {"type": "string"},
+                       "phase": {"type": "string", "enum": ["pending", "active", "suspended"]},
+                       "recorded_at": {"type": "string"}, "status": {"type": "string"}}}},
+                  {"name": "get_tasting", "parameters": {"type": "object",
+                                                         "properties": {"tasting_id": {"type": "string"}}}}]})
+    call = Call("suspend_tasting", {"tasting_id": "ta_1"})
+    schema = world.tool("suspend_tasting").response
+    assert write_values(world, world.initial_state, call, schema) == {"label": "Oak Row", "phase": "suspended"}
+    no_arrow = parse_world({**world.to_json(), "tools": [{**world.to_json()["tools"][0],
+                                                           "description": "Suspend a tasting."}]})
+    assert write_values(no_arrow, world.initial_state, call, schema)["phase"] == "suspended"  # from the verb
+    assert write_values(world, world.initial_state, Call("get_tasting", {"tasting_id": "ta_1"}), schema) == {}

@@ -159,7 +159,7 @@ def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(cor
     assert figures["grounding"] == "none"
     for name in ("raw", "no_outcome_head", "no_copy_head", "steered", "ar"):
         assert set(figures[name]) == RATE_KEYS and figures[name]["cases"] == 2
-    baselines = {"neutral_error", "neutral_ok", "echo", "rule_status", "echo_plus", "nearest_train"}
+    baselines = {"neutral_error", "neutral_ok", "echo", "rule_status", "echo_plus", "echo_plus_plus", "nearest_train"}
     assert set(figures["flip"]) == {"raw", "steered", "ar"} | baselines and set(figures["trivial"]) == baselines
     for name in baselines:
         assert set(figures["trivial"][name]) == RATE_KEYS and figures["trivial"][name]["cases"] == 2
@@ -180,7 +180,7 @@ def test_evaluation_runs_end_to_end_and_prints_exactly_the_documented_report(cor
     assert quality["figures"] == figures and quality["settings"]["grounding"] == "none"
     card = (folder / "README.md").read_text()
     assert ("| measure | MDLM raw | no outcome head | no copy head | MDLM steered | AR | echo | status rule | "
-            "echo+ | nearest training answer | always error | always ok |") in card
+            "echo+ | echo++ | nearest training answer | always error | always ok |") in card
     assert "| field: copy_call |" in card and "outcome head" in card
 
 
@@ -246,3 +246,25 @@ def test_each_baseline_is_one_entry_whose_label_heads_its_column_everywhere():
         == ["MDLM", *(b.label for b in BASELINES)]
     summary = EvalReport(settings={"rows": 1}).summary()
     assert all(f"`{b.label}` ({b.description})" in summary for b in BASELINES)
+
+
+def test_echo_plus_plus_has_every_helper_the_model_has_the_episode_state_a_page_and_a_new_id():
+    from wmstudio.locations import DEMO_WORLDS_DIR
+    from wmstudio.world.spec import load_world
+
+    world = load_world(DEMO_WORLDS_DIR / "retail.json")
+    refund = HistoryStep(Call("refund_order", {"order_id": "ORD-22930", "amount_cents": 3499}),
+                         {"order_id": "ORD-22930", "refund_id": "RF-70001", "refund_processed": True,
+                          "amount_refunded_cents": 3499, "total_refunded_cents": 3499, "order_total_cents": 37896,
+                          "error": "", "message": "", "status": "ok"})
+
+    def answer(name, call):
+        return json.loads(baseline_response(name, world, call, world.initial_state, TrainingAnswers(), [refund]))
+
+    read = Call("get_order", {"order_id": "ORD-22930"})
+    assert answer("echo_plus", read)["refunded_cents"] == 0  # the initial record, the write not applied
+    plus_plus = answer("echo_plus_plus", read)
+    assert plus_plus["refunded_cents"] == 3499 and len(plus_plus["items"]) == 3
+    assert answer("echo_plus_plus", Call("list_orders", {"status": "delivered"}))["total"] == 2
+    again = answer("echo_plus_plus", Call("refund_order", {"order_id": "ORD-22930", "amount_cents": 100}))
+    assert again["refund_id"] == "RF-70002"

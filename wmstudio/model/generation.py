@@ -64,7 +64,7 @@ from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.report import CheckReport, check_step
-from wmstudio.world.episode_state import new_ids, state_after
+from wmstudio.world.episode_state import new_ids, state_after, write_values
 from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.heads.code_messages import composed_message
 from wmstudio.world.heads.copy_candidates import copy_candidates
@@ -310,7 +310,8 @@ def generate_stream(
     done = call_echoes(the_call, schema, _parameters(world, the_call)) \
         if settings.record_copy and not settings.free and outcomes else {}
     if done is not None and settings.record_copy and not settings.free and outcomes and _writes(world, the_call):
-        done = {**new_ids(world, state_after(world, history), the_call, schema), **done}  # the record it makes
+        now = state_after(world, history)  # the record it makes, or the one it acts on as it is once written
+        done = {**new_ids(world, now, the_call, schema), **write_values(world, now, the_call, schema), **done}
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}
     fixed = {key: rule_fixed(world, the_call, history, schema, pinned, outcome,

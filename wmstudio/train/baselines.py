@@ -20,7 +20,7 @@ from wmstudio.train.field_kinds import parse
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.invention import read_only
 from wmstudio.world.checks.report import argument_problems
-from wmstudio.world.episode_state import new_ids, state_after
+from wmstudio.world.episode_state import new_ids, state_after, write_values
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import set_path
 from wmstudio.world.prompt.retrieval import find_listing
@@ -159,7 +159,8 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     """echo+ given every hand-built helper the model uses, with no model: the record the call names copied whole
     from the state the episode left (model/record_copy.py: its items and entries laid out, its values written), a
     listing's page (model/listing_copy.py, its count, flags and token), the fields the world's rules fix under the
-    ruled outcome, the arguments' defaults and a new record's minted id (world/episode_state.py)."""
+    ruled outcome, the arguments' defaults, a new record's minted id and the status and text a write leaves on the
+    record it acts on (world/episode_state.py)."""
     text = _echo_plus(world, call, state, answers, history)
     value = parse(text)
     schema = _schema(world, call)
@@ -180,7 +181,8 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     tool = next((t for t in world.tools if t.name == call.name), None)
     extra = {**argument_defaults(call, schema, tool.parameters if tool is not None else None)}
     if tool is not None and not read_only(tool):
-        extra.update(new_ids(world, state_after(seen, history), call, schema))
+        now = state_after(seen, history)
+        extra.update({**new_ids(world, now, call, schema), **write_values(world, now, call, schema)})
     properties = list(schema.get("properties") or {})
     decided = {k: v for k, v in value.items() if k in ("status", "error")}
     extra.update(fixed_fields(world, call, {**extra, **decided}, history, properties, 0))
