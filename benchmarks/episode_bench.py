@@ -36,7 +36,9 @@ from wmstudio.model.generation import generate
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.train.baselines import TrainingAnswers, baseline_response
 from wmstudio.world.checks.report import check_step
-from wmstudio.world.episode_state import SHELL_READS, EpisodeState, apply_step, episode_state
+from wmstudio.world.episode.changes import EpisodeState
+from wmstudio.world.episode.lookup import SHELL_READS
+from wmstudio.world.episode.state import apply_step, episode_state
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.records import json_leaves, needles_of
 from wmstudio.world.simulators import get_simulator
@@ -316,7 +318,7 @@ def _one_step(world: WorldSpec, state: Any, call: Call, answer: str) -> Any:
 def _contradicts(world: WorldSpec, history: list[HistoryStep], read: Call, answer_text: str) -> bool:
     """Whether a read's answer states a field of the record it names other than the episode's state holds (a
     field the history made sure of)."""
-    from wmstudio.world.episode_state import field_for, named_records
+    from wmstudio.world.episode.lookup import field_for, named_records
 
     try:
         answer = json.loads(answer_text)

@@ -15,7 +15,7 @@ from wmstudio.model.backends import load_backend
 from wmstudio.model.generation import generate
 from wmstudio.studio.world_step import read_step_request, world_step
 from wmstudio.world.checks.report import check_step
-from wmstudio.world.episode_state import episode_state
+from wmstudio.world.episode.state import episode_state
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, load_world
@@ -147,7 +147,7 @@ def test_the_rollouts_tab_shows_what_each_step_changed(tmp_path):
 
 
 def test_a_write_answers_the_status_it_moves_its_record_to_and_keeps_the_records_names():
-    from wmstudio.world.episode_state import write_values
+    from wmstudio.world.episode.answers import write_values
     from wmstudio.world.spec import parse_world
 
     world = parse_world({

@@ -64,7 +64,9 @@ from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.report import CheckReport, check_step
-from wmstudio.world.episode_state import new_ids, state_after, write_values
+from wmstudio.world.episode.answers import write_values
+from wmstudio.world.episode.made import new_ids
+from wmstudio.world.episode.state import state_after
 from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.heads.code_messages import composed_message
 from wmstudio.world.heads.copy_candidates import copy_candidates

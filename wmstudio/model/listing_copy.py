@@ -25,7 +25,7 @@ from wmstudio.model.copy_head import key_words
 from wmstudio.model.layout import ExactItems, Holds
 from wmstudio.model.record_copy import RecordCopy, names_a_record
 from wmstudio.problems import InvalidInput
-from wmstudio.world.episode_state import state_after
+from wmstudio.world.episode.state import state_after
 from wmstudio.world.heads.copy_sources import shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path

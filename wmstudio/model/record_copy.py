@@ -13,7 +13,7 @@ entries and its nulls stay null; a write's arrays get at least the record's slot
 A read-only tool's answer is the record, so for a read that the outcome head does not refuse the record's values
 are written into their slots as one operation (`record_values`, as the outcome's values are), and the denoiser and
 the copy head fill only what the record lacks. A write is left to the heads: it changes what the call asks. The
-record is the state's as the episode left it (world/episode_state.py): grounding `none` knows the state only from
+record is the state's as the episode left it (world/episode/): grounding `none` knows the state only from
 the initial state and the history's answers, and each earlier write's effect is applied to it."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from wmstudio.model.layout import (
     ref_target,
     resolve_schema,
 )
-from wmstudio.world.episode_state import state_after
+from wmstudio.world.episode.state import state_after
 from wmstudio.world.heads.copy_sources import CopySource, shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
@@ -98,7 +98,7 @@ def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], sc
 
 def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
                     state: Any = None) -> NamedRecord | None:
-    """The record `call` names in the state the history left (world/episode_state.py: each earlier answer and
+    """The record `call` names in the state the history left (world/episode/: each earlier answer and
     write applied to the initial state); None when the call sends no id-like value or no record holds one."""
     state = state_after(world, history) if state is None else state
     found = named_record_at(state, call)

@@ -20,7 +20,7 @@ from wmstudio.store.worlds import latest_world
 from wmstudio.studio.request_budget import limit_history, limit_state, limit_world_data
 from wmstudio.studio.request_world import request_world
 from wmstudio.studio.simulation import tool_of, world_spec
-from wmstudio.world.episode_state import episode_state
+from wmstudio.world.episode.state import episode_state
 from wmstudio.world.history import HistoryStep, parse_history
 from wmstudio.world.prompt.sections import StatedEnvironment
 from wmstudio.world.spec import Call, WorldSpec, parse_world

@@ -20,7 +20,9 @@ from wmstudio.train.field_kinds import parse
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.invention import read_only
 from wmstudio.world.checks.report import argument_problems
-from wmstudio.world.episode_state import new_ids, state_after, write_values
+from wmstudio.world.episode.answers import write_values
+from wmstudio.world.episode.made import new_ids
+from wmstudio.world.episode.state import state_after
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import set_path
 from wmstudio.world.prompt.retrieval import find_listing
@@ -160,7 +162,7 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     from the state the episode left (model/record_copy.py: its items and entries laid out, its values written), a
     listing's page (model/listing_copy.py, its count, flags and token), the fields the world's rules fix under the
     ruled outcome, the arguments' defaults, a new record's minted id and the status and text a write leaves on the
-    record it acts on (world/episode_state.py)."""
+    record it acts on (world/episode/)."""
     text = _echo_plus(world, call, state, answers, history)
     value = parse(text)
     schema = _schema(world, call)

@@ -11,7 +11,7 @@ from wmstudio.studio.rollouts import MadeBy, Step, Store, get_rollout, rollout_s
 from wmstudio.studio.worlds import get_world
 from wmstudio.ui.check_view import pretty_response
 from wmstudio.ui.state_view import state_change_markdown
-from wmstudio.world.episode_state import episode_state
+from wmstudio.world.episode.state import episode_state
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.anchors import Anchor

@@ -46,7 +46,7 @@ from wmstudio.ui.forms import (
 from wmstudio.ui.messages import failure_markdown, markdown_as_html
 from wmstudio.ui.setting_widgets import setting_widget
 from wmstudio.ui.state_view import state_change_markdown
-from wmstudio.world.episode_state import episode_state
+from wmstudio.world.episode.state import episode_state
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.presets import PRESETS, preset_request

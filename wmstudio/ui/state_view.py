@@ -1,5 +1,5 @@
 """What a step did to the episode's state, as the Simulate and Rollouts tabs show it: each field set (before ->
-after), each record or entry added or removed (world/episode_state.py works the changes out)."""
+after), each record or entry added or removed (world/episode/ works the changes out)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from wmstudio.world.episode_state import Change
+from wmstudio.world.episode.changes import Change
 
 MAX_CHANGES_SHOWN = 8
 MAX_VALUE_CHARS = 80

@@ -16,7 +16,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from wmstudio.world.episode_state import episode_state, field_for, named_records
+from wmstudio.world.episode.lookup import field_for, named_records
+from wmstudio.world.episode.state import episode_state
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, matches, understood
 from wmstudio.world.spec import Call, WorldSpec
@@ -62,7 +63,7 @@ def invented_entries(response: Any, held: set[str]) -> list[str]:
 def contradicted_fields(world: WorldSpec, call: Call, response: Any, history: Sequence[HistoryStep]) -> list[str]:
     """`field` of each top-level value of a successful lookup that differs from the field it names (by key, or
     `<kind>_<key>`: `order_status` for an order's `status`) of the record the call names, as the episode left it
-    (world/episode_state.py): the initial record, each earlier answer about it and each earlier write's effect. A
+    (world/episode/): the initial record, each earlier answer about it and each earlier write's effect. A
     field a write may have changed without saying how is not held against the answer."""
     if not isinstance(response, dict) or response.get("status") not in (None, "ok") or response.get("error"):
         return []
