@@ -305,13 +305,13 @@ def generate_stream(
         except InvalidInput:
             canvas = None
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema)
+    copying = settings.record_copy and not settings.free
     copy = or_listing(record_copy(world, the_call, history, schema), world, the_call, history, schema) \
-        if settings.record_copy and not settings.free else None
+        if copying else None
     copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy)
-    echoed = call_identifiers(the_call, schema) if settings.record_copy and not settings.free else {}
-    done = call_echoes(the_call, schema, _parameters(world, the_call)) \
-        if settings.record_copy and not settings.free and outcomes else {}
-    if done is not None and settings.record_copy and not settings.free and outcomes and _writes(world, the_call):
+    echoed = call_identifiers(the_call, schema) if copying else {}
+    done = call_echoes(the_call, schema, _parameters(world, the_call)) if copying and outcomes else {}
+    if copying and outcomes and _writes(world, the_call):
         now = state_after(world, history)  # the record it makes, or the one it acts on as it is once written
         done = {**new_ids(world, now, the_call, schema), **write_values(world, now, the_call, schema), **done}
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}

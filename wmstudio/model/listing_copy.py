@@ -1,10 +1,11 @@
 """Copying a listing whole: the records a read-only list call answers with, found in the structured state by the
 call's filters and page as the prompt's computed query state finds them (world/prompt/retrieval.find_listing),
-never cut by the prompt's budget. The collection is taken as the history left it: each record as the newest earlier
-answer naming it shows it (so an order cancelled since is listed among the cancelled), and the records earlier
-writes created added (first where the tool lists newest first). An empty page is written too: its count and the
-flag saying there is no more; a page with more after it gets a next-page token minted for its call, which a later
-call passing it back is answered from.
+never cut by the prompt's budget. The collection is taken as the episode left it (world/episode/: each earlier
+answer and write applied, so an order cancelled since is listed among the cancelled), the records earlier writes
+created first where the tool lists newest first. An empty page is written too: its count and the flag saying there
+is no more; a page with more after it gets a next-page token minted for its call, which a later call passing it back
+is answered from. A page whose canvas would overflow the context is cut to its first records (model/generation.py's
+fitted_listing), its count, flag and token saying what follows.
 
 A small model reading a page the budget cut writes the first records and makes up the rest (`find_pets` listing
 `pe_4kh5lcwj` as `2_3333337700`). The listing's items are laid out one slot group per record found (no more, no
