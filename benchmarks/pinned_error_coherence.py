@@ -78,7 +78,7 @@ class Tally:
         self.passed += report.ok
         self.repeats += response_repeats(value if json_valid else text)
         error = value.get("error") if json_valid and isinstance(value, dict) else None
-        self.explained += isinstance(error, str) and bool(error) and explains(case.world, case.call, error)
+        self.explained += isinstance(error, str) and bool(error) and explains(case.world, error)
         self.auth_no_sign_in += error in AUTH_CODES and not signs_in(case.world)
         if (code or report.message_strays) and len(self.examples) < 3:
             self.examples.append({"call": case.call.to_json(), "response": text, "contradicted": code,

@@ -243,7 +243,8 @@ def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequ
 
 
 def fitted_listing(backend: Backend, world: WorldSpec, call: Call, anchors: Sequence[Anchor],
-                   history: Sequence[HistoryStep], schema: Any, copy: RecordCopy | None) -> RecordCopy | None:
+                   history: Sequence[HistoryStep], schema: Any, copy: RecordCopy | None,
+                   state: Any = None) -> RecordCopy | None:
     """A listing's copy cut to the first records whose canvas leaves the prompt a quarter of its budget: a page too
     long for the context is answered as a real API pages one (its first records, the count, a has-more flag or a
     next-page token), never refused."""
@@ -260,7 +261,7 @@ def fitted_listing(backend: Backend, world: WorldSpec, call: Call, anchors: Sequ
         if (size is not None and size <= room) or shown <= 1:
             return copy
         shown = min(shown - 1, shown * room // size) if size else shown // 2
-        cut = listing_copy(world, call, history, schema, max_items=max(shown, 1))
+        cut = listing_copy(world, call, history, schema, max_items=max(shown, 1), state=state)
         if cut is None:
             return copy
         copy = RecordCopy(cut.shape, cut.values, copy.sources, cut.listed)
@@ -306,13 +307,13 @@ def generate_stream(
             canvas = None
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema)
     copying = settings.record_copy and not settings.free
-    copy = or_listing(record_copy(world, the_call, history, schema), world, the_call, history, schema) \
+    now = state_after(world, history) if copying else None  # the state the episode has reached, worked out once
+    copy = or_listing(record_copy(world, the_call, history, schema, now), world, the_call, history, schema, now) \
         if copying else None
-    copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy)
+    copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy, now)
     echoed = call_identifiers(the_call, schema) if copying else {}
     done = call_echoes(the_call, schema, _parameters(world, the_call)) if copying and outcomes else {}
-    if copying and outcomes and _writes(world, the_call):
-        now = state_after(world, history)  # the record it makes, or the one it acts on as it is once written
+    if copying and outcomes and _writes(world, the_call):  # the record it makes, or the one it acts on, once written
         done = {**new_ids(world, now, the_call, schema), **write_values(world, now, the_call, schema), **done}
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}

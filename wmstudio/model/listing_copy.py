@@ -41,16 +41,17 @@ NEWEST_FIRST = re.compile(r"\b(newest|latest|most recent)\s+first\b", re.IGNOREC
 
 
 def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any,
-                 max_items: int | None = None) -> RecordCopy | None:
+                 max_items: int | None = None, state: Any = None) -> RecordCopy | None:
     """The copy of the page a read-only list call answers with; None when the call lists nothing the state holds.
     `max_items` cuts the page to its first records (the count, the has-more flag and the next-page token then say
-    what follows), as an API pages an answer too long to send."""
+    what follows), as an API pages an answer too long to send. `state`: the state `history` left, when known."""
     tool = next((t for t in world.tools if t.name == call.name), None)
     listed = listed_property(schema)
     if tool is None or not read_only(tool) or listed is None:
         return None
     key, fields = listed
-    found = find_listing(tool, call, state_after(world, history), history, as_history_left(world, tool, history))
+    state = state_after(world, history) if state is None else state
+    found = find_listing(tool, call, state, history, as_history_left(world, tool, history))
     if found is None or found.page is None or not isinstance(call.arguments, dict) \
             or not understood(call.arguments, found.collection):  # a cursor, or a filter it cannot read
         return None
@@ -203,11 +204,11 @@ def created_records(history: Sequence[HistoryStep], records: list[Any], fields: 
 
 
 def or_listing(copy: RecordCopy | None, world: WorldSpec, call: Call, history: Sequence[HistoryStep],
-               schema: Any) -> RecordCopy | None:
+               schema: Any, state: Any = None) -> RecordCopy | None:
     """`copy` (the named record's), or where it lays nothing out, the listing's copy with its candidates added."""
     if copy is not None and copy.shape is not None:
         return copy
-    listing = listing_copy(world, call, history, schema)
+    listing = listing_copy(world, call, history, schema, state=state)
     if listing is None:
         return copy
     return listing if copy is None else RecordCopy(listing.shape, listing.values, copy.sources + listing.sources,

@@ -304,7 +304,7 @@ def within_pins(ranked: Sequence[Outcome], pinned: Sequence[Anchor], world: Worl
             kept = [o for o in kept if o.error in holding] or [Outcome("error", holding[0], 1.0)]
         else:  # no stated cause holds: a failure with no cause in the state, one the world can explain
             stated, outage = set(code_rules(world)), outage_code(world)
-            kept = [o for o in kept if o.error and o.error not in stated and explains(world, call, o.error)] or \
+            kept = [o for o in kept if o.error and o.error not in stated and explains(world, o.error)] or \
                 ([Outcome("error", outage, 1.0)] if outage else [])
     total = sum(outcome.probability for outcome in kept)
     return [Outcome(o.status, o.error, o.probability / total if total > 0 else 1.0 / len(kept)) for o in kept]

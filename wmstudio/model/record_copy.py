@@ -85,9 +85,11 @@ class RecordCopy:
     listed: int = 0  # a listing's records laid out (0 for a named record's copy)
 
 
-def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any) -> RecordCopy | None:
-    """The copy of the record `call` names; None when it names none."""
-    state = state_after(world, history)
+def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any,
+                state: Any = None) -> RecordCopy | None:
+    """The copy of the record `call` names in `state` (the state `history` left, worked out when not given); None
+    when it names none."""
+    state = state_after(world, history) if state is None else state
     named = named_record_of(world, call, history, state)
     if named is None:
         return None

@@ -169,7 +169,8 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     if not isinstance(value, dict) or not isinstance(schema, dict) or value.get("status") == "error":
         return text
     seen = replace(world, initial_state=state)
-    copy = or_listing(record_copy(seen, call, history, schema), seen, call, history, schema)
+    now = state_after(seen, history)
+    copy = or_listing(record_copy(seen, call, history, schema, now), seen, call, history, schema, now)
     if copy is not None:
         listed = [key for key, shape in (copy.shape or {}).items() if isinstance(shape, ExactItems)] \
             if isinstance(copy.shape, dict) else []
@@ -183,7 +184,6 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     tool = next((t for t in world.tools if t.name == call.name), None)
     extra = {**argument_defaults(call, schema, tool.parameters if tool is not None else None)}
     if tool is not None and not read_only(tool):
-        now = state_after(seen, history)
         extra.update({**new_ids(world, now, call, schema), **write_values(world, now, call, schema)})
     properties = list(schema.get("properties") or {})
     decided = {k: v for k, v in value.items() if k in ("status", "error")}

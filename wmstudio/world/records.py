@@ -83,12 +83,12 @@ def own_id_keys(path: tuple) -> tuple[str, ...]:
 
 def singular(word: str) -> str:
     """A collection's name for one of its records: `orders` -> `order`, `visitor_passes` -> `visitor_pass`,
-    `boxes` -> `box`, `categories` -> `category`."""
-    if word.endswith("ies") and len(word) > 4:
+    `boxes` -> `box`, `categories` -> `category`; `status` and `analysis` stay as they are."""
+    if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
-    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+    if len(word) > 4 and word.endswith(("xes", "ches", "shes", "sses")):
         return word[:-2]
-    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
 
 
 def json_leaves(value: Any, keys: bool = False) -> Iterator[Any]:

@@ -8,13 +8,13 @@ The outcome head chooses a pinned error's code among these, and the checks flag 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from wmstudio.problems import InvalidInput
 from wmstudio.world.rules.cel import rule_codes
-from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.spec import WorldSpec
 from wmstudio.world.steering.directives import Steering, parse_directive, steering
+from wmstudio.world.tools.schema import schema_properties
 
 TRANSIENT_CODES = frozenset({"RATE_LIMITED", "RATE_LIMIT_EXCEEDED", "TOO_MANY_REQUESTS", "TIMEOUT", "TIMED_OUT",
                              "GATEWAY_TIMEOUT", "DEADLINE_EXCEEDED", "SERVICE_UNAVAILABLE", "UNAVAILABLE",
@@ -30,16 +30,15 @@ SIGN_IN = re.compile(r"(^|_)(login|log_in|sign_?in|auth|authenticate|token|sessi
 CODE_WORD = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{5,}\b")  # ORDER_NOT_FOUND, FORBIDDEN: codes as prose names them
 
 
-def stated_codes(world: WorldSpec, call: Call | None = None) -> set[str]:
+def stated_codes(world: WorldSpec) -> set[str]:
     """The codes the world itself states: its rules' (by cause or in their text), the enums of the error fields of
     its response schemas, the codes its tools' and schemas' descriptions name, and its `inject_error` directives."""
     stated = {code for rule in world.rules for code in rule_codes(rule)}
     for rule in world.rules:
         stated.update(CODE_WORD.findall(rule.text or ""))
-    tools = [t for t in world.tools if call is None or t.name == call.name] or list(world.tools)
-    for tool in tools:
+    for tool in world.tools:
         stated.update(CODE_WORD.findall(tool.description or ""))
-        for key, node in _schema_nodes(tool.response):
+        for key, node in [("", tool.response or {}), *schema_properties(tool.response)]:
             if isinstance(node.get("description"), str):
                 stated.update(CODE_WORD.findall(node["description"]))
             if key in ("error", "error_code", "errorCode", "code") and isinstance(node.get("enum"), list):
@@ -73,9 +72,9 @@ def signs_in(world: WorldSpec) -> bool:
     return isinstance(state, dict) and any(SIGN_IN.search(str(key)) for key in state)
 
 
-def explains(world: WorldSpec, call: Call, code: str) -> bool:
-    """Whether the world can explain `code` as an answer to `call` (see the module's doc)."""
-    if code in stated_codes(world, call) or code in stated_codes(world) or code in TRANSIENT_CODES \
+def explains(world: WorldSpec, code: str) -> bool:
+    """Whether the world can explain error `code` (see the module's doc)."""
+    if code in stated_codes(world) or code in TRANSIENT_CODES \
             or code in REQUEST_CODES or TRANSIENT_WORDS.search(code):
         return True
     return code in AUTH_CODES and (signs_in(world) or _steered(world).auth_failure)
@@ -89,27 +88,12 @@ def _steered(world: WorldSpec) -> Steering:
         return Steering()
 
 
-def unexplained_code(world: WorldSpec, call: Call, response: Any) -> str | None:
+def unexplained_code(world: WorldSpec, response: Any) -> str | None:
     """The check's line for an error code the world cannot explain, naming it; None for any other answer."""
     code = response.get("error") if isinstance(response, dict) else None
-    if not isinstance(code, str) or not code.strip() or explains(world, call, code):
+    if not isinstance(code, str) or not code.strip() or explains(world, code):
         return None
     why = "the world has no sign-in, so no auth failure" if code in AUTH_CODES else \
         "no rule, error enum or description of the world states it, and it is no transient failure"
     return (f"error: {code!r} is a code the world cannot explain ({why}): pin a code the world states, or state "
             "this one in a rule or the tool's description")
-
-
-def _schema_nodes(schema: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(property name, its schema) of every property of a JSON Schema, however deep."""
-    stack: list[tuple[str, Any]] = [("", schema)]
-    while stack:
-        key, node = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        yield key, node
-        for name, child in (node.get("properties") or {}).items() if isinstance(node.get("properties"), dict) else []:
-            stack.append((name, child))
-        for part in ("items", "anyOf", "oneOf", "allOf"):
-            children = node.get(part)
-            stack.extend((key, child) for child in (children if isinstance(children, list) else [children]))

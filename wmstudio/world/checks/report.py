@@ -85,7 +85,7 @@ def check_step(
     anchor_violations = [v for a in pinned if (v := anchor_violation(response, a, json_valid)) is not None]
     strays = message_strays(world, the_call, response, steps) if json_valid else []
     invented = invention_lines(world, the_call, tool, response, steps) if json_valid else []
-    if json_valid and (unexplained := unexplained_code(world, the_call, response)) is not None:
+    if json_valid and (unexplained := unexplained_code(world, response)) is not None:
         invented.append(unexplained)
     ok = json_valid and not schema_errors and not rule_violations and not anchor_violations and not strays \
         and not invented

@@ -11,6 +11,7 @@ from typing import Any
 from wmstudio.world.episode.changes import node_at
 from wmstudio.world.records import named_record_at, needles_of, own_id_keys, singular
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.tools.schema import schema_properties
 
 SHELL_READS = frozenset({"ls", "cat", "stat", "pwd", "head", "tail", "du", "tree", "wc", "grep"})  # read, unnamed so
 CREATE_VERBS = frozenset({"create", "new", "add", "open", "register", "make", "insert", "submit", "issue", "place",
@@ -124,14 +125,4 @@ def status_values(world: WorldSpec, state: Any, path: tuple, name: str) -> set[s
 
 def schema_enums(schema: Any) -> Iterator[tuple[str, list]]:
     """(property name, its enum) of every property in a JSON Schema, however deep."""
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, child in (node.get("properties") or {}).items() if isinstance(node.get("properties"), dict) \
-                    else []:
-                if isinstance(child, dict) and isinstance(child.get("enum"), list):
-                    yield key, child["enum"]
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+    return ((name, sub["enum"]) for name, sub in schema_properties(schema) if isinstance(sub.get("enum"), list))

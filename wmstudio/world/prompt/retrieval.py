@@ -29,6 +29,7 @@ from wmstudio.world.records import (  # noqa: F401 - matches and understood are 
     matches,
     pages_or_signs,
     plain_name,
+    singular,
     understood,
 )
 from wmstudio.world.spec import Call
@@ -211,15 +212,7 @@ def _whole(value: Any) -> int | None:
 def _words(name: str) -> list[str]:
     """`freezerBoxes` / `freezer_box` -> ["freezer", "box"]: lower-case words, each singular."""
     words = re.split(r"[^A-Za-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name)).lower())
-    return [_singular(word) for word in words if word]
-
-
-def _singular(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith(("xes", "ches", "shes", "sses")):
-        return word[:-2]
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
+    return [singular(word) for word in words if word]
 
 
 def _stem(name: str) -> str:

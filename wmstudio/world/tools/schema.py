@@ -173,6 +173,24 @@ def iter_subschemas(schema: Any, path: str) -> Iterator[tuple[dict[str, Any], st
                 yield from iter_subschemas(sub, at(where, name))
 
 
+def schema_properties(schema: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(name, schema) of every named property inside `schema`, however deep (in items, unions and definitions too)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            if key in SUBSCHEMA_KEYS:
+                stack.append(value)
+            elif key in SUBSCHEMA_LIST_KEYS and isinstance(value, list):
+                stack.extend(value)
+            elif key in SUBSCHEMA_MAP_KEYS and isinstance(value, dict):
+                if key == "properties":
+                    yield from ((name, sub) for name, sub in value.items() if isinstance(sub, dict))
+                stack.extend(value.values())
+
+
 def describe(fragment: dict[str, Any]) -> str:
     """Short text for a mapped type in warnings: `array`, or the JSON of the fragment (`{}` for any value)."""
     if set(fragment) == {"type"} and isinstance(fragment["type"], str):
