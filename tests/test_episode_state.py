@@ -168,3 +168,53 @@ def test_a_write_answers_the_status_it_moves_its_record_to_and_keeps_the_records
                                                            "description": "Suspend a tasting."}]})
     assert write_values(no_arrow, world.initial_state, call, schema)["phase"] == "suspended"  # from the verb
     assert write_values(world, world.initial_state, Call("get_tasting", {"tasting_id": "ta_1"}), schema) == {}
+
+
+def test_a_refund_draws_the_balance_a_rule_holds_it_against_and_leaves_the_charge_its_amount():
+    world = _world("payments")
+    charge = world.initial_state["charges"][1]
+    balance = world.initial_state["balance"]["available_cents"]
+    refund = HistoryStep(Call("refund_charge", {"session_token": "plsess_x", "charge_id": charge["id"],
+                                                "amount_cents": 500}),
+                         {"charge_id": charge["id"], "refund_id": "re_abc", "refunded": True,
+                          "amount_refunded_cents": 500, "total_refunded_cents": charge["refunded_cents"] + 500,
+                          "charge_amount_cents": charge["amount_cents"], "error": "", "message": "", "status": "ok"})
+    state = episode_state(world, [refund]).state
+    after = next(c for c in state["charges"] if c["id"] == charge["id"])
+    assert after["amount_cents"] == charge["amount_cents"]  # the refund's amount is not the charge's
+    assert after["refunded_cents"] == charge["refunded_cents"] + 500
+    assert state["balance"]["available_cents"] == balance - 500  # "INSUFFICIENT_BALANCE: refund over available balance"
+    assert state["refunds"] == [{"refund_id": "re_abc", "charge_id": charge["id"], "amount_cents": 500}]
+    key = HistoryStep(Call("create_api_key", {"session_token": "plsess_x", "label": "mobile"}),
+                      {"key_id": "key_N3w", "api_key": "pl_live_" + "Ab3" * 10 + "xy", "label": "mobile",
+                       "error": "", "message": "", "status": "ok"})
+    made = episode_state(world, [key]).state["api_keys"][-1]
+    assert made == {"key_id": "key_N3w", "label": "mobile", "prefix": "pl_live_Ab3A"}  # a secret's head, as shown
+
+
+def test_a_write_answers_what_its_draw_leaves_its_running_total_and_when_it_happened():
+    from wmstudio.world.episode.answers import write_values
+    from wmstudio.world.spec import parse_world
+
+    def courses(rules: list[str], description: str = "Redeem a course."):
+        return parse_world({
+            "name": "courses",
+            "initial_state": {"now": "2025-07-15T01:17:00Z",
+                              "courses": [{"course_id": "C-1", "credits": 40, "redeemed_units": 2}]},
+            "rules": [{"text": text} for text in rules],
+            "tools": [{"name": "redeem_course", "description": description,
+                       "parameters": {"type": "object", "properties": {"course_id": {"type": "string"},
+                                                                       "units": {"type": "integer"}}},
+                       "response": {"type": "object", "properties": {
+                           "course_id": {"type": "string"}, "remaining": {"type": "integer"},
+                           "total_redeemed_units": {"type": "integer"}, "processed_at": {"type": "string"},
+                           "expires_at": {"type": "string"}, "status": {"type": "string"}}}}]})
+
+    world = courses(["redeem_course: units × 3 must not exceed credits; remaining is what is left"])
+    call = Call("redeem_course", {"course_id": "C-1", "units": 5})
+    schema = world.tool("redeem_course").response
+    assert write_values(world, world.initial_state, call, schema) == {
+        "processed_at": "2025-07-15T01:17:00Z", "remaining": 25, "total_redeemed_units": 7}
+    no_rate = courses([], "Redeem units of credits.")
+    assert write_values(no_rate, world.initial_state, call, schema)["remaining"] == 35  # one credit a unit
+    assert "remaining" not in write_values(courses([]), world.initial_state, call, schema)  # nothing named: no guess

@@ -1,6 +1,8 @@
 """What an ok answer to a write states of the record it acts on, before the model writes a token: the status the
-write moves it to (the tool's own `done -> aborted`, else the status its verb forms) and the record's text fields
-the call does not set. Generation writes these, as echo++ does."""
+write moves it to (the tool's own `done -> aborted`, else the status its verb forms), the record's text fields
+the call does not set, what is left of a quantity the write draws (`remaining` of `credits` less `units` x the
+world's stated rate), a running total it raises (`total_refunded_cents`), and the moment it happened (`processed_at`
+is the state's `now`). Generation writes these, as echo++ does."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ import re
 from typing import Any
 
 from wmstudio.world.episode.lookup import (
-    CREATE_VERBS,
     DELETE_VERBS,
     MOVE_VERBS,
     field_for,
@@ -23,26 +24,30 @@ from wmstudio.world.tools.reading import read_only
 
 TRANSITION = re.compile(r"->\s*([A-Za-z][\w-]*)")  # "requested/confirmed -> fulfilled" in a tool's description
 WHEN_WORDS = frozenset({"at", "on", "until", "date", "time", "since", "when"})  # a timestamp's key
+LEFT_WORDS = frozenset({"remaining", "left", "available"})  # `remaining`, `creditsLeft`: what a draw leaves
+NOW_WORDS = frozenset({"now", "today", "current", "clock", "as"})  # the state's key for the present moment
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
 
 def write_values(world: WorldSpec, state: Any, call: Call, schema: Any) -> dict[str, Any]:
     """{response field: value} that an ok answer to a write states of the record it acts on, as that record is once
     written: the status it moves to (the tool's own words, `done -> aborted`, else the status formed from its verb,
-    `suspend` -> `suspended`), and the record's text fields the call does not set (its name stays its name). Empty
-    for a read, a call that makes or deletes a record, and one about no record."""
+    `suspend` -> `suspended`), the record's text fields the call does not set (its name stays its name), what a
+    draw leaves and a running total; and for every write the moment it happened. Empty for a read."""
     properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
     tool = next((t for t in world.tools if t.name == call.name), None)
     verbs = words(call.name)
     if not isinstance(properties, dict) or tool is None or read_only(tool) or not isinstance(call.arguments, dict) \
-            or set(verbs) & (CREATE_VERBS | DELETE_VERBS | MOVE_VERBS) or not isinstance(state, dict):
+            or not isinstance(state, dict):
         return {}
+    values = _stamped_now(state, call, properties)
     found = named_records(state, call.arguments)
-    if not found or not set(words(kind_of(found[0][0]))) <= set(verbs):
-        return {}
+    if set(verbs) & (DELETE_VERBS | MOVE_VERBS) or not found or not set(words(kind_of(found[0][0]))) <= set(verbs):
+        return values  # `submit_hut(hut_id)` acts on the hut it names; `submit_claim(policy_id)` makes a claim
     path, record = found[0]
     sent = {field_for(key, record, path) for key in call.arguments}
     target = TRANSITION.search(tool.description or "")
-    values: dict[str, Any] = {}
+    values.update(_amounts_after(world, tool.description or "", call, path, record, properties))
     for key, sub in properties.items():
         name = field_for(key, record, path) if key not in ENVELOPE_FIELDS else None
         if name is None or name in own_id_keys(path) or name in sent or not isinstance(sub, dict):
@@ -58,6 +63,71 @@ def write_values(world: WorldSpec, state: Any, call: Call, schema: Any) -> dict[
                 and not re.match(r"^\d{4}-\d{2}-\d{2}", current):
             values[key] = current
     return values
+
+
+def _stamped_now(state: dict[str, Any], call: Call, properties: dict[str, Any]) -> dict[str, Any]:
+    """A write's answer fields saying when it happened (`processed_at`, `recordedAt`: a past participle and `at`)
+    that the call does not send: the state's present moment (`now`)."""
+    now = next((value for key, value in state.items() if set(words(key)) & NOW_WORDS and isinstance(value, str)
+                and DATE.match(value)), None)
+    if now is None:
+        return {}
+    return {key: now for key, sub in properties.items() if key not in call.arguments and isinstance(sub, dict)
+            and sub.get("type") in ("string", None) and len(said := words(key)) == 2 and said[1] == "at"
+            and said[0].endswith("ed") and said[0] not in ("expired", "scheduled")}
+
+
+def _amounts_after(world: WorldSpec, description: str, call: Call, path: tuple, record: dict[str, Any],
+                   properties: dict[str, Any]) -> dict[str, Any]:
+    """What is left of the quantity a write draws (`remaining`: the record's `credits` less the call's `units` x
+    the rate the world states, "uses 3 credits per unit") and a running total it raises (`total_refunded_cents`: the
+    record's `refunded_cents` plus the call's `amount_cents`), read on the state the episode has reached."""
+    amounts = {key: value for key, value in call.arguments.items() if _is_count(value) and value > 0}
+    text = " ".join([description, *(rule.text for rule in world.rules if call.name in rule.text)])
+    text = re.sub(r"[_\s]+", " ", text.lower())
+    values: dict[str, Any] = {}
+    for key, sub in properties.items():
+        if key in ENVELOPE_FIELDS or not isinstance(sub, dict) or sub.get("type") not in ("integer", "number"):
+            continue
+        said = words(key)
+        if set(said) & LEFT_WORDS and len(amounts) == 1:
+            counter = _counter(record, [w for w in said if w not in LEFT_WORDS], text)
+            (argument, amount), = amounts.items()
+            if counter is not None:
+                left = record[counter] - amount * _rate(text, argument, counter)
+                if left >= 0:
+                    values[key] = left
+        elif "total" in said:
+            name = field_for(key, record, path)
+            moved = [value for k, value in amounts.items() if words(k)[-1:] == said[-1:]]
+            if name is not None and "total" not in words(name) and _is_count(record.get(name)) and len(moved) == 1:
+                values[key] = record[name] + moved[0]
+    return values
+
+
+def _counter(record: dict[str, Any], named: list[str], text: str) -> str | None:
+    """The record's quantity a draw takes from: the one its answer's key names (`creditsLeft` -> `credits`), else
+    the one number field the tool's description and rules name ("must not exceed quantity on hand")."""
+    counts = [name for name, value in record.items() if _is_count(value)]
+    hit = [name for name in counts if named and words(name) == named]
+    if not hit:
+        hit = [name for name in counts if re.search(rf"\b{' '.join(words(name))}\b", text)]
+    return hit[0] if len(hit) == 1 else None
+
+
+def _rate(text: str, argument: str, counter: str) -> int:
+    """How many of `counter` one unit of `argument` takes, as the world states it ("units x 3", "3 credits per
+    unit"); 1 when it does not say."""
+    named, held = " ".join(words(argument)), " ".join(words(counter))
+    for pattern in (rf"\b{named}\s*(?:×|\*|x)\s*(\d+)", rf"(\d+)\s+{held}\s+(?:per|a|each)\b"):
+        found = re.search(pattern, text)
+        if found:
+            return int(found.group(1))
+    return 1
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _enum_options(world: WorldSpec, path: tuple, name: str) -> set[str]:

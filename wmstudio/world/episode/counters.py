@@ -1,14 +1,17 @@
 """Quantities a write moves that its answer may not state: a flight's `seats_left` drawn down by a new booking and
 given back when it is cancelled or moved, a booking's `paid_cents` raised by what a change cost, what is left of a
-record after a call took an amount (`remaining: 13`). Likely, not stated: each is unsure where it was guessed."""
+record after a call took an amount (`remaining: 13`), a balance a rule holds a refund against drawn down by it.
+Likely, not stated: each is unsure where it was guessed."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from wmstudio.world.episode.changes import Change, EpisodeState, node_at, set_field
 from wmstudio.world.episode.lookup import field_for, kind_of, walk, words
 from wmstudio.world.records import needles_of, own_id_keys
+from wmstudio.world.spec import Call, WorldSpec
 
 COUNTER_WORDS = frozenset({"left", "available", "remaining", "free", "open", "unsold"})  # `seats_left` is drawn down
 CLOSED_WORDS = frozenset({"cancelled", "canceled", "voided", "void", "refunded", "released", "closed"})
@@ -16,6 +19,8 @@ LEFT_WORDS = frozenset({"remaining", "left", "available", "balance", "stock", "n
 PAID_WORDS = frozenset({"paid", "spent", "billed"})  # a record's running sum of what it cost
 DUE_WORDS = frozenset({"due", "charged", "billed", "owed"})  # what one write cost
 UNIT_WORDS = frozenset({"cents", "cent", "amount", "price", "total", "fee", "id", "usd", "eur"})
+RULE_TOOLS = re.compile(r"(?<![\w.])"r'call\.name\s*==\s*"(\w+)"|call\.name\s+in\s+\[([^\]]*)\]')  # the tools a rule is of
+HELD_AGAINST = re.compile(r"call\.arguments\.(\w+)\s*>\s*state\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
 
 
 def counters(tracked: EpisodeState, changes: list[Change], answer: dict[str, Any]) -> list[Change]:
@@ -97,8 +102,9 @@ def charged(tracked: EpisodeState, path: tuple, record: dict[str, Any], answer: 
 
 def drawn_by_amount(tracked: EpisodeState, path: tuple, record: dict[str, Any], arguments: dict[str, Any],
                      answer: dict[str, Any], said: set[tuple]) -> list[Change]:
-    """What is left after a write took an amount (`remaining: 13` after `units: 5`): the record's one number field
-    the answer names by no key that the call's amount moves to that value (`credits` 18 -> 13), else its one
+    """What is left after a write took an amount (`remaining: 13` after `units: 5`): the record's number field the
+    key names less its left-word (`creditsRemaining` -> `credits`), else its one number field that the call's amount
+    moves to that value (`credits` 18 -> 13), else its one
     quantity (a number of no unit: not cents, a price or an id)."""
     amounts = [v for v in arguments.values() if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
     changes: list[Change] = []
@@ -108,8 +114,10 @@ def drawn_by_amount(tracked: EpisodeState, path: tuple, record: dict[str, Any], 
             continue
         numbers = {name: have for name, have in record.items() if path + (name,) not in said
                    and isinstance(have, (int, float)) and not isinstance(have, bool)}
-        moved = [name for name, have in numbers.items()
-                 if any(have - amount == value or have + amount == value for amount in amounts)]
+        rest = [w for w in words(key) if w not in LEFT_WORDS]
+        moved = [name for name in numbers if rest and words(name) == rest] or \
+            [name for name, have in numbers.items()
+             if any(have - amount == value or have + amount == value for amount in amounts)]
         guessed = len(moved) != 1
         if guessed and amounts:  # else the record's one quantity (no unit: not cents, a price, an id)
             moved = [name for name, have in numbers.items() if not set(words(name)) & UNIT_WORDS]
@@ -118,3 +126,46 @@ def drawn_by_amount(tracked: EpisodeState, path: tuple, record: dict[str, Any], 
             if guessed:
                 tracked.unsure.add(path + (moved[0],))  # likely, not stated: no check holds an answer to it
     return changes
+
+
+def drawn_by_rule(tracked: EpisodeState, world: WorldSpec, call: Call, answer: dict[str, Any]) -> list[Change]:
+    """A quantity of the state a rule holds the write's amount against (`call.arguments.amount_cents >
+    state.balance.available_cents`, the cause of an `INSUFFICIENT_BALANCE`) is drawn down by what the ok write
+    moved: the answer's amount in the argument's unit named for what the tool does (`amount_refunded_cents`), else
+    the argument's. Likely, not stated: unsure."""
+    changes: list[Change] = []
+    done: set[str] = set()
+    for rule in world.rules:
+        check = rule.check or ""
+        tools = {name for one, many in RULE_TOOLS.findall(check) for name in [one, *re.findall(r'"(\w+)"', many)]}
+        if call.name not in tools:
+            continue
+        for argument, target in HELD_AGAINST.findall(check):
+            parts = tuple(target.split("."))
+            holder = node_at(tracked.state, parts[:-1])
+            have = holder.get(parts[-1]) if isinstance(holder, dict) else None
+            moved = _moved(call, argument, answer)
+            if target in done or not _is_count(have) or not moved:
+                continue
+            done.add(target)
+            changes += set_field(tracked, parts[:-1], holder, parts[-1], have - moved)
+            tracked.unsure.add(parts)
+    return changes
+
+
+def _moved(call: Call, argument: str, answer: dict[str, Any]) -> int | float | None:
+    """What an ok write moved of `argument`'s quantity: the answer's number in its unit whose name says what the
+    tool does (`amount_refunded_cents` for `refund_charge`; not a running total), else the argument itself."""
+    unit = words(argument)[-1:]
+    acts = [verb for verb in words(call.name) if len(verb) > 2]
+    said = [value for key, value in answer.items() if _is_count(value) and words(key)[-1:] == unit
+            and not set(words(key)) & {"total", "left", "remaining", "balance"}
+            and any(word.startswith(verb) for word in words(key) for verb in acts)]
+    if len(said) == 1:
+        return said[0]
+    sent = call.arguments.get(argument) if isinstance(call.arguments, dict) else None
+    return sent if _is_count(sent) else None
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

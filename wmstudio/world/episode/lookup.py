@@ -18,6 +18,8 @@ CREATE_VERBS = frozenset({"create", "new", "add", "open", "register", "make", "i
                           "book", "post", "upload", "enroll", "enrol"})
 DELETE_VERBS = frozenset({"delete", "remove", "rm", "rmdir", "del", "destroy", "drop", "unlink", "purge", "erase"})
 MOVE_VERBS = frozenset({"mv", "move", "rename"})
+SET_VERBS = frozenset({"set", "update", "change", "edit", "modify", "patch", "amend", "adjust", "assign", "replace",
+                       "put", "configure", "reschedule"})  # a tool that sets the fields its arguments name
 RUNNING_WORDS = frozenset({"total", "new", "current", "updated"})  # `total_refunded_cents` is what `refunded_cents` holds
 SECRET_WORDS = frozenset({"token", "password", "secret", "session"})  # a call's credentials are no record's fields
 ID_WORDS = (["id"], ["key"], ["token"], ["number"], ["code"], ["ref"], ["reference"])

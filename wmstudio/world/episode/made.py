@@ -15,6 +15,7 @@ from typing import Any
 from wmstudio.world.episode.changes import Change, EpisodeState
 from wmstudio.world.episode.lookup import (
     ID_WORDS,
+    RUNNING_WORDS,
     SECRET_WORDS,
     field_for,
     kind_of,
@@ -87,6 +88,7 @@ def _new_record(world: WorldSpec, state: Any, path: tuple, items: list, own: str
         made = {own: value}
         made.update({k: v for k, v in answer.items() if k not in ENVELOPE_FIELDS and k != key and isinstance(v, str)
                      and v in needles_of(v, strict=True)})
+        made.update(_own_amounts(state, path, answer, made))
         made.update({k: v for k, v in arguments.items() if k not in made and not isinstance(v, bool)
                      and (isinstance(v, (int, float)) or (isinstance(v, str) and v in needles_of(v, strict=True)))})
         return made, set()
@@ -103,10 +105,34 @@ def _new_record(world: WorldSpec, state: Any, path: tuple, items: list, own: str
             if given is not _NOTHING:
                 guessed.add(name)  # likely (`charged_cents` for `paid_cents`), not stated
         if given is _NOTHING:
+            given = _shown_part(example, answer, used)
+            if given is not _NOTHING:
+                guessed.add(name)  # likely (`prefix` the head of the new `api_key`), not stated
+        if given is _NOTHING:
             given = _usual(items, name, example, status_values(world, state, path + (0,), name))
             guessed.add(name)
         made[name] = given
     return made, guessed
+
+
+def _own_amounts(state: Any, path: tuple, answer: dict[str, Any], made: dict[str, Any]) -> dict[str, Any]:
+    """The numbers an answer states of the record it made, named as that record's own fields: `amount_refunded_cents`
+    of a refund is its `amount_cents` (the words naming the record's kind dropped); a running total
+    (`total_refunded_cents`) and a number of another collection's record (`charge_amount_cents`) are not its own."""
+    stem = words(kind_of(path))[-1:] or [""]
+    others = {tuple(words(kind_of(p))) for p, node in walk(state) if isinstance(node, list) and p and p != path
+              and isinstance(p[-1], str)}
+    found: dict[str, Any] = {}
+    for key, value in answer.items():
+        said = words(key)
+        if key in ENVELOPE_FIELDS or not isinstance(value, (int, float)) or isinstance(value, bool) \
+                or set(said) & RUNNING_WORDS or any(said[:len(kind)] == list(kind) for kind in others if kind):
+            continue
+        plain = [word for word in said if not (stem[0] and word.startswith(stem[0]))]
+        name = "_".join(plain) if plain else key
+        if name not in made and name not in found:
+            found[name] = value
+    return found
 
 
 def _stated(name: str, example: Any, source: dict[str, Any], path: tuple, used: set[str]) -> Any:
@@ -131,6 +157,19 @@ def _same_unit(name: str, example: Any, answer: dict[str, Any], used: set[str]) 
         return _NOTHING
     used.add(hits[0])
     return answer[hits[0]]
+
+
+def _shown_part(example: Any, answer: dict[str, Any], used: set[str]) -> Any:
+    """A field that shows the head of a secret (`prefix: pl_live_Q36O` of a key): the same length of the one answer
+    value that starts as the sibling's does (`pl_live_`, up to its last `_` or `-`) and is longer."""
+    if not isinstance(example, str):
+        return _NOTHING
+    cut = max(example.rfind("_"), example.rfind("-")) + 1
+    if cut < 3:
+        return _NOTHING
+    hits = [value for key, value in answer.items() if key not in used and key not in ENVELOPE_FIELDS
+            and isinstance(value, str) and len(value) > len(example) and value.startswith(example[:cut])]
+    return hits[0][:len(example)] if len(hits) == 1 else _NOTHING
 
 
 def _usual(items: list, name: str, example: Any, values: set[str]) -> Any:

@@ -20,12 +20,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from wmstudio.world.episode.changes import Change, EpisodeState, set_field
-from wmstudio.world.episode.counters import charged, counters, drawn_by_amount
+from wmstudio.world.episode.counters import charged, counters, drawn_by_amount, drawn_by_rule
 from wmstudio.world.episode.lookup import (
     CREATE_VERBS,
     DELETE_VERBS,
     MOVE_VERBS,
+    RUNNING_WORDS,
     SECRET_WORDS,
+    SET_VERBS,
     SHELL_READS,
     field_for,
     kind_of,
@@ -84,25 +86,30 @@ def apply_step(tracked: EpisodeState, world: WorldSpec, call: Call, answer: Any)
             continue
         if (made or verbs & CREATE_VERBS) and not set(words(kind_of(path))) <= verbs:
             continue  # `new_test(accession_id, curator_id)`: what it sends describes the test it made, not these
-        said = _answer_into(tracked, world, path, record, answer)
+        said, stated = _answer_into(tracked, world, path, record, answer)
         changes += said
         if not reads:
-            changes += _arguments_into(tracked, path, record, call.arguments, answer, {c.path for c in said})
-            changes += charged(tracked, path, record, answer, {c.path for c in changes})
-            changes += drawn_by_amount(tracked, path, record, call.arguments, answer, {c.path for c in changes})
-            sure = {c.path for c in changes}
+            changes += _arguments_into(tracked, path, record, call.arguments, verbs, stated)
+            changes += charged(tracked, path, record, answer, stated | {c.path for c in changes})
+            changes += drawn_by_amount(tracked, path, record, call.arguments, answer,
+                                       stated | {c.path for c in changes})
+            sure = stated | {c.path for c in changes}
             tracked.unsure |= {path + (key,) for key in record if path + (key,) not in sure
                                and key not in own_id_keys(path)}
     if not reads:
         changes += made
         changes += counters(tracked, changes, answer)
+        changes += drawn_by_rule(tracked, world, call, answer)
     return changes
 
 
 def _answer_into(tracked: EpisodeState, world: WorldSpec, path: tuple, record: dict[str, Any],
-                 answer: dict[str, Any]) -> list[Change]:
-    """The named record's fields the answer states (its own ids aside)."""
+                 answer: dict[str, Any]) -> tuple[list[Change], set[tuple]]:
+    """The named record's fields the answer states (its own ids aside): the changes, and the paths of every field
+    it stated, changed or not (an argument of the same name then sets nothing: `amount_cents` of a refund is not
+    the charge's once the answer said the charge's amount)."""
     changes: list[Change] = []
+    stated: set[tuple] = set()
     ids = set(own_id_keys(path))
     for key, value in answer.items():
         if key in ENVELOPE_FIELDS or isinstance(value, dict):
@@ -119,7 +126,8 @@ def _answer_into(tracked: EpisodeState, world: WorldSpec, path: tuple, record: d
         if value == "" and record.get(name) not in ("", None):
             continue  # the neutral "" says nothing of a field the record holds
         changes += set_field(tracked, path, record, name, value)
-    return changes
+        stated.add(path + (name,))
+    return changes, stated
 
 
 def _status_word(tracked: EpisodeState, world: WorldSpec, path: tuple, record: dict[str, Any],
@@ -133,14 +141,19 @@ def _status_word(tracked: EpisodeState, world: WorldSpec, path: tuple, record: d
 
 
 def _arguments_into(tracked: EpisodeState, path: tuple, record: dict[str, Any], arguments: dict[str, Any],
-                    answer: dict[str, Any], said: set[tuple]) -> list[Change]:
-    """The fields a write's own arguments set: `new_flight` the flight, `tag` one more of `tags`."""
+                    verbs: set[str], said: set[tuple]) -> list[Change]:
+    """The fields a write's own arguments set: `new_flight` the flight, `tag` one more of `tags`; a number only
+    where the tool sets fields (`update_price`) or the key says so (`new_limit`): `refund_charge(amount_cents)` moves
+    an amount, it does not set the charge's."""
     changes: list[Change] = []
     ids = set(own_id_keys(path))
     held = {value for value in record.values() if isinstance(value, str)}
     for key, value in arguments.items():
         if isinstance(value, (dict, list)) or (isinstance(value, str) and value in held) \
                 or set(words(key)) & SECRET_WORDS:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not verbs & SET_VERBS \
+                and not set(words(key)) & RUNNING_WORDS:
             continue
         name = field_for(key, record, path)
         if name is not None and name not in ids and path + (name,) not in said \

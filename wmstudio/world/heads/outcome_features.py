@@ -18,11 +18,12 @@ from typing import Any
 from jsonschema.exceptions import SchemaError
 
 from wmstudio.world.checks.decided import rule_verdicts
+from wmstudio.world.episode.state import state_after
 from wmstudio.world.grounding import NONE, ORACLE, Grounding
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.call_local import is_collection
 from wmstudio.world.prompt.render import current_state
-from wmstudio.world.records import ENVELOPE_FIELDS, needles_of, newest_answer_naming, record_with_id
+from wmstudio.world.records import needles_of, record_with_id
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools.linear_patterns import validator_for
 
@@ -56,17 +57,19 @@ def outcome_features(world: WorldSpec, call: Call, history: Sequence[HistoryStep
         elif isinstance(value, str):
             found += _string_features(path, value.strip(), state, scalars, today, numbers, history)
     found += [f"state:{name}={value}" for name, value in scalars.items() if _flag(value)]
-    found += _rule_facts(replace(world, initial_state=state), call, history)
+    found += _rule_facts(replace(world, initial_state=state), call, history, tracked=grounding != ORACLE)
     found += [f"{DIRECTIVE}{word}" for text in world.directives for word in sorted(set(_words(text)))]
     return found
 
 
-def _rule_facts(world: WorldSpec, call: Call, history: Sequence[HistoryStep]) -> list[str]:
+def _rule_facts(world: WorldSpec, call: Call, history: Sequence[HistoryStep], tracked: bool = True) -> list[str]:
     """`rule:refuses_ok` when a rule of the world refuses an ok answer to the call (its arguments echoed under their
     own names) on the state as shown: a record in the wrong phase, a quantity above what is left. The history read
     holds only the earlier turns about the record the call is about and those whose answer gave a value the state
     lacks (the login that gave its token, not every call that sent it): a generated world's rule stops judging the
-    state once any write may have changed it, though most writes touch other records."""
+    state once any write may have changed it, though most writes touch other records; so with `tracked` (the state
+    shown is the initial one) the rules are read once more on the state the episode's answers have left
+    (world/episode), without the record's turns: `rule:refuses_ok_as_answered`."""
     sent = {value for value in needles_of(call.arguments, strict=True) if isinstance(value, str)}
     primary = _primary_record(world.initial_state, call)
     named = {primary[0]} if primary is not None else set()
@@ -80,10 +83,10 @@ def _rule_facts(world: WorldSpec, call: Call, history: Sequence[HistoryStep]) ->
     echoed = {name: value for name, value in call.arguments.items() if name in properties and isinstance(value, str)}
     decided = {**echoed, "status": "ok"}
     found = ["rule:refuses_ok"] if _refused(world, call, decided, own, given_by) else []
-    answered = _as_answered(world.initial_state, primary, history)
+    answered = state_after(world, history) if tracked else world.initial_state
     if answered is not world.initial_state and _refused(replace(world, initial_state=answered), call, decided, [],
                                                         given_by):
-        found.append("rule:refuses_ok_as_answered")  # the record as the newest answer about it shows it
+        found.append("rule:refuses_ok_as_answered")  # the state as the episode's answers have left it
     return found
 
 
@@ -101,26 +104,6 @@ def _refused(world: WorldSpec, call: Call, decided: dict[str, Any], own: Sequenc
     return any(verdict is None and first is False for verdict, first in zip(both, alone))
 
 
-def _as_answered(state: Any, primary: tuple[str, tuple, dict[str, Any]] | None,
-                 history: Sequence[HistoryStep]) -> Any:
-    """`state` with the record the call is about (`primary`, from `_primary_record`) as the newest earlier ok answer
-    holding its id shows it (its fields of the same key, or `<kind>_<key>` for `key`; outcome fields left out), so a
-    rule reads the phase an earlier write left; `state` itself where no answer names that record."""
-    if primary is None:
-        return state
-    own, path, record = primary
-    answer = newest_answer_naming(history, {own})
-    if answer is None:
-        return state
-    changed = {}
-    for key, value in answer.items():
-        field = key if key in record else key.split("_", 1)[-1]
-        if key not in ENVELOPE_FIELDS and field in record and not isinstance(value, (dict, list)) \
-                and record[field] != value:
-            changed[field] = value
-    return _replaced(state, path, changed) if changed else state
-
-
 def _primary_record(state: Any, call: Call) -> tuple[str, tuple, dict[str, Any]] | None:
     """(its id, its key path, the record) of the record the call is about: the first argument, in the call's order,
     that is a record's own id (`parcel_id` before `recipient_id`, which a parcel also holds)."""
@@ -130,16 +113,6 @@ def _primary_record(state: Any, call: Call) -> tuple[str, tuple, dict[str, Any]]
             if found is not None:
                 return value, found[0], found[1]
     return None
-
-
-def _replaced(node: Any, path: tuple, changed: dict[str, Any]) -> Any:
-    """A copy of `node` with the fields `changed` written into the record at `path` (containers on the way copied)."""
-    if not path:
-        return {**node, **{key: value for key, value in changed.items() if key in node}}
-    head, rest = path[0], path[1:]
-    copied = list(node) if isinstance(node, list) else dict(node)
-    copied[head] = _replaced(node[head], rest, changed)
-    return copied
 
 
 def _argument_checks(world: WorldSpec, call: Call) -> list[str]:
