@@ -218,3 +218,29 @@ def test_a_write_answers_what_its_draw_leaves_its_running_total_and_when_it_happ
     no_rate = courses([], "Redeem units of credits.")
     assert write_values(no_rate, world.initial_state, call, schema)["remaining"] == 35  # one credit a unit
     assert "remaining" not in write_values(courses([]), world.initial_state, call, schema)  # nothing named: no guess
+
+
+def test_a_sign_in_answers_its_accounts_id_and_makes_a_session_not_a_user():
+    from wmstudio.model.record_copy import record_copy
+    from wmstudio.world.episode.made import new_ids
+    from wmstudio.world.spec import parse_world
+
+    world = parse_world({
+        "name": "studio",
+        "initial_state": {"students": [{"student_id": "STU_1", "name": "Priya"}, {"student_id": "STU_2", "name": "Efua"}],
+                          "api_user": {"username": "priya69", "password": "pw", "student_id": "STU_2"},
+                          "active_sessions": [{"session_token": "sess_old", "expires_at": "2025-07-14T18:07:00Z"}]},
+        "tools": [{"name": "start_session", "parameters": {"type": "object", "properties": {
+                       "username": {"type": "string"}, "password": {"type": "string"}}},
+                   "response": {"type": "object", "properties": {
+                       "session_token": {"type": "string"}, "student_id": {"type": "string"},
+                       "status": {"type": "string"}}}}]})
+    call = Call("start_session", {"username": "priya69", "password": "pw"})
+    schema = world.tool("start_session").response
+    copy = record_copy(world, call, [], schema)
+    assert copy.values == {"student_id": "STU_2"}  # the account it signs in to, found by its username
+    assert set(new_ids(world, world.initial_state, call, schema, copy.values)) == {"session_token"}
+    signed_in = HistoryStep(call, {"session_token": "sess_new", "student_id": "STU_9", "status": "ok"})
+    state = episode_state(world, [signed_in]).state
+    assert [s["session_token"] for s in state["active_sessions"]] == ["sess_old", "sess_new"]
+    assert len(state["students"]) == 2  # a sign-in makes one record: the session

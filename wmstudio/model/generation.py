@@ -314,7 +314,8 @@ def generate_stream(
     echoed = call_identifiers(the_call, schema) if copying else {}
     done = call_echoes(the_call, schema, _parameters(world, the_call)) if copying and outcomes else {}
     if copying and outcomes and _writes(world, the_call):  # the record it makes, or the one it acts on, once written
-        done = {**new_ids(world, now, the_call, schema), **write_values(world, now, the_call, schema), **done}
+        taken = copy.values if copy is not None else ()
+        done = {**new_ids(world, now, the_call, schema, taken), **write_values(world, now, the_call, schema), **done}
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}
     fixed = {key: rule_fixed(world, the_call, history, schema, pinned, outcome,

@@ -94,8 +94,8 @@ def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], sc
     if named is None:
         return None
     shape = record_shape(named, schema)
-    return RecordCopy(shape, record_values(named, schema) if shape is not None else {},
-                      record_sources(named, shape, state))
+    values = record_values(named, schema) if shape is not None else identity_values(named, call, schema)
+    return RecordCopy(shape, values, record_sources(named, shape, state))
 
 
 def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
@@ -220,6 +220,25 @@ def _record_scalars(schema: Any, named: NamedRecord, root: dict, prefix: list, o
 
 
 PATH_WORDS = {"path", "source", "destination", "dir", "directory", "file", "folder"}  # resolved by the server
+
+
+def identity_values(named: NamedRecord, call: Call, schema: Any) -> dict[str, Any]:
+    """{path: value} of a write's top-level identifiers that the record it names holds, where the answer is not
+    that record: a sign-in by `username` answers the `student_id` its account holds, not a new student's. Not
+    the id of a record of the kind the tool makes (`submit_claim` answers a new `claim_id`, not one a policy
+    lists)."""
+    if named.reads or not isinstance(schema, dict):
+        return {}
+    properties = resolve_schema(schema, schema).get("properties") or {}
+    made = set(key_words(call.name))
+    found = {}
+    for key in properties:
+        value = _field(named.record, key, named.aliases, named.joined)
+        if key in ENVELOPE_FIELDS or key in named.arguments or not names_a_record(key) \
+                or not isinstance(value, (str, int)) or isinstance(value, bool) or set(key_words(key)[:-1]) <= made:
+            continue
+        found[format_path([key])] = value
+    return found
 
 
 def names_a_record(key: str) -> bool:

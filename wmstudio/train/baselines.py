@@ -184,7 +184,8 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     tool = next((t for t in world.tools if t.name == call.name), None)
     extra = {**argument_defaults(call, schema, tool.parameters if tool is not None else None)}
     if tool is not None and not read_only(tool):
-        extra.update({**new_ids(world, now, call, schema), **write_values(world, now, call, schema)})
+        taken = copy.values if copy is not None else ()
+        extra.update({**new_ids(world, now, call, schema, taken), **write_values(world, now, call, schema)})
     properties = list(schema.get("properties") or {})
     decided = {k: v for k, v in value.items() if k in ("status", "error")}
     extra.update(fixed_fields(world, call, {**extra, **decided}, history, properties, 0))

@@ -24,15 +24,16 @@ from wmstudio.world.episode.lookup import (
     words,
 )
 from wmstudio.world.episode.paths import listed_paths
-from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, needles_of
+from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, needles_of, own_id_keys
 from wmstudio.world.spec import Call, WorldSpec
 
 _NOTHING = object()
 
 
 def created(tracked: EpisodeState, world: WorldSpec, call: Call, answer: dict[str, Any]) -> list[Change]:
-    """Records a write created: an id-like answer value no part of the state holds, under a key naming the own id
-    of a collection's records (`booking_id` for `bookings`); a new path-like argument of a creating call joins a
+    """The record a write created: the first id-like answer value no part of the state holds, under a key naming
+    the own id of a collection's records (`booking_id` for `bookings`); one record a write (a sign-in's new session,
+    not a new user from the user id it answers); a new path-like argument of a creating call joins a
     list of such paths (`mkdir`)."""
     state, changes = tracked.state, []
     held = {leaf for leaf in json_leaves(state, keys=True) if isinstance(leaf, str)}
@@ -50,6 +51,8 @@ def created(tracked: EpisodeState, world: WorldSpec, call: Call, answer: dict[st
             done.add(path)
             changes.append(Change("add", path + (len(items) - 1,), None, record))
             break
+        if changes:
+            break  # a write makes one record; its answer's other new ids name what it refers to
     if not changes and "created" in answer or set(words(call.name)) & {"mkdir", "create", "make", "add"}:
         changes += listed_paths(tracked, call.arguments, answer)
     return changes
@@ -57,7 +60,7 @@ def created(tracked: EpisodeState, world: WorldSpec, call: Call, answer: dict[st
 
 def collections_keyed_by(state: Any, key: str) -> Iterator[tuple[tuple, list, str]]:
     """(path, the list, the records' own key) of each list of records whose own id an answer's `key` names:
-    its items hold `key` itself, or `<kind>_<field>` names their field (`session_token` -> a session's `token`);
+    its items hold `key` itself as their own id (or first field), or `<kind>_<field>` names their field (`session_token` -> a session's `token`);
     an empty list whose kind is the key's (`refunds` for `refund_id`)."""
     said = words(key)
     for path, node in walk(state):
@@ -66,8 +69,8 @@ def collections_keyed_by(state: Any, key: str) -> Iterator[tuple[tuple, list, st
         kind = words(kind_of(path))
         records = [item for item in node if isinstance(item, dict)]
         if records and len(records) == len(node):
-            if all(key in item for item in records):
-                yield path, node, key
+            if all(key in item for item in records) and (key in own_id_keys(path) or next(iter(records[0])) == key):
+                yield path, node, key  # their own id (or first field): a voucher's `learner_id` names a learner
             elif kind and said[:len(kind)] == kind:
                 rest = said[len(kind):]
                 own = next((name for name in records[0] if words(name) == rest), None)
@@ -193,17 +196,18 @@ def _same_type(value: Any, example: Any) -> bool:
     return example is None or type(value) is type(example)
 
 
-def new_ids(world: WorldSpec, state: Any, call: Call, schema: Any) -> dict[str, str]:
+def new_ids(world: WorldSpec, state: Any, call: Call, schema: Any, taken: Any = ()) -> dict[str, str]:
     """{field: id} for a write's answer fields that name the own id of a collection of records (`booking_id` for
     `bookings`) the call does not send: the id the record it makes gets, shaped like its siblings' (the next of
-    `RF-70001`, `RF-70002`; a new `2EZVPE`-like six letters), the same for the same call and state."""
+    `RF-70001`, `RF-70002`; a new `2EZVPE`-like six letters), the same for the same call and state. Not the fields
+    in `taken` (the record copy's: a sign-in answers its account's `student_id`, no new student's)."""
     properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or not isinstance(call.arguments, dict):
         return {}
     sent = {value for value in json_leaves(call.arguments) if isinstance(value, str)}
     minted: dict[str, str] = {}
     for key, sub in properties.items():
-        if key in ENVELOPE_FIELDS or not isinstance(sub, dict) or sub.get("type") not in ("string", None):
+        if key in ENVELOPE_FIELDS or key in taken or not isinstance(sub, dict) or sub.get("type") not in ("string", None):
             continue
         for _, items, own in collections_keyed_by(state, key):
             ids = [item.get(own) for item in items if isinstance(item, dict) and isinstance(item.get(own), str)]
