@@ -244,3 +244,26 @@ def test_a_sign_in_answers_its_accounts_id_and_makes_a_session_not_a_user():
     state = episode_state(world, [signed_in]).state
     assert [s["session_token"] for s in state["active_sessions"]] == ["sess_old", "sess_new"]
     assert len(state["students"]) == 2  # a sign-in makes one record: the session
+
+
+def test_a_refund_the_episode_has_used_up_is_refused_with_the_code_whose_cause_holds(backend):
+    """An ok answer would state a running total above the order's (a rule forbids it), so the model refuses it,
+    with the code the world states a cause for, not the head's next guess."""
+    world = _world("retail")
+    order = "ORD-22930"
+    total = next(o for o in world.initial_state["orders"] if o["id"] == order)["total_cents"]
+
+    def refunded(amount: int) -> HistoryStep:
+        return HistoryStep(Call("refund_order", {"order_id": order, "amount_cents": amount}),
+                           {"order_id": order, "refund_id": "RF-70001", "refund_processed": True,
+                            "amount_refunded_cents": amount, "total_refunded_cents": amount,
+                            "order_total_cents": total, "error": "", "message": "", "status": "ok"})
+
+    def answer(amount: int, history: list[HistoryStep]) -> dict:
+        call = Call("refund_order", {"order_id": order, "amount_cents": amount})
+        return json.loads(generate(backend, world, call, history=history).samples[0].response)
+
+    assert answer(1, [refunded(total)])["error"] == "ALREADY_REFUNDED"
+    assert answer(total - 29000, [refunded(30000)])["error"] == "AMOUNT_EXCEEDS_REFUNDABLE"
+    ok = answer(100, [refunded(30000)])
+    assert (ok["status"], ok["total_refunded_cents"]) == ("ok", 30100)  # the running total, this call included

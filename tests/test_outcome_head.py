@@ -294,7 +294,8 @@ def test_an_outcome_a_rule_refuses_whatever_the_other_fields_hold_gives_way_to_t
     assert refusing_rule(world, delivered, {**named, "status": "ok", "error": ""}) is not None
     assert refusing_rule(world, delivered, {"status": "ok", "error": ""}) is None  # it reads the order named
     assert refusing_rule(world, delivered, {**named, "status": "error"}) is None
-    assert [o.status for o in within_rules(ranked, world, delivered, (), schema, named)] == ["error"]
+    assert [(o.status, o.error) for o in within_rules(ranked, world, delivered, (), schema, named)] == \
+        [("error", "ALREADY_DELIVERED")]  # the code whose stated cause holds
     pending = Call("cancel_order", {"order_id": orders["pending"]})
     assert within_rules(ranked, world, pending, (), schema, {"order_id": orders["pending"]}) == ranked
     assert within_rules(ranked[:1], world, delivered, (), schema, named) == ranked[:1]  # nothing left: as it was

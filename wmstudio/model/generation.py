@@ -305,9 +305,9 @@ def generate_stream(
             schema, schema_from = (sketch.schema, FROM_SKETCH) if canvas is not None else (None, None)
         except InvalidInput:
             canvas = None
-    outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema)
     copying = settings.record_copy and not settings.free
     now = state_after(world, history) if copying else None  # the state the episode has reached, worked out once
+    outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema, now)
     copy = or_listing(record_copy(world, the_call, history, schema, now), world, the_call, history, schema, now) \
         if copying else None
     copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy, now)
@@ -442,12 +442,13 @@ def _copied_under(copied: dict[str, Any], outcome: Outcome | None) -> dict[str, 
 
 def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
                     history: Sequence[HistoryStep], settings: SamplerSettings,
-                    schema: dict[str, Any] | None) -> list[Outcome] | None:
+                    schema: dict[str, Any] | None, now: Any = None) -> list[Outcome] | None:
     """The outcome head's choice for each sample of a skeleton with a status: its likeliest outcome when greedy; at
     a temperature, one drawn per sample (seeded) from its distribution sharpened or flattened by the temperature, so
     K samples show the outcomes the head finds likely. A pinned status narrows the choice, never switches it off
     (`within_pins`: with status "error" pinned, the code whose cause holds). `schema` is the response schema
-    generation lays out. None when the head is switched off, the model has none, the user pinned the error code
+    generation lays out; `now` the state the episode has reached (with record copying: an ok write's values worked
+    out on it, a running total above what a rule allows, refuse the ok). None when the head is switched off, the model has none, the user pinned the error code
     (their steering is whole), the schema has no status, or the head never saw the tool."""
     head = getattr(backend, "outcome_head", None)
     if head is None or not settings.outcome_head or settings.free:
@@ -458,7 +459,8 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
                          history, schema)
     if settings.rule_outcomes:
         known = call_identifiers(call, schema) if settings.record_copy else {}
-        ranked = within_rules(ranked, world, call, history, schema, known)
+        done = write_values(world, now, call, schema) if now is not None and _writes(world, call) else {}
+        ranked = within_rules(ranked, world, call, history, schema, known, done)
     ranked = with_stated_codes(ranked, world, call, history, schema)
     if not ranked:
         return None

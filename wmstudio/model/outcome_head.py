@@ -327,24 +327,47 @@ def with_stated_codes(ranked: Sequence[Outcome], world: WorldSpec, call: Call, h
 
 
 def within_rules(ranked: Sequence[Outcome], world: WorldSpec, call: Call, history: Sequence[HistoryStep],
-                 schema: dict[str, Any] | None, known: dict[str, Any] | None = None) -> list[Outcome]:
+                 schema: dict[str, Any] | None, known: dict[str, Any] | None = None,
+                 done: dict[str, Any] | None = None) -> list[Outcome]:
     """`ranked` without the outcomes a world's rule refuses before any other field is written
     (world/checks/decided.py), with the outcome's fields and `known` (what generation writes whatever the outcome:
-    the identifiers the call sends) decided: an ok the state's record forbids (an order not pending, cancelled ok)
+    the identifiers the call sends) decided, and for an ok outcome `done` (what an ok write states: a running total
+    a rule holds below the order's): an ok the state's record forbids (an order not pending, cancelled ok)
     gives way to the error the head ranks next. An error without a code, left after a refused ok, takes the code that rule
-    names when it names one (`needs in_review (else INVALID_STATE)`). Nothing left: `ranked` as it was."""
-    kept, named = [], set()
+    names when it names one (`needs in_review (else INVALID_STATE)`), else the errors whose stated cause holds come
+    first. Nothing left: `ranked` as it was."""
+    kept, named, refused = [], set(), False
     for outcome in ranked:
-        rule = refusing_rule(world, call, {**(known or {}), **outcome.values(schema)}, history)
+        ok_values = (done or {}) if outcome.status != "error" else {}
+        rule = refusing_rule(world, call, {**ok_values, **(known or {}), **outcome.values(schema)}, history)
         if rule is None:
             kept.append(outcome)
         elif outcome.status != "error":
             named |= set(re.findall(CODE, rule.text))
+            refused = True
     if not kept:
         return list(ranked)
-    if len(named) != 1 or ERROR_KEY not in ((schema or {}).get("properties") or {}):
+    if ERROR_KEY not in ((schema or {}).get("properties") or {}):
         return kept
-    return [replace(o, error=next(iter(named))) if o.status == "error" and o.error is None else o for o in kept]
+    if len(named) == 1:
+        return [replace(o, error=next(iter(named))) if o.status == "error" and o.error is None else o for o in kept]
+    if refused and all(o.status == "error" for o in kept):
+        return _caused_first(kept, allowed_codes(world, call, {OUTCOME_KEY: "error"}, history))
+    return kept
+
+
+def _caused_first(kept: list[Outcome], holding: Sequence[str]) -> list[Outcome]:
+    """Errors left after a refused ok, those whose code's stated cause holds first (an amount over what is left
+    answers AMOUNT_EXCEEDS_REFUNDABLE, not the head's next guess, a rate limit); that cause's code when none of them
+    has it."""
+    if not holding:
+        return kept
+    caused = [o for o in kept if o.error in holding]
+    if not caused:
+        bare = next((o for o in kept if not o.error), None)  # the head's codeless error takes the cause's code
+        caused = [replace(bare, error=holding[0]) if bare else Outcome("error", holding[0], kept[0].probability)]
+        kept = [o for o in kept if o is not bare]
+    return caused + [o for o in kept if o not in caused]
 
 
 def load_outcome_head(folder: Path) -> OutcomeHead | None:

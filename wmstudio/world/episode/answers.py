@@ -12,6 +12,7 @@ from typing import Any
 from wmstudio.world.episode.lookup import (
     DELETE_VERBS,
     MOVE_VERBS,
+    SET_VERBS,
     field_for,
     kind_of,
     named_records,
@@ -27,12 +28,14 @@ WHEN_WORDS = frozenset({"at", "on", "until", "date", "time", "since", "when"})  
 LEFT_WORDS = frozenset({"remaining", "left", "available"})  # `remaining`, `creditsLeft`: what a draw leaves
 NOW_WORDS = frozenset({"now", "today", "current", "clock", "as"})  # the state's key for the present moment
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+REST_DEFAULT = re.compile(r"defaults? to (?:what is left|the rest|the remainder|the remaining|all that is left)")
 
 
 def write_values(world: WorldSpec, state: Any, call: Call, schema: Any) -> dict[str, Any]:
     """{response field: value} that an ok answer to a write states of the record it acts on, as that record is once
     written: the status it moves to (the tool's own words, `done -> aborted`, else the status formed from its verb,
-    `suspend` -> `suspended`), the record's text fields the call does not set (its name stays its name), what a
+    `suspend` -> `suspended`), the record's text fields the call does not set (its name stays its name) and the
+    numbers the answer names by the record's kind (`order_total_cents`) where the tool sets no field, what a
     draw leaves and a running total; and for every write the moment it happened. Empty for a read."""
     properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
     tool = next((t for t in world.tools if t.name == call.name), None)
@@ -47,7 +50,8 @@ def write_values(world: WorldSpec, state: Any, call: Call, schema: Any) -> dict[
     path, record = found[0]
     sent = {field_for(key, record, path) for key in call.arguments}
     target = TRANSITION.search(tool.description or "")
-    values.update(_amounts_after(world, tool.description or "", call, path, record, properties))
+    kind = words(kind_of(path))
+    values.update(_amounts_after(world, tool, call, path, record, properties))
     for key, sub in properties.items():
         name = field_for(key, record, path) if key not in ENVELOPE_FIELDS else None
         if name is None or name in own_id_keys(path) or name in sent or not isinstance(sub, dict):
@@ -62,6 +66,9 @@ def write_values(world: WorldSpec, state: Any, call: Call, schema: Any) -> dict[
         elif isinstance(current, str) and sub.get("type") == "string" and not set(words(key)) & WHEN_WORDS \
                 and not re.match(r"^\d{4}-\d{2}-\d{2}", current):
             values[key] = current
+        elif _is_count(current) and key not in values and words(key)[:len(kind)] == kind and len(words(key)) > 1 \
+                and not set(verbs) & SET_VERBS:
+            values[key] = current  # `order_total_cents`: the order's total, which a refund does not set
     return values
 
 
@@ -77,14 +84,17 @@ def _stamped_now(state: dict[str, Any], call: Call, properties: dict[str, Any]) 
             and said[0].endswith("ed") and said[0] not in ("expired", "scheduled")}
 
 
-def _amounts_after(world: WorldSpec, description: str, call: Call, path: tuple, record: dict[str, Any],
+def _amounts_after(world: WorldSpec, tool: Any, call: Call, path: tuple, record: dict[str, Any],
                    properties: dict[str, Any]) -> dict[str, Any]:
     """What is left of the quantity a write draws (`remaining`: the record's `credits` less the call's `units` x
-    the rate the world states, "uses 3 credits per unit") and a running total it raises (`total_refunded_cents`: the
-    record's `refunded_cents` plus the call's `amount_cents`), read on the state the episode has reached."""
+    the rate the world states, "uses 3 credits per unit"), a running total it raises (`total_refunded_cents`: the
+    record's `refunded_cents` plus the call's `amount_cents`, or, with no amount where the tool says it "defaults to
+    what is left", the whole `amount_cents`) and the amount it moved (`amount_refunded_cents`), read on the state
+    the episode has reached."""
     amounts = {key: value for key, value in call.arguments.items() if _is_count(value) and value > 0}
-    text = " ".join([description, *(rule.text for rule in world.rules if call.name in rule.text)])
+    text = " ".join([tool.description or "", *(rule.text for rule in world.rules if call.name in rule.text)])
     text = re.sub(r"[_\s]+", " ", text.lower())
+    acts = [verb for verb in words(call.name) if len(verb) > 2 and verb not in words(kind_of(path))]  # `refund`
     values: dict[str, Any] = {}
     for key, sub in properties.items():
         if key in ENVELOPE_FIELDS or not isinstance(sub, dict) or sub.get("type") not in ("integer", "number"):
@@ -99,10 +109,28 @@ def _amounts_after(world: WorldSpec, description: str, call: Call, path: tuple, 
                     values[key] = left
         elif "total" in said:
             name = field_for(key, record, path)
+            if name is None or "total" in words(name) or not _is_count(record.get(name)):
+                continue
             moved = [value for k, value in amounts.items() if words(k)[-1:] == said[-1:]]
-            if name is not None and "total" not in words(name) and _is_count(record.get(name)) and len(moved) == 1:
+            whole = [field for field, value in record.items() if field != name and _is_count(value)
+                     and words(field)[-1:] == said[-1:] and "total" not in words(field) or field == "total" + said[-1]]
+            if not moved and len(whole) == 1 and REST_DEFAULT.search(text) and _optional_amount(tool, said[-1]):
+                moved = [record[whole[0]] - record[name]]  # "amount defaults to what is left"
+            if len(moved) == 1 and moved[0] > 0:
                 values[key] = record[name] + moved[0]
+                values.update({other: moved[0] for other, spec in properties.items() if other != key
+                               and isinstance(spec, dict) and spec.get("type") in ("integer", "number")
+                               and words(other)[-1:] == said[-1:] and "total" not in words(other)
+                               and any(word.startswith(verb) for word in words(other) for verb in acts)})
     return values
+
+
+def _optional_amount(tool: Any, unit: str) -> bool:
+    """Whether the tool takes an amount in `unit` that a call may leave out."""
+    parameters = tool.parameters if isinstance(tool.parameters, dict) else {}
+    required = set(parameters.get("required") or [])
+    return any(words(name)[-1:] == [unit] and name not in required
+               for name in (parameters.get("properties") or {}))
 
 
 def _counter(record: dict[str, Any], named: list[str], text: str) -> str | None:
