@@ -37,7 +37,7 @@ from wmstudio.model.sampler import SamplerSettings
 from wmstudio.train.baselines import TrainingAnswers, baseline_response
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.episode.changes import EpisodeState
-from wmstudio.world.episode.lookup import SHELL_READS
+from wmstudio.world.episode.lookup import SHELL_READS, words
 from wmstudio.world.episode.state import apply_step, episode_state
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.records import json_leaves, needles_of
@@ -86,22 +86,30 @@ def bucket(truth: dict[str, Any], changed: int) -> str:
 
 
 def read_after(world: WorldSpec, write: Call) -> Call | None:
-    """A read of what `write` changed: a reading tool whose required argument the write sent (its first id where it
-    sent a list), or, for a path, a listing of the folder holding it."""
+    """A read of what `write` changed: a reading tool whose required arguments the write sent (an id it acted on
+    before a session's token alone; the first id where it sent a list), or, for a path, a listing of the folder
+    holding it (the destination's, after a move)."""
+    paths = [value for key, value in write.arguments.items() if isinstance(value, str) and key in PATH_KEYS]
+    lister = next((tool for tool in world.tools if tool.name == "ls"), None)
+    if paths and lister is not None:
+        where = paths[-1].rstrip("/")
+        folder = where.rsplit("/", 1)[0] if "/" in where else "."
+        return Call("ls", {"path": folder or "/"})
+    found = []
     for tool in world.tools:
         if not (read_only(tool) or tool.name in SHELL_READS):
             continue
         required = (tool.parameters or {}).get("required") or []
-        if len(required) != 1:
-            continue
-        name = required[0]
-        value = write.arguments.get(name, write.arguments.get(f"{name}s"))
-        value = value[0] if isinstance(value, list) and value else value
-        if isinstance(value, str) and value.startswith("/") and tool.name == "ls":
-            return Call(tool.name, {name: value.rsplit("/", 1)[0] or "/"})
-        if isinstance(value, str) and not value.startswith("/"):
-            return Call(tool.name, {name: value})
-    return None
+        sent = {}
+        for name in required:
+            value = write.arguments.get(name, write.arguments.get(f"{name}s"))
+            sent[name] = value[0] if isinstance(value, list) and value else value
+        if required and all(isinstance(value, str) and value for value in sent.values()):
+            found.append((-len(required), tool.name, sent))
+    return Call(min(found)[1], min(found)[2]) if found else None
+
+
+PATH_KEYS = ("path", "source", "destination", "dest", "target", "dir", "directory")
 
 
 @dataclass
@@ -143,34 +151,59 @@ class Tally:
 
 def probe_writes(backend: Any, settings: SamplerSettings, world: WorldSpec, sim: Any, rng: random.Random,
                  probes: int, tally: Tally, name: str) -> None:
-    """Each write tool in turn, then a read of what it changed, both answered by the model."""
+    """Each write tool in turn, then a read of what it changed, both answered by the model; where the world has a
+    sign-in, the model's own sign-in first (its token is the one the write and the read send)."""
     writes = [tool.name for tool in world.tools if not (read_only(tool) or tool.name in SHELL_READS)]
+    signs_in = [tool for tool in writes if set(words(tool)) & SIGN_IN_WORDS]
     for probe in range(probes if writes else 0):
-        wanted, call = writes[probe % len(writes)], None
-        for _ in range(200):
-            call = sim.valid_call(world.initial_state, rng)
-            if call.name == wanted:
-                break
-        read = read_after(world, call) if call is not None and call.name == wanted else None
-        if read is None:
+        state, history, renamed = world.initial_state, [], {}
+        if signs_in:
+            login = _drawn(sim, state, rng, signs_in[0])
+            after, truth = sim.step(state, login) if login is not None else (state, {"status": "error"})
+            if truth.get("status") == "error":
+                continue
+            answer = generate(backend, world, login, history=[], settings=settings).samples[0].response
+            renamed.update(_minted(state, truth, answer))
+            history, state = [HistoryStep(login, answer)], after
+        wanted = [tool for tool in writes if tool not in signs_in][probe % max(len(writes) - len(signs_in), 1)] \
+            if len(writes) > len(signs_in) else None
+        call = _drawn(sim, state, rng, wanted) if wanted else None
+        if call is None:
             continue
-        after, truth = sim.step(world.initial_state, call)
-        if truth.get("status") == "error":
+        after, truth = sim.step(state, call)
+        made = {key: value for key, value in truth.items() if isinstance(value, str) and value
+                and key not in ("status", "error", "message")}  # a record it made is read by its new id
+        read = read_after(world, call) or read_after(world, Call(call.name, {**made, **call.arguments}))
+        if read is None or truth.get("status") == "error":
             continue
-        answer = generate(backend, world, call, history=[], settings=settings).samples[0].response
-        history = [HistoryStep(call, answer)]
+        answer = generate(backend, world, _renamed(call, renamed), history=history, settings=settings).samples[0]
+        renamed.update(_minted(state, truth, answer.response))
+        history = [*history, HistoryStep(_renamed(call, renamed), answer.response)]
         _, read_truth = sim.step(after, read)
-        read_answer = generate(backend, world, read, history=history, settings=settings).samples[0].response
-        right, total = field_match(read_answer, read_truth)
+        asked = _renamed(read, renamed)
+        read_answer = generate(backend, world, asked, history=history, settings=settings).samples[0].response
+        right, total = field_match(_swapped_text(read_answer, {v: k for k, v in renamed.items()}), read_truth)
         tally.lookups[name].append(right / max(total, 1))
         tally.lookup_fields[0] += right
         tally.lookup_fields[1] += total
-        report = check_step(world, read, read_answer, history=history)
+        report = check_step(world, asked, read_answer, history=history)
         flagged = any("history changed it" in line or "record the call names holds" in line
                       for line in report.invented)
-        contradicted = right < total and _contradicts(world, history, read, read_answer)
+        contradicted = right < total and _contradicts(world, history, asked, read_answer)
         tally.contradictions[0] += contradicted and flagged
         tally.contradictions[1] += contradicted
+
+
+SIGN_IN_WORDS = frozenset({"login", "signin", "authenticate"}) | {"sign"}  # `login`, `sign_in`
+
+
+def _drawn(sim: Any, state: Any, rng: random.Random, wanted: str) -> Call | None:
+    """A valid call of the tool `wanted` the simulator draws on `state` (None after 200 tries)."""
+    for _ in range(200):
+        call = sim.valid_call(state, rng)
+        if call.name == wanted:
+            return call
+    return None
 
 
 def play_episodes(answer_of: Answerer, world: WorldSpec, sim: Any, rng: random.Random, episodes: int,

@@ -27,6 +27,7 @@ from wmstudio.model.canvas import (
     check_fits,
 )
 from wmstudio.model.copy_head import copy_plan
+from wmstudio.model.folder_listing import or_folder
 from wmstudio.model.listing_copy import listing_copy, or_listing
 from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins, within_rules
 from wmstudio.model.record_copy import (
@@ -308,8 +309,8 @@ def generate_stream(
     copying = settings.record_copy and not settings.free
     now = state_after(world, history) if copying else None  # the state the episode has reached, worked out once
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema, now)
-    copy = or_listing(record_copy(world, the_call, history, schema, now), world, the_call, history, schema, now) \
-        if copying else None
+    copy = or_folder(or_listing(record_copy(world, the_call, history, schema, now), world, the_call, history, schema,
+                                now), world, the_call, history, schema, now) if copying else None
     copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy, now)
     echoed = call_identifiers(the_call, schema) if copying else {}
     done = call_echoes(the_call, schema, _parameters(world, the_call)) if copying and outcomes else {}

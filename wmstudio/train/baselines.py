@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from wmstudio.model.folder_listing import or_folder
 from wmstudio.model.layout import ExactItems
 from wmstudio.model.listing_copy import as_history_left, or_listing
 from wmstudio.model.record_copy import argument_defaults, record_copy
@@ -170,7 +171,8 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
         return text
     seen = replace(world, initial_state=state)
     now = state_after(seen, history)
-    copy = or_listing(record_copy(seen, call, history, schema, now), seen, call, history, schema, now)
+    copy = or_folder(or_listing(record_copy(seen, call, history, schema, now), seen, call, history, schema, now),
+                     seen, call, history, schema, now)
     if copy is not None:
         listed = [key for key, shape in (copy.shape or {}).items() if isinstance(shape, ExactItems)] \
             if isinstance(copy.shape, dict) else []

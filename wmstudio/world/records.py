@@ -45,7 +45,7 @@ def named_record_at(state: Any, call: Call) -> tuple[tuple[str | int, ...], dict
         path, node = queue.pop(0)
         if isinstance(node, dict):
             if any(isinstance(v, str) and v in needles for v in node.values()):
-                return path, node
+                return _enclosing_record(state, path, node)
             for key, child in node.items():
                 if key in needles and isinstance(child, dict):
                     return path + (key,), {"id": key, **child}
@@ -53,6 +53,26 @@ def named_record_at(state: Any, call: Call) -> tuple[tuple[str | int, ...], dict
         elif isinstance(node, list):
             queue.extend((path + (index,), child) for index, child in enumerate(node))
     return None
+
+
+def _enclosing_record(state: Any, path: tuple, node: dict[str, Any]) -> tuple[tuple[str | int, ...], dict[str, Any]]:
+    """The record an object holding a call's value belongs to: the object itself where it holds its own id (or no
+    record encloses it), else the nearest enclosing list item that does, or map entry keyed by an id (a customer's
+    second phone, `customers[3].phones[1]`, names the customer; `huts.K3NB.contact` the hut)."""
+    if any(key in node for key in own_id_keys(path)):
+        return path, node
+    for cut in range(len(path) - 2, -1, -1):
+        part, outer = path[cut], path[:cut + 1]
+        found = state
+        for step in outer:
+            found = found[step]
+        if not isinstance(found, dict):
+            continue
+        if isinstance(part, int) and any(key in found for key in own_id_keys(outer)):
+            return outer, found
+        if isinstance(part, str) and cut > 0 and re.search(r"\d", part) and part in needles_of(part, strict=True):
+            return outer, {"id": part, **found}
+    return path, node
 
 
 def record_with_id(state: Any, value: str, skip: tuple = ()) -> tuple[tuple[str | int, ...], dict[str, Any]] | None:

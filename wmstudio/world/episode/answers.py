@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from wmstudio.world.episode.counters import COUNTER_WORDS, PAID_WORDS
+from wmstudio.world.episode.counters import LEFT_WORDS as LEFT_AFTER
 from wmstudio.world.episode.lookup import (
     DELETE_VERBS,
     MOVE_VERBS,
@@ -26,6 +28,8 @@ from wmstudio.world.tools.reading import read_only
 TRANSITION = re.compile(r"->\s*([A-Za-z][\w-]*)")  # "requested/confirmed -> fulfilled" in a tool's description
 WHEN_WORDS = frozenset({"at", "on", "until", "date", "time", "since", "when"})  # a timestamp's key
 LEFT_WORDS = frozenset({"remaining", "left", "available"})  # `remaining`, `creditsLeft`: what a draw leaves
+MOVING_WORDS = LEFT_WORDS | COUNTER_WORDS | LEFT_AFTER | PAID_WORDS | {"total", "count", "balance", "refunded", "used",
+                                                                      "spent", "sold", "booked", "visits", "uses"}
 NOW_WORDS = frozenset({"now", "today", "current", "clock", "as"})  # the state's key for the present moment
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 REST_DEFAULT = re.compile(r"defaults? to (?:what is left|the rest|the remainder|the remaining|all that is left)")
@@ -35,7 +39,8 @@ def write_values(world: WorldSpec, state: Any, call: Call, schema: Any) -> dict[
     """{response field: value} that an ok answer to a write states of the record it acts on, as that record is once
     written: the status it moves to (the tool's own words, `done -> aborted`, else the status formed from its verb,
     `suspend` -> `suspended`), the record's text fields the call does not set (its name stays its name) and the
-    numbers the answer names by the record's kind (`order_total_cents`) where the tool sets no field, what a
+    numbers the answer names by the record's kind (`order_total_cents`) or by its own key (`priceCents`; not a
+    quantity that moves: `seats_left`, `refunded_cents`) where the tool sets no field, what a
     draw leaves and a running total; and for every write the moment it happened. Empty for a read."""
     properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
     tool = next((t for t in world.tools if t.name == call.name), None)
@@ -66,9 +71,10 @@ def write_values(world: WorldSpec, state: Any, call: Call, schema: Any) -> dict[
         elif isinstance(current, str) and sub.get("type") == "string" and not set(words(key)) & WHEN_WORDS \
                 and not re.match(r"^\d{4}-\d{2}-\d{2}", current):
             values[key] = current
-        elif _is_count(current) and key not in values and words(key)[:len(kind)] == kind and len(words(key)) > 1 \
-                and not set(verbs) & SET_VERBS:
-            values[key] = current  # `order_total_cents`: the order's total, which a refund does not set
+        elif _is_count(current) and key not in values and not set(verbs) & SET_VERBS \
+                and (words(key)[:len(kind)] == kind and len(words(key)) > 1
+                     or key == name and not set(words(name)) & MOVING_WORDS):
+            values[key] = current  # `order_total_cents`, `priceCents`: what a refund or a start does not set
     return values
 
 

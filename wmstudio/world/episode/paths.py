@@ -44,11 +44,16 @@ def absolute(state: Any, value: str) -> str | None:
     (`cwd`); None when it is no path."""
     if value.startswith("/"):
         return value.rstrip("/") or "/"
-    cwd = next((state.get(k) for k in ("cwd", "working_dir", "pwd", "current_dir") if isinstance(state, dict)
-                and isinstance(state.get(k), str) and state.get(k).startswith("/")), None)
+    cwd = working_folder(state)
     if cwd is None or not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)*/?", value) or value.startswith(".."):
         return None
     return f"{cwd.rstrip('/')}/{value.rstrip('/')}"
+
+
+def working_folder(state: Any) -> str | None:
+    """The state's working folder (`cwd`), the one a relative path is read against; None when it keeps none."""
+    return next((state.get(k).rstrip("/") or "/" for k in ("cwd", "working_dir", "pwd", "current_dir")
+                 if isinstance(state, dict) and isinstance(state.get(k), str) and state.get(k).startswith("/")), None)
 
 
 def _ancestors(path: str) -> list[str]:
