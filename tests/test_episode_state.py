@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -267,3 +268,21 @@ def test_a_refund_the_episode_has_used_up_is_refused_with_the_code_whose_cause_h
     assert answer(total - 29000, [refunded(30000)])["error"] == "AMOUNT_EXCEEDS_REFUNDABLE"
     ok = answer(100, [refunded(30000)])
     assert (ok["status"], ok["total_refunded_cents"]) == ("ok", 30100)  # the running total, this call included
+
+
+def test_a_new_token_keeps_its_siblings_length_and_alphabet_and_the_fields_pattern():
+    from wmstudio.world.episode.made import new_ids
+    from wmstudio.world.spec import parse_world
+
+    old = "at_" + "c" * 38 + "e9"  # numbered by its last digit: the next number would be one character longer
+    world = parse_world({
+        "name": "greenrow",
+        "initial_state": {"sessions": [{"token": old, "valid_until": "2025-07-14T18:07:00Z"}]},
+        "tools": [{"name": "start_session", "parameters": {"type": "object", "properties": {
+                       "login": {"type": "string"}}},
+                   "response": {"type": "object", "properties": {
+                       "token": {"type": "string", "pattern": "^(at_[0-9a-f]{40})?$"},
+                       "status": {"type": "string"}}}}]})
+    token = new_ids(world, world.initial_state, Call("start_session", {"login": "priya69"}),
+                    world.tool("start_session").response)["token"]
+    assert token != old and len(token) == len(old) and re.fullmatch(r"at_[0-9a-f]{40}", token)

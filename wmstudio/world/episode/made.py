@@ -26,6 +26,7 @@ from wmstudio.world.episode.lookup import (
 from wmstudio.world.episode.paths import listed_paths
 from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, needles_of, own_id_keys
 from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.tools.linear_patterns import search
 
 _NOTHING = object()
 
@@ -212,26 +213,47 @@ def new_ids(world: WorldSpec, state: Any, call: Call, schema: Any, taken: Any = 
         for _, items, own in collections_keyed_by(state, key):
             ids = [item.get(own) for item in items if isinstance(item, dict) and isinstance(item.get(own), str)]
             if ids and not sent & set(ids):
-                minted[key] = _next_id(ids, f"{call.name}:{sorted(call.arguments.items(), key=str)}:{len(ids)}")
+                minted[key] = _next_id(ids, f"{call.name}:{sorted(call.arguments.items(), key=str)}:{len(ids)}",
+                                       sub.get("pattern"))
             break
     return minted
 
 
-def _next_id(ids: list[str], seed: str) -> str:
+def _next_id(ids: list[str], seed: str, pattern: Any = None) -> str:
     """An id no record has, shaped like `ids`: the next number where they share a prefix and number their records
-    (`RF-70002` after `RF-70001`), else the first id's letters and digits drawn afresh (case and length kept)."""
+    (`RF-70002` after `RF-70001`) and it keeps their length, else the first id's characters drawn afresh from the
+    alphabet the ids use (hex stays hex; case and length kept); one the field's `pattern` admits where it has one."""
     numbered = [re.fullmatch(r"(.*?)(\d+)", value) for value in ids]
     if all(numbered) and len({m.group(1) for m in numbered}) == 1:
         width = max(len(m.group(2)) for m in numbered)
-        return f"{numbered[0].group(1)}{max(int(m.group(2)) for m in numbered) + 1:0{width}d}"
+        following = f"{numbered[0].group(1)}{max(int(m.group(2)) for m in numbered) + 1:0{width}d}"
+        if len(following) == len(ids[0]) and _admitted(pattern, following):
+            return following
     rng = random.Random(hashlib.sha256(seed.encode()).hexdigest())
     template, taken = ids[0], set(ids)
     prefix = re.match(r"^[A-Za-z]+[_-]", template)
     head = prefix.group(0) if prefix else ""
+    body_chars = {ch for value in ids for ch in value[len(head):] if ch.isalnum()}
+    hexadecimal = body_chars <= set("0123456789abcdef") or body_chars <= set("0123456789ABCDEF")
+    made = template
     for _ in range(20):
-        body = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") if ch.isupper() else
-                       rng.choice("abcdefghijklmnopqrstuvwxyz") if ch.islower() else
-                       rng.choice("0123456789") if ch.isdigit() else ch for ch in template[len(head):])
-        if head + body not in taken:
-            return head + body
-    return head + body
+        made = head + "".join(_drawn_like(ch, rng, hexadecimal) for ch in template[len(head):])
+        if made not in taken and _admitted(pattern, made):
+            return made
+    return made
+
+
+def _drawn_like(ch: str, rng: random.Random, hexadecimal: bool) -> str:
+    """A character of the same class as `ch` (a hex digit where the ids are hex); punctuation kept."""
+    if hexadecimal and ch.isalnum():
+        return rng.choice("0123456789abcdef" if not ch.isupper() else "0123456789ABCDEF")
+    if ch.isupper():
+        return rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    if ch.islower():
+        return rng.choice("abcdefghijklmnopqrstuvwxyz")
+    return rng.choice("0123456789") if ch.isdigit() else ch
+
+
+def _admitted(pattern: Any, value: str) -> bool:
+    """Whether a schema's `pattern` admits `value` (no pattern, or one RE2 cannot run, admits it)."""
+    return not isinstance(pattern, str) or search(pattern, value) is not False
