@@ -83,3 +83,5 @@ def test_an_error_message_is_composed_from_the_worlds_own_words_and_the_calls_id
     assert composed_message(world, close, "NOT_CURATOR") == "Only an open test's curator: gt_jNE7dY."
     assert composed_message(world, close, "RATE_LIMITED") == "Too many requests; retry later: gt_jNE7dY."
     assert composed_message(world, close, "TEST_LOCKED") == "Test locked: gt_jNE7dY."
+    signed = Call("close_test", {"session_token": "plsess_f4i0v1sWWTvpVFhaYS3ED58S", "test_id": "gt_jNE7dY"})
+    assert composed_message(world, signed, "TEST_LOCKED") == "Test locked: gt_jNE7dY."  # a credential is never quoted

@@ -74,8 +74,9 @@ def _words(text: str) -> bool:
 
 
 def _names_a_record(key: str, value: str) -> bool:
-    """Whether an argument names a record or a path: an id-like key or value, short enough to quote."""
-    if len(value) > 60 or not value.strip():
+    """Whether an argument names a record or a path: an id-like key or value, short enough to quote; never a
+    credential (a session token, a password), which no service repeats in its errors."""
+    if len(value) > 60 or not value.strip() or re.search(r"token|password|secret|session|api_?key", key, re.I):
         return False
     return bool(re.search(r"(^|_)(id|ids|key|code|number|ref|path|name)$", key, re.IGNORECASE)
                 or re.search(r"Id$", key) or re.search(r"\d", value) or value.startswith("/"))
