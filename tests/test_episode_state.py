@@ -228,7 +228,8 @@ def test_a_sign_in_answers_its_accounts_id_and_makes_a_session_not_a_user():
 
     world = parse_world({
         "name": "studio",
-        "initial_state": {"students": [{"student_id": "STU_1", "name": "Priya"}, {"student_id": "STU_2", "name": "Efua"}],
+        "initial_state": {"students": [{"student_id": "STU_1", "name": "Priya"},
+                                       {"student_id": "STU_2", "name": "Efua"}],
                           "api_user": {"username": "priya69", "password": "pw", "student_id": "STU_2"},
                           "active_sessions": [{"session_token": "sess_old", "expires_at": "2025-07-14T18:07:00Z"}]},
         "tools": [{"name": "start_session", "parameters": {"type": "object", "properties": {

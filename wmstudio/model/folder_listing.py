@@ -3,7 +3,8 @@ a file system keeps them (world/episode/paths.py): a list of folder paths and a 
 Each entry's name, kind (`file` / `dir`, as the schema's enum words them) and a file's size in bytes are written
 before denoising, in name order, cut to the page the tool's description states ("at most 8"), with the count and
 the truncated flag saying what the page left out; a folder's own size is the one earlier answers gave folders, else
-the block a Unix folder takes (4096 bytes, as `ls -l` shows it). The state is the one the episode left: a file removed or moved since is gone, a made folder is there."""
+the block a Unix folder takes (4096 bytes, as `ls -l` shows it). The state is the one the episode left: a file
+removed or moved since is gone, a made folder is there."""
 
 from __future__ import annotations
 

@@ -449,8 +449,9 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
     K samples show the outcomes the head finds likely. A pinned status narrows the choice, never switches it off
     (`within_pins`: with status "error" pinned, the code whose cause holds). `schema` is the response schema
     generation lays out; `now` the state the episode has reached (with record copying: an ok write's values worked
-    out on it, a running total above what a rule allows, refuse the ok). None when the head is switched off, the model has none, the user pinned the error code
-    (their steering is whole), the schema has no status, or the head never saw the tool."""
+    out on it, a running total above what a rule allows, refuse the ok). None when the head is switched off, the
+    model has none, the user pinned the error code (their steering is whole), the schema has no status, or the head
+    never saw the tool."""
     head = getattr(backend, "outcome_head", None)
     if head is None or not settings.outcome_head or settings.free:
         return None

@@ -332,10 +332,10 @@ def within_rules(ranked: Sequence[Outcome], world: WorldSpec, call: Call, histor
     """`ranked` without the outcomes a world's rule refuses before any other field is written
     (world/checks/decided.py), with the outcome's fields and `known` (what generation writes whatever the outcome:
     the identifiers the call sends) decided, and for an ok outcome `done` (what an ok write states: a running total
-    a rule holds below the order's): an ok the state's record forbids (an order not pending, cancelled ok)
-    gives way to the error the head ranks next. An error without a code, left after a refused ok, takes the code that rule
-    names when it names one (`needs in_review (else INVALID_STATE)`), else the errors whose stated cause holds come
-    first. Nothing left: `ranked` as it was."""
+    a rule holds below the order's): an ok the state's record forbids (an order not pending, cancelled ok) gives
+    way to the error the head ranks next. An error without a code, left after a refused ok, takes the code that
+    rule names when it names one (`needs in_review (else INVALID_STATE)`), else the errors whose stated cause holds
+    come first. Nothing left: `ranked` as it was."""
     kept, named, refused = [], set(), False
     for outcome in ranked:
         ok_values = (done or {}) if outcome.status != "error" else {}

@@ -19,7 +19,7 @@ LEFT_WORDS = frozenset({"remaining", "left", "available", "balance", "stock", "n
 PAID_WORDS = frozenset({"paid", "spent", "billed"})  # a record's running sum of what it cost
 DUE_WORDS = frozenset({"due", "charged", "billed", "owed"})  # what one write cost
 UNIT_WORDS = frozenset({"cents", "cent", "amount", "price", "total", "fee", "id", "usd", "eur"})
-RULE_TOOLS = re.compile(r"(?<![\w.])"r'call\.name\s*==\s*"(\w+)"|call\.name\s+in\s+\[([^\]]*)\]')  # the tools a rule is of
+RULE_TOOLS = re.compile(r'(?<![\w.])call\.name\s*==\s*"(\w+)"|(?<![\w.])call\.name\s+in\s+\[([^\]]*)\]')  # its tools
 HELD_AGAINST = re.compile(r"call\.arguments\.(\w+)\s*>\s*state\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
 
 

@@ -61,8 +61,8 @@ def created(tracked: EpisodeState, world: WorldSpec, call: Call, answer: dict[st
 
 def collections_keyed_by(state: Any, key: str) -> Iterator[tuple[tuple, list, str]]:
     """(path, the list, the records' own key) of each list of records whose own id an answer's `key` names:
-    its items hold `key` itself as their own id (or first field), or `<kind>_<field>` names their field (`session_token` -> a session's `token`);
-    an empty list whose kind is the key's (`refunds` for `refund_id`)."""
+    its items hold `key` itself as their own id (or first field), or `<kind>_<field>` names their field
+    (`session_token` -> a session's `token`); an empty list whose kind is the key's (`refunds` for `refund_id`)."""
     said = words(key)
     for path, node in walk(state):
         if not isinstance(node, list) or not path or not isinstance(path[-1], str):
@@ -208,7 +208,8 @@ def new_ids(world: WorldSpec, state: Any, call: Call, schema: Any, taken: Any = 
     sent = {value for value in json_leaves(call.arguments) if isinstance(value, str)}
     minted: dict[str, str] = {}
     for key, sub in properties.items():
-        if key in ENVELOPE_FIELDS or key in taken or not isinstance(sub, dict) or sub.get("type") not in ("string", None):
+        if key in ENVELOPE_FIELDS or key in taken or not isinstance(sub, dict) \
+                or sub.get("type") not in ("string", None):
             continue
         for _, items, own in collections_keyed_by(state, key):
             ids = [item.get(own) for item in items if isinstance(item, dict) and isinstance(item.get(own), str)]
