@@ -308,7 +308,8 @@ def generate_stream(
             canvas = None
     copying = settings.record_copy and not settings.free
     now = state_after(world, history) if copying else None  # the state the episode has reached, worked out once
-    outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema, now)
+    written = write_values(world, now, the_call, schema) if copying and _writes(world, the_call) else {}
+    outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema, written)
     copy = or_folder(or_listing(record_copy(world, the_call, history, schema, now), world, the_call, history, schema,
                                 now), world, the_call, history, schema, now) if copying else None
     copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy, now)
@@ -316,7 +317,7 @@ def generate_stream(
     done = call_echoes(the_call, schema, _parameters(world, the_call)) if copying and outcomes else {}
     if copying and outcomes and _writes(world, the_call):  # the record it makes, or the one it acts on, once written
         taken = copy.values if copy is not None else ()
-        done = {**new_ids(world, now, the_call, schema, taken), **write_values(world, now, the_call, schema), **done}
+        done = {**new_ids(world, now, the_call, schema, taken), **written, **done}
     groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}
     fixed = {key: rule_fixed(world, the_call, history, schema, pinned, outcome,
@@ -443,13 +444,13 @@ def _copied_under(copied: dict[str, Any], outcome: Outcome | None) -> dict[str, 
 
 def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
                     history: Sequence[HistoryStep], settings: SamplerSettings,
-                    schema: dict[str, Any] | None, now: Any = None) -> list[Outcome] | None:
+                    schema: dict[str, Any] | None, written: dict[str, Any] | None = None) -> list[Outcome] | None:
     """The outcome head's choice for each sample of a skeleton with a status: its likeliest outcome when greedy; at
     a temperature, one drawn per sample (seeded) from its distribution sharpened or flattened by the temperature, so
     K samples show the outcomes the head finds likely. A pinned status narrows the choice, never switches it off
     (`within_pins`: with status "error" pinned, the code whose cause holds). `schema` is the response schema
-    generation lays out; `now` the state the episode has reached (with record copying: an ok write's values worked
-    out on it, a running total above what a rule allows, refuse the ok). None when the head is switched off, the
+    generation lays out; `written` what an ok write's answer states on the episode's state (world/episode/answers.py:
+    a running total above what a rule allows refuses the ok). None when the head is switched off, the
     model has none, the user pinned the error code (their steering is whole), the schema has no status, or the head
     never saw the tool."""
     head = getattr(backend, "outcome_head", None)
@@ -461,8 +462,7 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
                          history, schema)
     if settings.rule_outcomes:
         known = call_identifiers(call, schema) if settings.record_copy else {}
-        done = write_values(world, now, call, schema) if now is not None and _writes(world, call) else {}
-        ranked = within_rules(ranked, world, call, history, schema, known, done)
+        ranked = within_rules(ranked, world, call, history, schema, known, written)
     ranked = with_stated_codes(ranked, world, call, history, schema)
     if not ranked:
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from wmstudio.world.episode.counters import COUNTER_WORDS, PAID_WORDS
+from wmstudio.world.episode.counters import COUNTER_WORDS, PAID_WORDS, is_count, names_the_move
 from wmstudio.world.episode.counters import LEFT_WORDS as LEFT_AFTER
 from wmstudio.world.episode.lookup import (
     DELETE_VERBS,
@@ -71,7 +71,7 @@ def write_values(world: WorldSpec, state: Any, call: Call, schema: Any) -> dict[
         elif isinstance(current, str) and sub.get("type") == "string" and not set(words(key)) & WHEN_WORDS \
                 and not re.match(r"^\d{4}-\d{2}-\d{2}", current):
             values[key] = current
-        elif _is_count(current) and key not in values and not set(verbs) & SET_VERBS \
+        elif is_count(current) and key not in values and not set(verbs) & SET_VERBS \
                 and (words(key)[:len(kind)] == kind and len(words(key)) > 1
                      or key == name and not set(words(name)) & MOVING_WORDS):
             values[key] = current  # `order_total_cents`, `priceCents`: what a refund or a start does not set
@@ -97,7 +97,7 @@ def _amounts_after(world: WorldSpec, tool: Any, call: Call, path: tuple, record:
     record's `refunded_cents` plus the call's `amount_cents`, or, with no amount where the tool says it "defaults to
     what is left", the whole `amount_cents`) and the amount it moved (`amount_refunded_cents`), read on the state
     the episode has reached."""
-    amounts = {key: value for key, value in call.arguments.items() if _is_count(value) and value > 0}
+    amounts = {key: value for key, value in call.arguments.items() if is_count(value) and value > 0}
     text = " ".join([tool.description or "", *(rule.text for rule in world.rules if call.name in rule.text)])
     text = re.sub(r"[_\s]+", " ", text.lower())
     acts = [verb for verb in words(call.name) if len(verb) > 2 and verb not in words(kind_of(path))]  # `refund`
@@ -115,10 +115,10 @@ def _amounts_after(world: WorldSpec, tool: Any, call: Call, path: tuple, record:
                     values[key] = left
         elif "total" in said:
             name = field_for(key, record, path)
-            if name is None or "total" in words(name) or not _is_count(record.get(name)):
+            if name is None or "total" in words(name) or not is_count(record.get(name)):
                 continue
             moved = [value for k, value in amounts.items() if words(k)[-1:] == said[-1:]]
-            whole = [field for field, value in record.items() if field != name and _is_count(value)
+            whole = [field for field, value in record.items() if field != name and is_count(value)
                      and words(field)[-1:] == said[-1:] and "total" not in words(field) or field == "total" + said[-1]]
             if not moved and len(whole) == 1 and REST_DEFAULT.search(text) and _optional_amount(tool, said[-1]):
                 moved = [record[whole[0]] - record[name]]  # "amount defaults to what is left"
@@ -126,8 +126,7 @@ def _amounts_after(world: WorldSpec, tool: Any, call: Call, path: tuple, record:
                 values[key] = record[name] + moved[0]
                 values.update({other: moved[0] for other, spec in properties.items() if other != key
                                and isinstance(spec, dict) and spec.get("type") in ("integer", "number")
-                               and words(other)[-1:] == said[-1:] and "total" not in words(other)
-                               and any(word.startswith(verb) for word in words(other) for verb in acts)})
+                               and names_the_move(other, said[-1:], acts)})
     return values
 
 
@@ -142,7 +141,7 @@ def _optional_amount(tool: Any, unit: str) -> bool:
 def _counter(record: dict[str, Any], named: list[str], text: str) -> str | None:
     """The record's quantity a draw takes from: the one its answer's key names (`creditsLeft` -> `credits`), else
     the one number field the tool's description and rules name ("must not exceed quantity on hand")."""
-    counts = [name for name, value in record.items() if _is_count(value)]
+    counts = [name for name, value in record.items() if is_count(value)]
     hit = [name for name in counts if named and words(name) == named]
     if not hit:
         hit = [name for name in counts if re.search(rf"\b{' '.join(words(name))}\b", text)]
@@ -158,10 +157,6 @@ def _rate(text: str, argument: str, counter: str) -> int:
         if found:
             return int(found.group(1))
     return 1
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _enum_options(world: WorldSpec, path: tuple, name: str) -> set[str]:

@@ -11,6 +11,7 @@ from typing import Any
 from wmstudio.world.episode.changes import Change, EpisodeState, node_at, set_field
 from wmstudio.world.episode.lookup import field_for, kind_of, walk, words
 from wmstudio.world.records import needles_of, own_id_keys
+from wmstudio.world.rules.cel import rule_tools
 from wmstudio.world.spec import Call, WorldSpec
 
 COUNTER_WORDS = frozenset({"left", "available", "remaining", "free", "open", "unsold"})  # `seats_left` is drawn down
@@ -19,7 +20,6 @@ LEFT_WORDS = frozenset({"remaining", "left", "available", "balance", "stock", "n
 PAID_WORDS = frozenset({"paid", "spent", "billed"})  # a record's running sum of what it cost
 DUE_WORDS = frozenset({"due", "charged", "billed", "owed"})  # what one write cost
 UNIT_WORDS = frozenset({"cents", "cent", "amount", "price", "total", "fee", "id", "usd", "eur"})
-RULE_TOOLS = re.compile(r'(?<![\w.])call\.name\s*==\s*"(\w+)"|(?<![\w.])call\.name\s+in\s+\[([^\]]*)\]')  # its tools
 HELD_AGAINST = re.compile(r"call\.arguments\.(\w+)\s*>\s*state\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
 
 
@@ -136,16 +136,14 @@ def drawn_by_rule(tracked: EpisodeState, world: WorldSpec, call: Call, answer: d
     changes: list[Change] = []
     done: set[str] = set()
     for rule in world.rules:
-        check = rule.check or ""
-        tools = {name for one, many in RULE_TOOLS.findall(check) for name in [one, *re.findall(r'"(\w+)"', many)]}
-        if call.name not in tools:
+        if call.name not in (rule_tools(rule) or ()):
             continue
-        for argument, target in HELD_AGAINST.findall(check):
+        for argument, target in HELD_AGAINST.findall(rule.check or ""):
             parts = tuple(target.split("."))
             holder = node_at(tracked.state, parts[:-1])
             have = holder.get(parts[-1]) if isinstance(holder, dict) else None
             moved = _moved(call, argument, answer)
-            if target in done or not _is_count(have) or not moved:
+            if target in done or not is_count(have) or not moved:
                 continue
             done.add(target)
             changes += set_field(tracked, parts[:-1], holder, parts[-1], have - moved)
@@ -158,14 +156,21 @@ def _moved(call: Call, argument: str, answer: dict[str, Any]) -> int | float | N
     tool does (`amount_refunded_cents` for `refund_charge`; not a running total), else the argument itself."""
     unit = words(argument)[-1:]
     acts = [verb for verb in words(call.name) if len(verb) > 2]
-    said = [value for key, value in answer.items() if _is_count(value) and words(key)[-1:] == unit
-            and not set(words(key)) & {"total", "left", "remaining", "balance"}
-            and any(word.startswith(verb) for word in words(key) for verb in acts)]
+    said = [value for key, value in answer.items() if is_count(value) and names_the_move(key, unit, acts)]
     if len(said) == 1:
         return said[0]
     sent = call.arguments.get(argument) if isinstance(call.arguments, dict) else None
-    return sent if _is_count(sent) else None
+    return sent if is_count(sent) else None
 
 
-def _is_count(value: Any) -> bool:
+def names_the_move(key: str, unit: list[str], acts: list[str]) -> bool:
+    """Whether an answer's `key` names the amount a write moved, in `unit`, by what the tool does (`acts`, its verbs):
+    `amount_refunded_cents` for `refund`; not a running total or what is left."""
+    said = words(key)
+    return said[-1:] == unit and not set(said) & {"total", "left", "remaining", "balance"} \
+        and any(word.startswith(verb) for word in said for verb in acts)
+
+
+def is_count(value: Any) -> bool:
+    """A JSON number (not a boolean)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
