@@ -45,7 +45,9 @@ def test_concurrent_generations_are_batched_and_answer_as_they_would_alone(backe
     settings = SamplerSettings(temperature=0.7, seed=3, samples=2)
     alone = [[s.response for s in generate(backend, world, call, settings=settings).samples]
              for world, call in requests]
-    batcher = ForwardBatcher(backend, window_ms=50)
+    # A long window: a forward waits until every open request has sent its canvases or finished, however long
+    # each request takes before its first denoising step (a busy CI machine spreads them by hundreds of ms).
+    batcher = ForwardBatcher(backend, window_ms=30_000)
     together: list = [None] * len(requests)
     start = threading.Barrier(len(requests))
 
@@ -61,7 +63,7 @@ def test_concurrent_generations_are_batched_and_answer_as_they_would_alone(backe
     for thread in threads:
         thread.join(120)
     assert together == alone
-    assert batcher.stats.largest > 2  # canvases of several requests went through one forward
+    assert batcher.stats.largest > settings.samples  # canvases of several requests went through one forward
     assert batcher.stats.forwards < batcher.stats.rows  # fewer forwards than canvases
 
 
