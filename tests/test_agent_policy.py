@@ -191,7 +191,7 @@ def test_a_turns_world_model_calls_answered_together_equal_the_calls_answered_on
     def pending() -> list[tuple[Rollout, Call]]:
         return [(Rollout(s, EpisodeWorld(s, WORLD_MODEL, backend), SlotTable(), [], []), s.target) for s in chosen]
 
-    batcher = ForwardBatcher(backend)
+    batcher = ForwardBatcher(backend, window_ms=30_000)  # each forward waits for every open call: timing-proof
     together = answer_calls(pending(), batcher)
     assert together == answer_calls(pending(), None)
     assert batcher.stats.largest > 1  # the generations really shared forwards
