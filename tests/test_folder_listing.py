@@ -59,3 +59,15 @@ def test_a_folder_longer_than_the_page_is_cut_with_its_count_and_flag():
     assert copy.values["entries[0].name"] == "f00.txt" and copy.values["entries[7].size"] == 7
     assert copy.values["count"] == 11 and copy.values["truncated"] is True
     assert folder_listing(world, Call("ls", {"path": "/nope"}), [], schema, world.initial_state) is None
+
+
+def test_find_answers_every_path_under_the_folder_whose_name_the_glob_matches(backend):
+    world, sim = load_world(DEMO_WORLDS_DIR / "filesystem.json"), get_simulator("filesystem")
+    for path, glob in (("/home", "*.txt"), ("/", "*.md"), ("/home/maria", "*"), ("/home/maria/docs", "*.py")):
+        call = Call("find", {"path": path, "name": glob})
+        assert _answer(backend, world, call) == sim.step(world.initial_state, call)[1], (path, glob)
+    moved = HistoryStep(Call("mv", {"source": "notes.txt", "destination": "docs/notes.txt"}),
+                        {"source": "/home/maria/notes.txt", "destination": "/home/maria/docs/notes.txt",
+                         "moved": True, "error": "", "message": "", "status": "ok"})
+    found = _answer(backend, world, Call("find", {"path": "/home", "name": "notes*"}), [moved])
+    assert found["matches"] == ["/home/maria/docs/notes.txt"] and found["count"] == 1

@@ -3,11 +3,13 @@ a file system keeps them (world/episode/paths.py): a list of folder paths and a 
 Each entry's name, kind (`file` / `dir`, as the schema's enum words them) and a file's size in bytes are written
 before denoising, in name order, cut to the page the tool's description states ("at most 8"), with the count and
 the truncated flag saying what the page left out; a folder's own size is the one earlier answers gave folders, else
-the block a Unix folder takes (4096 bytes, as `ls -l` shows it). The state is the one the episode left: a file
-removed or moved since is gone, a made folder is there."""
+the block a Unix folder takes (4096 bytes, as `ls -l` shows it). A search (`find`: a folder and a glob for the
+name) answers the paths under the folder, at any depth, whose name the glob matches, in path order. The state is
+the one the episode left: a file removed or moved since is gone, a made folder is there."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +31,8 @@ FOLDER_WORDS = frozenset({"dir", "directory", "folder"})
 NAME_KEYS = ("name", "filename", "file_name", "basename")
 SIZE_KEYS = ("size", "bytes", "size_bytes")
 FOLDER_BYTES = 4096  # a Unix folder's size as `ls -l` shows it
+GLOB_CHARS = re.compile(r"[*?\[]")
+GLOB_WORDS = frozenset({"glob", "pattern", "wildcard"})
 
 
 def folder_listing(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any,
@@ -36,14 +40,20 @@ def folder_listing(world: WorldSpec, call: Call, history: Sequence[HistoryStep],
     """The copy of a folder's entries a reading call answers with; None when the call names no folder the state
     holds, the state keeps no paths, or the response lists no entries by name."""
     tool = next((t for t in world.tools if t.name == call.name), None)
-    listed = listed_property(schema) if isinstance(schema, dict) else None
-    if tool is None or listed is None or not (read_only(tool) or call.name.lower() in SHELL_READS) \
+    if tool is None or not isinstance(schema, dict) or not (read_only(tool) or call.name.lower() in SHELL_READS) \
             or not isinstance(call.arguments, dict) or not isinstance(state, dict):
         return None
     folders, files = _path_collections(state)
-    given = next((value.strip() for value in call.arguments.values() if isinstance(value, str)), "")
+    glob = _glob_argument(tool, call)
+    given = next((value.strip() for name, value in call.arguments.items() if isinstance(value, str)
+                  and name != glob), "")
     folder = working_folder(state) if given in ("", ".", "./") else absolute(state, given)
     if folder is None or folder not in folders:
+        return None
+    if glob is not None:
+        return _search(tool, call, schema, folder, folders, files, call.arguments[glob])
+    listed = listed_property(schema)
+    if listed is None:
         return None
     key, fields = listed
     name_field = next((name for name in fields if name in NAME_KEYS), None)
@@ -62,10 +72,47 @@ def folder_listing(world: WorldSpec, call: Call, history: Sequence[HistoryStep],
     values = {format_path([key, index, name]): value for index, item in enumerate(items)
               for name, value in item.items()}
     values.update(page_values(schema, key, len(children), len(shown), call, 0))
-    values.update({format_path([name]): len(shown) < len(children) for name, sub in
-                   (schema.get("properties") or {}).items() if isinstance(sub, dict) and sub.get("type") == "boolean"
-                   and set(key_words(name)) & {"truncated", "partial"}})
+    values.update(_truncated(schema, len(shown) < len(children)))
     return RecordCopy(shape, values, [], len(items))
+
+
+def _glob_argument(tool: Any, call: Call) -> str | None:
+    """The argument holding a glob for names: its value has a wildcard, or its parameter says it is a glob."""
+    described = ((tool.parameters or {}).get("properties") or {}) if isinstance(tool.parameters, dict) else {}
+    for name, value in call.arguments.items():
+        words = set(key_words(str((described.get(name) or {}).get("description", "")))) | set(key_words(name))
+        if isinstance(value, str) and (GLOB_CHARS.search(value) or words & GLOB_WORDS):
+            return name
+    return None
+
+
+def _search(tool: Any, call: Call, schema: dict[str, Any], folder: str, folders: set[str], files: dict[str, Any],
+            glob: str) -> RecordCopy | None:
+    """A search's answer: the paths under `folder` (any depth) whose last part `glob` matches, in path order, in the
+    response's first top-level array of strings, cut to the page its description states."""
+    properties = schema.get("properties") or {}
+    key = next((name for name, sub in properties.items() if isinstance(sub, dict) and sub.get("type") == "array"
+                and isinstance(sub.get("items"), dict) and sub["items"].get("type") == "string"), None)
+    if key is None:
+        return None
+    prefix = "/" if folder == "/" else folder + "/"
+    found = sorted(path for path in [*folders, *files] if path.startswith(prefix) and path != folder
+                   and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], glob))
+    page = PAGE.search(tool.description or "")
+    shown = found[:int(page.group(1))] if page else found
+    shape: dict[str, Any] = dict.fromkeys(properties)
+    shape[key] = ExactItems([Holds(path) for path in shown])
+    values = {format_path([key, index]): path for index, path in enumerate(shown)}
+    values.update(page_values(schema, key, len(found), len(shown), call, 0))
+    values.update(_truncated(schema, len(shown) < len(found)))
+    return RecordCopy(shape, values, [], len(shown))
+
+
+def _truncated(schema: dict[str, Any], cut: bool) -> dict[str, Any]:
+    """The answer's truncated / partial flag, where it has one."""
+    return {format_path([name]): cut for name, sub in (schema.get("properties") or {}).items()
+            if isinstance(sub, dict) and sub.get("type") == "boolean"
+            and set(key_words(name)) & {"truncated", "partial"}}
 
 
 def _path_collections(state: dict[str, Any]) -> tuple[set[str], dict[str, Any]]:
