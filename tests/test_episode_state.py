@@ -185,7 +185,16 @@ def test_a_refund_draws_the_balance_a_rule_holds_it_against_and_leaves_the_charg
     assert after["amount_cents"] == charge["amount_cents"]  # the refund's amount is not the charge's
     assert after["refunded_cents"] == charge["refunded_cents"] + 500
     assert state["balance"]["available_cents"] == balance - 500  # "INSUFFICIENT_BALANCE: refund over available balance"
-    assert state["refunds"] == [{"refund_id": "re_abc", "charge_id": charge["id"], "amount_cents": 500}]
+    # the first refund takes the world's usual own-id key: `id`, as charges and customers have theirs
+    assert state["refunds"] == [{"id": "re_abc", "charge_id": charge["id"], "amount_cents": 500}]
+    rest = charge["amount_cents"] - charge["refunded_cents"] - 500
+    whole = HistoryStep(Call("refund_charge", {"session_token": "plsess_x", "charge_id": charge["id"]}),
+                        {"charge_id": charge["id"], "refund_id": "re_def", "refunded": True,
+                         "amount_refunded_cents": rest, "total_refunded_cents": charge["amount_cents"],
+                         "charge_amount_cents": charge["amount_cents"], "error": "", "message": "", "status": "ok"})
+    state = episode_state(world, [refund, whole]).state  # no amount asked: the answer says what it moved
+    assert state["balance"]["available_cents"] == balance - 500 - rest
+    assert state["refunds"][-1] == {"id": "re_def", "charge_id": charge["id"], "amount_cents": rest}
     key = HistoryStep(Call("create_api_key", {"session_token": "plsess_x", "label": "mobile"}),
                       {"key_id": "key_N3w", "api_key": "pl_live_" + "Ab3" * 10 + "xy", "label": "mobile",
                        "error": "", "message": "", "status": "ok"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from wmstudio.world.episode.counters import COUNTER_WORDS, PAID_WORDS, is_count, names_the_move
+from wmstudio.world.episode.counters import COUNTER_WORDS, PAID_WORDS, is_count, names_the_move, tool_acts
 from wmstudio.world.episode.counters import LEFT_WORDS as LEFT_AFTER
 from wmstudio.world.episode.lookup import (
     DELETE_VERBS,
@@ -100,7 +100,7 @@ def _amounts_after(world: WorldSpec, tool: Any, call: Call, path: tuple, record:
     amounts = {key: value for key, value in call.arguments.items() if is_count(value) and value > 0}
     text = " ".join([tool.description or "", *(rule.text for rule in world.rules if call.name in rule.text)])
     text = re.sub(r"[_\s]+", " ", text.lower())
-    acts = [verb for verb in words(call.name) if len(verb) > 2 and verb not in words(kind_of(path))]  # `refund`
+    acts = [verb for verb in tool_acts(call) if verb not in words(kind_of(path))]  # `refund`
     values: dict[str, Any] = {}
     for key, sub in properties.items():
         if key in ENVELOPE_FIELDS or not isinstance(sub, dict) or sub.get("type") not in ("integer", "number"):

@@ -155,12 +155,19 @@ def _moved(call: Call, argument: str, answer: dict[str, Any]) -> int | float | N
     """What an ok write moved of `argument`'s quantity: the answer's number in its unit whose name says what the
     tool does (`amount_refunded_cents` for `refund_charge`; not a running total), else the argument itself."""
     unit = words(argument)[-1:]
-    acts = [verb for verb in words(call.name) if len(verb) > 2]
+    acts = tool_acts(call)
     said = [value for key, value in answer.items() if is_count(value) and names_the_move(key, unit, acts)]
     if len(said) == 1:
         return said[0]
     sent = call.arguments.get(argument) if isinstance(call.arguments, dict) else None
     return sent if is_count(sent) else None
+
+
+def tool_acts(call: Call) -> list[str]:
+    """What a tool does: the words of its name that name no record the call names by an argument (`refund` of
+    `refund_charge(charge_id)`)."""
+    named = {word for key in (call.arguments if isinstance(call.arguments, dict) else {}) for word in words(key)}
+    return [verb for verb in words(call.name) if len(verb) > 2 and verb not in named]
 
 
 def names_the_move(key: str, unit: list[str], acts: list[str]) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from wmstudio.world.episode.changes import Change, EpisodeState
+from wmstudio.world.episode.counters import is_count
 from wmstudio.world.episode.lookup import (
     ID_WORDS,
     RUNNING_WORDS,
@@ -89,6 +90,7 @@ def _new_record(world: WorldSpec, state: Any, path: tuple, items: list, own: str
     template = next((item for item in items if isinstance(item, dict)), None)
     arguments = {k: v for k, v in call.arguments.items() if not set(words(k)) & SECRET_WORDS}
     if template is None:
+        own = _own_key_as_usual(state, path, own)
         made = {own: value}
         made.update({k: v for k, v in answer.items() if k not in ENVELOPE_FIELDS and k != key and isinstance(v, str)
                      and v in needles_of(v, strict=True)})
@@ -97,11 +99,14 @@ def _new_record(world: WorldSpec, state: Any, path: tuple, items: list, own: str
                      and (isinstance(v, (int, float)) or (isinstance(v, str) and v in needles_of(v, strict=True)))})
         return made, set()
     made, used, guessed = {}, {key}, set()
+    own_amounts = _own_amounts(state, path, answer, {})
     for name, example in template.items():
         if name == own:
             made[name] = value
             continue
         given = _stated(name, example, answer, path, used)
+        if given is _NOTHING and is_count(own_amounts.get(name)) and _same_type(own_amounts[name], example):
+            given = own_amounts[name]  # a refund's `amount_cents`, the answer's `amount_refunded_cents`
         if given is _NOTHING:
             given = _stated(name, example, arguments, path, used)
         if given is _NOTHING:
@@ -117,6 +122,20 @@ def _new_record(world: WorldSpec, state: Any, path: tuple, items: list, own: str
             guessed.add(name)
         made[name] = given
     return made, guessed
+
+
+def _own_key_as_usual(state: Any, path: tuple, key: str) -> str:
+    """The own-id key of the first record of the empty collection at `path`, as the state's other collections name
+    theirs: plain `id` where that is their convention (two or more of them, and most, name it so: `charges`,
+    `customers`), else the answer's `key` (`refund_id`)."""
+    plain = kinded = 0
+    for other, node in walk(state):
+        if other == path or not isinstance(node, list) or not node or not all(isinstance(i, dict) for i in node):
+            continue
+        first = next(iter(node[0]), "")
+        plain += first == "id"
+        kinded += first != "id" and words(first)[-1:] == ["id"]
+    return "id" if plain >= 2 and plain > kinded else key
 
 
 def _own_amounts(state: Any, path: tuple, answer: dict[str, Any], made: dict[str, Any]) -> dict[str, Any]:
