@@ -50,7 +50,8 @@ def model_rates(model: str, cases: list, grounding: str, prompt_tokens: int | No
     """The model's raw answers scored as eval's `raw` column (with the boolean setting `off` switched off), and
     (state values of the truth its prompts showed, state values of the truth)."""
     from wmstudio.model.backends import load_backend
-    from wmstudio.model.generation import generate, prepare_prompt
+    from wmstudio.model.generation import generate
+    from wmstudio.model.prompting import prepare_prompt
     from wmstudio.model.sampler_settings import SamplerSettings
 
     backend, rates, shown, total = load_backend(model), Rates(), 0, 0

@@ -235,7 +235,8 @@ def _tokenizer():
 def test_a_key_the_model_never_trained_on_is_filled_by_a_candidate_of_the_same_key_whatever_its_gate_says():
     from wmstudio.locations import ASSETS_DIR
     from wmstudio.model.backends import load_backend
-    from wmstudio.model.generation import copy_plan_for, prepare_canvas, prepare_prompt
+    from wmstudio.model.generation import copy_plan_for, prepare_canvas
+    from wmstudio.model.prompting import prepare_prompt
     from wmstudio.world.spec import load_world
 
     world = load_world(ASSETS_DIR / "benchmarks" / "tau2-retail" / "world.json")  # a world no one here trained on

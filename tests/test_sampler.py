@@ -13,7 +13,8 @@ import torch
 from wmstudio.model.architecture import new_model
 from wmstudio.model.backends import ArBaseline, PrefixCausalBackend
 from wmstudio.model.canvas import build_canvas
-from wmstudio.model.generation import anchors_as_directives, generate, generate_stream, prepare_prompt
+from wmstudio.model.generation import anchors_as_directives, generate, generate_stream
+from wmstudio.model.prompting import prepare_prompt
 from wmstudio.model.sampler import Frame, SamplerSettings, choose, denoise, penalise_repeats, sample_tokens, score
 from wmstudio.model.text_penalty import TEXT_REPETITION_PENALTY, penalise_span_repeats, text_spans
 from wmstudio.model.tokenizer import train_tokenizer

@@ -28,7 +28,9 @@ from wmstudio.model.backends import (
 )
 from wmstudio.model.canvas import Canvas, build_canvas
 from wmstudio.model.copy_head import CopyPlan
-from wmstudio.model.generation import choose_outcomes, copy_plan_for, prepare_canvas, prepare_prompt, response_schema
+from wmstudio.model.generation import copy_plan_for, prepare_canvas, response_schema
+from wmstudio.model.outcome_choice import choose_outcomes
+from wmstudio.model.prompting import prepare_prompt
 from wmstudio.model.sampler import SamplerSettings, denoise
 from wmstudio.model.sources import resolve_model_path
 from wmstudio.model.tokenizer import train_tokenizer

@@ -10,7 +10,7 @@ from typing import Any
 
 from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.canvas import FREE, Canvas, build_canvas, check_fits
-from wmstudio.model.generation import prompt_ids
+from wmstudio.model.prompting import prompt_ids
 from wmstudio.model.sampler import SamplerSettings, denoise
 from wmstudio.problems import InvalidInput, Problem
 

@@ -12,14 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
-import torch
-
 from wmstudio.model.ar_pins import top_level_pins
 from wmstudio.model.backends import ArBaseline, Backend
 from wmstudio.model.canvas import (
     FREE,
     MAX_CANVAS_TOKENS,
-    OUTCOME_KEY,
     SKELETON,
     Canvas,
     SpanBudgets,
@@ -29,7 +26,17 @@ from wmstudio.model.canvas import (
 from wmstudio.model.copy_head import copy_plan
 from wmstudio.model.folder_listing import or_folder
 from wmstudio.model.listing_copy import listing_copy, or_listing
-from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins, within_rules
+from wmstudio.model.outcome_choice import (
+    ERROR,
+    choose_outcomes,
+    copied_under,
+    done_as_asked,
+    first_values,
+    outcome_groups,
+    rule_fixed,
+)
+from wmstudio.model.outcome_head import Outcome
+from wmstudio.model.prompting import MIN_PROMPT_TOKENS, Prompt, prepare_prompt
 from wmstudio.model.record_copy import (
     RecordCopy,
     call_echoes,
@@ -58,31 +65,22 @@ from wmstudio.model.response_schemas import (  # noqa: F401 - where a canvas's s
     schema_and_source,
     schema_of_answers,
 )
-from wmstudio.model.sampler import Frame, SamplerSettings, denoise
+from wmstudio.model.sampler import Frame, SamplerSettings, denoise, merged_frames
 from wmstudio.model.shape_canvas import WrittenSketch, read_sketch, shape_canvas
-from wmstudio.model.tokenizer import SEP_TOKEN, encode_prompt, encode_text, prompt_budget
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
-from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.report import CheckReport, check_step
 from wmstudio.world.episode.answers import write_values
 from wmstudio.world.episode.made import new_ids
 from wmstudio.world.episode.state import state_after
-from wmstudio.world.grounding import NONE, Grounding
-from wmstudio.world.heads.code_messages import composed_message
-from wmstudio.world.heads.copy_candidates import copy_candidates
-from wmstudio.world.heads.copy_sources import CopySource
 from wmstudio.world.heads.schema_sketch import sketch_world
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.json_types import json_or
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.prompt.render import RenderedPrompt, render
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.tools.reading import read_only
 
-ERROR = "error"  # the outcome head's status of a refused call
-MIN_PROMPT_TOKENS = 32  # a prompt shorter than this cannot even hold the call
 # where the schema a skeleton is laid out from came from
 FROM_SKETCH = "sketch"
 
@@ -175,50 +173,6 @@ class Generation:
             return None
         tokens = [t for t in self.frames[-1].tokens[sample][span.start:span.end] if t != self.canvas.pad_id]
         return self.canvas.vocab.decode(tokens), float(first.confidences[sample][0])
-
-
-@dataclass
-class Prompt:
-    """A prompt as the model reads it: its ids, the rendering (what it shows, what was cut) and the values the
-    copy head may point into."""
-
-    ids: list[int]
-    rendered: RenderedPrompt
-    sources: list[CopySource]
-
-
-def prepare_prompt(backend: Backend | ArBaseline, world: WorldSpec, call: Call, history: Sequence[HistoryStep] = (),
-                   canvas_tokens: int = 0, prompt_tokens: int | None = None, grounding: Grounding = NONE,
-                   retrieval: bool = True) -> Prompt:
-    """The prompt beside a canvas of `canvas_tokens`, rendered within the budget the model was trained with (or
-    `prompt_tokens`; in its own tokens, so any world fits its context) under `grounding`: our `[bos] prompt [sep]`
-    framing, else the tokenizer's chat template; `retrieval` shows a listing's records found in the state."""
-    tokenizer = backend.tokenizer
-    budget = prompt_budget(tokenizer, backend.max_length, canvas_tokens, prompt_tokens or backend.prompt_tokens)
-    if budget.limit < MIN_PROMPT_TOKENS:
-        raise InvalidInput(
-            f"the response canvas ({canvas_tokens} tokens) leaves {budget.limit} tokens for the prompt, so the two "
-            f"are over the model's context of {backend.max_length}: use a smaller response schema, fewer array "
-            "items or smaller span budgets, or a model with a longer context")
-    rendered = render(world, call, history, budget, grounding, chat=reads_chat(tokenizer), retrieval=retrieval)
-    ids = prompt_ids(tokenizer, rendered.text, rendered.chat()["messages"], budget.limit)
-    return Prompt(ids, rendered, copy_candidates(rendered.shown))
-
-
-def reads_chat(tokenizer: Any) -> bool:
-    """Whether a model reads prompts through its chat template (a hub chat model) rather than our framing."""
-    return getattr(tokenizer, "sep_token", None) != SEP_TOKEN and bool(getattr(tokenizer, "chat_template", None))
-
-
-def prompt_ids(tokenizer: Any, text: str, messages: list[dict[str, str]], limit: int) -> list[int]:
-    """A prompt's ids: `[bos] text [sep]` cut to `limit` tokens for our models, the chat template over `messages`
-    for a hub chat model, else the plain text."""
-    if getattr(tokenizer, "sep_token", None) == SEP_TOKEN:
-        return encode_prompt(tokenizer, text, limit + 2)
-    if reads_chat(tokenizer):
-        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
-    return encode_text(tokenizer, text)
 
 
 def prepare_canvas(backend: Backend, world: WorldSpec, call: Call, anchors: Sequence[Anchor], free: bool = False,
@@ -318,19 +272,19 @@ def generate_stream(
     if copying and outcomes and _writes(world, the_call):  # the record it makes, or the one it acts on, once written
         taken = copy.values if copy is not None else ()
         done = {**new_ids(world, now, the_call, schema, taken), **written, **done}
-    groups = _outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
+    groups = outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}
     fixed = {key: rule_fixed(world, the_call, history, schema, pinned, outcome,
-                             {**echoed, **(done if _done_as_asked(outcome) else {})}, settings.seed)
+                             {**echoed, **(done if done_as_asked(outcome) else {})}, settings.seed)
              for key, outcome in chosen.items()} if settings.rule_fields and not settings.free else {}
     refused = canvas  # the canvas of a sample the outcome head refuses: no record's shape (a sketch's canvas as is)
     if canvas is None:
         shape = copy.shape if copy is not None else None
-        held = _first_values(fixed, chosen, error=False)
+        held = first_values(fixed, chosen, error=False)
         canvas = prepare_canvas(backend, world, the_call, pinned, settings.free, settings.free_length,
                                 history=history, schema=schema, shape=identifier_shape(shape, schema,
                                                                                        {**held, **done, **echoed}))
-        refused_held = _first_values(fixed, chosen, error=True)
+        refused_held = first_values(fixed, chosen, error=True)
         if (shape is not None or refused_held) and any(o is not None and o.status == ERROR for o in chosen.values()):
             refused = prepare_canvas(backend, world, the_call, pinned, history=history, schema=schema,
                                      shape=identifier_shape(None, schema, {**refused_held, **echoed}))
@@ -340,8 +294,8 @@ def generate_stream(
     canvases = {}
     for key, outcome in chosen.items():
         laid_out = refused if outcome is not None and outcome.status == ERROR and refused is not None else canvas
-        did = done if _done_as_asked(outcome) else {}  # the call done as asked
-        values = {**_copied_under(copied, outcome), **echoed, **did,  # the call's own ids over the record's
+        did = done if done_as_asked(outcome) else {}  # the call done as asked
+        values = {**copied_under(copied, outcome), **echoed, **did,  # the call's own ids over the record's
                   **(outcome.values(schema) if outcome is not None else {})}
         if canvas.mode == SKELETON:  # over a copied record's value: a rule says what the call leaves there
             values.update(_as_paths(fixed.get(key, {})))
@@ -368,7 +322,7 @@ def generate_stream(
             plan = copy_plan_for(backend, own, prompt) if settings.copy_head else None
             group_settings = replace(settings, samples=len(members), seed=settings.seed + number)
             runs.append((members, denoise(backend, prompt_ids, own, group_settings, copy=plan)))
-        for frame in _merged_frames(runs, settings.samples):
+        for frame in merged_frames(runs, settings.samples):
             frames.append(frame)
             yield frame
     final = frames[-1].tokens if frames else [list(canvas.tokens)] * settings.samples
@@ -390,19 +344,6 @@ def generate_stream(
                      schema_from if canvas.mode == SKELETON else None, sketch, prompt.rendered.text)
 
 
-def rule_fixed(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: dict[str, Any] | None,
-               pinned: Sequence[Anchor], outcome: Outcome | None, sent: dict[str, Any], seed: int = 0
-               ) -> dict[str, Any]:
-    """The top-level fields the world's rules fix under `outcome` (world/checks/fixed_fields.py), given the user's
-    top-level pins and the values `sent` from the call; `seed` draws a token's text."""
-    properties = list(((schema or {}).get("properties") or {}) if isinstance(schema, dict) else {})
-    if not properties:
-        return {}
-    decided = {**sent, **{anchor.path: anchor.value for anchor in pinned if anchor.path in properties},
-               **(outcome.values(schema) if outcome is not None else {})}
-    return fixed_fields(world, call, decided, history, properties, seed)
-
-
 def _parameters(world: WorldSpec, call: Call) -> dict | None:
     """The parameter schema of the tool `call` names (None for a tool the world lacks)."""
     try:
@@ -417,121 +358,9 @@ def _writes(world: WorldSpec, call: Call) -> bool:
     return tool is not None and not read_only(tool)
 
 
-def _done_as_asked(outcome: Outcome | None) -> bool:
-    """Whether a sample's outcome does what the call asks (an ok one): its other named arguments are written."""
-    return outcome is not None and outcome.status != ERROR
-
-
-def _first_values(fixed: dict[Any, dict[str, Any]], chosen: dict[Any, Outcome | None], error: bool
-                  ) -> dict[str, Any]:
-    """The fixed fields of the first outcome group that is (or is not) an error: what its canvas's slots hold."""
-    for key, outcome in chosen.items():
-        if (outcome is not None and outcome.status == ERROR) == error:
-            return fixed.get(key, {})
-    return {}
-
-
 def _as_paths(values: dict[str, Any]) -> dict[str, Any]:
     """Top-level `values` keyed as canvas paths."""
     return {format_path([key]): value for key, value in values.items()}
-
-
-def _copied_under(copied: dict[str, Any], outcome: Outcome | None) -> dict[str, Any]:
-    """The named record's values written before denoising (record_copy.record_values), none when the outcome head
-    refuses the call (an error's fields are its own: its status, code and message)."""
-    return {} if outcome is not None and outcome.status == ERROR else copied
-
-
-def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
-                    history: Sequence[HistoryStep], settings: SamplerSettings,
-                    schema: dict[str, Any] | None, written: dict[str, Any] | None = None) -> list[Outcome] | None:
-    """The outcome head's choice for each sample of a skeleton with a status: its likeliest outcome when greedy; at
-    a temperature, one drawn per sample (seeded) from its distribution sharpened or flattened by the temperature, so
-    K samples show the outcomes the head finds likely. A pinned status narrows the choice, never switches it off
-    (`within_pins`: with status "error" pinned, the code whose cause holds). `schema` is the response schema
-    generation lays out; `written` what an ok write's answer states on the episode's state (world/episode/answers.py:
-    a running total above what a rule allows refuses the ok). None when the head is switched off, the
-    model has none, the user pinned the error code (their steering is whole), the schema has no status, or the head
-    never saw the tool."""
-    head = getattr(backend, "outcome_head", None)
-    if head is None or not settings.outcome_head or settings.free:
-        return None
-    if not isinstance(schema, dict) or OUTCOME_KEY not in (schema.get("properties") or {}):
-        return None
-    ranked = within_pins(head.distribution(world, call, history, schema, settings.grounding), pinned, world, call,
-                         history, schema)
-    if settings.rule_outcomes:
-        known = call_identifiers(call, schema) if settings.record_copy else {}
-        ranked = within_rules(ranked, world, call, history, schema, known, written)
-    ranked = with_stated_codes(ranked, world, call, history, schema)
-    if not ranked:
-        return None
-    messages = getattr(backend, "outcome_messages", None)
-    if not any(anchor.path == MESSAGE_KEY for anchor in pinned) \
-            and MESSAGE_KEY in ((schema.get("properties") or {})):  # written to the outcome
-        ranked = [replace(outcome, message=_message(messages, world, call, history, schema, outcome, settings))
-                  for outcome in ranked]
-    if settings.temperature == 0 or len(ranked) == 1:
-        return [ranked[0]] * settings.samples
-    weights = torch.tensor([outcome.probability for outcome in ranked], dtype=torch.float64)
-    weights = (weights.log() / settings.temperature).softmax(0)
-    drawn = torch.multinomial(weights, settings.samples, replacement=True,
-                              generator=torch.Generator().manual_seed(settings.seed))
-    return [ranked[i] for i in drawn.tolist()]
-
-
-def _message(messages: Any, world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: dict[str, Any],
-             outcome: Outcome, settings: SamplerSettings) -> str | None:
-    """The message written with `outcome`: the learned template's (model/outcome_messages.py), else for an error
-    one composed from the world's own words for its code and the call's ids (world/heads/code_messages.py), else
-    None (the denoiser writes it)."""
-    message = messages.message(world, call, history, schema, outcome, settings.grounding) \
-        if messages is not None else None
-    if message is None and outcome.status == "error" and outcome.error:
-        message = composed_message(world, call, outcome.error)
-    return message
-
-
-def _outcome_groups(outcomes: list[Outcome]) -> dict[tuple[str, str], list[int]]:
-    """Sample indices by the (status, error code) they drew, in order of first appearance."""
-    groups: dict[tuple[str, str], list[int]] = {}
-    for k, outcome in enumerate(outcomes):
-        groups.setdefault((outcome.status, outcome.error), []).append(k)
-    return groups
-
-
-def _merged_frames(runs: list[tuple[list[int], Iterator[Frame]]], samples: int) -> Iterator[Frame]:
-    """One frame sequence for all samples from the groups' own, each group stepped once per merged frame (so a
-    view streams them as they come); a group that finished early keeps its last canvas, committing nothing more.
-    A frame is yielded once the next is known, so the last one says it is done."""
-    last: list[Frame | None] = [None] * len(runs)
-
-    def next_merged(step: int) -> Frame | None:
-        fresh = [False] * len(runs)
-        for g, (_, frames) in enumerate(runs):
-            frame = next(frames, None)
-            if frame is not None:
-                last[g], fresh[g] = frame, True
-        if not any(fresh):
-            return None
-        tokens, unmasked, confidences, copied = [[]] * samples, [[]] * samples, [[]] * samples, [[]] * samples
-        for g, (members, _) in enumerate(runs):
-            frame = last[g]
-            if frame is None:
-                continue
-            for j, k in enumerate(members):
-                tokens[k] = frame.tokens[j]
-                unmasked[k] = frame.unmasked[j] if fresh[g] else []
-                confidences[k] = frame.confidences[j] if fresh[g] else []
-                copied[k] = frame.copied[j] if fresh[g] and frame.copied else []
-        return Frame(step, tokens, unmasked, confidences, False, copied)
-
-    step, pending = 0, next_merged(0)
-    while pending is not None:
-        step += 1
-        following = next_merged(step)
-        yield replace(pending, done=following is None)
-        pending = following
 
 
 def generate(backend: Backend | ArBaseline, world: WorldSpec, call: Call, anchors: Sequence[Anchor] = (),

@@ -13,7 +13,7 @@ wrote more garbage than it saved (rule-consistency 57.5% -> 32.5% on 40 held-out
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterator, Sequence
 
 import torch
@@ -282,3 +282,37 @@ def choose(confidence: torch.Tensor, eligible: torch.Tensor, quota: list[int], t
         count = min(count, int(eligible[k].sum()))
         chosen[k, order[k, :count]] = True
     return chosen
+
+
+def merged_frames(runs: list[tuple[list[int], Iterator[Frame]]], samples: int) -> Iterator[Frame]:
+    """One frame sequence for all samples from the groups' own, each group stepped once per merged frame (so a
+    view streams them as they come); a group that finished early keeps its last canvas, committing nothing more.
+    A frame is yielded once the next is known, so the last one says it is done."""
+    last: list[Frame | None] = [None] * len(runs)
+
+    def next_merged(step: int) -> Frame | None:
+        fresh = [False] * len(runs)
+        for g, (_, frames) in enumerate(runs):
+            frame = next(frames, None)
+            if frame is not None:
+                last[g], fresh[g] = frame, True
+        if not any(fresh):
+            return None
+        tokens, unmasked, confidences, copied = [[]] * samples, [[]] * samples, [[]] * samples, [[]] * samples
+        for g, (members, _) in enumerate(runs):
+            frame = last[g]
+            if frame is None:
+                continue
+            for j, k in enumerate(members):
+                tokens[k] = frame.tokens[j]
+                unmasked[k] = frame.unmasked[j] if fresh[g] else []
+                confidences[k] = frame.confidences[j] if fresh[g] else []
+                copied[k] = frame.copied[j] if fresh[g] and frame.copied else []
+        return Frame(step, tokens, unmasked, confidences, False, copied)
+
+    step, pending = 0, next_merged(0)
+    while pending is not None:
+        step += 1
+        following = next_merged(step)
+        yield replace(pending, done=following is None)
+        pending = following

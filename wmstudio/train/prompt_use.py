@@ -14,7 +14,7 @@ import torch
 
 from wmstudio.model.canvas import skeleton_target
 from wmstudio.model.copy_head import copy_plan
-from wmstudio.model.generation import prepare_prompt
+from wmstudio.model.prompting import prepare_prompt
 from wmstudio.world.grounding import NONE, Grounding
 
 
