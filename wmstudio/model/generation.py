@@ -67,6 +67,7 @@ from wmstudio.model.response_schemas import (  # noqa: F401 - where a canvas's s
 )
 from wmstudio.model.sampler import Frame, SamplerSettings, denoise, merged_frames
 from wmstudio.model.shape_canvas import WrittenSketch, read_sketch, shape_canvas
+from wmstudio.model.text_answer import text_answer
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.world.checks.report import CheckReport, check_step
@@ -266,6 +267,7 @@ def generate_stream(
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema, written)
     copy = or_folder(or_listing(record_copy(world, the_call, history, schema, now), world, the_call, history, schema,
                                 now), world, the_call, history, schema, now) if copying else None
+    copy = (text_answer(world, the_call, history, schema, now) if copying else None) or copy
     copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy, now)
     echoed = call_identifiers(the_call, schema) if copying else {}
     done = call_echoes(the_call, schema, _parameters(world, the_call)) if copying and outcomes else {}

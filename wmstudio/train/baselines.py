@@ -17,6 +17,7 @@ from wmstudio.model.folder_listing import or_folder
 from wmstudio.model.layout import ExactItems
 from wmstudio.model.listing_copy import as_history_left, or_listing
 from wmstudio.model.record_copy import argument_defaults, record_copy
+from wmstudio.model.text_answer import text_answer
 from wmstudio.train.field_kinds import parse
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.invention import read_only
@@ -167,6 +168,10 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     text = _echo_plus(world, call, state, answers, history)
     value = parse(text)
     schema = _schema(world, call)
+    if isinstance(schema, dict) and schema.get("type") == "string":
+        seen = replace(world, initial_state=state)
+        said = text_answer(seen, call, history, schema, state_after(seen, history))
+        return json.dumps(said.values[""]) if said is not None else text
     if not isinstance(value, dict) or not isinstance(schema, dict) or value.get("status") == "error":
         return text
     seen = replace(world, initial_state=state)
