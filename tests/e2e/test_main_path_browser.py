@@ -101,12 +101,34 @@ def test_edit_a_world_run_with_an_anchor_save_rate_and_see_agreement(studio):
         # (here the heads fill every slot under the pin; test_simulate_browser watches a run the denoiser writes)
         expect(page.locator("#simulate-report")).to_contain_text('Anchor: status="error"')
         expect(page.locator("#simulate-status")).to_contain_text("The outcome head chose error")  # within the pin
+        # who wrote what: the outcome head's and the call's values labelled, then the model's own tokens
+        written = page.locator("#simulate-canvas .wm-written")
+        expect(written).to_contain_text("the outcome head")
+        expect(written).to_contain_text("masked token(s) left")
+        assert page.locator("#simulate-canvas .wm-tokens u.w-outcome").count() > 0
+        assert page.locator("#simulate-canvas .wm-tokens u.w-call").count() > 0
+        assert page.locator("#simulate-canvas .wm-tokens b.n").count() > 0  # committed by the model's last step
         page.screenshot(path=str(ARTIFACTS / "main-2-denoised.png"), full_page=True)
         page.locator("#simulate-save").click()
         expect(page.locator("#simulate-save-status")).to_contain_text("Saved as step 1 of rollout #", timeout=10_000)
         [rollout] = filter_rollouts(store).items
         [step] = rollout_steps(store, rollout.id)
         assert json.loads(step.response)["status"] == "error"
+
+        # Model only, one click: the denoiser writes every value, step by step, around the pinned status
+        page.locator("#simulate-model-only input").check()
+        page.evaluate(WATCH_CANVAS)
+        page.locator("#simulate-run").click()
+        page.wait_for_function("window.__frames.some(f => f.done)", timeout=60_000)
+        expect(page.locator("#simulate-canvas .wm-written")).to_contain_text("The model writes every masked token")
+        expect(page.locator("#simulate-status")).to_contain_text("Done: ")
+        steps = int(page.locator("#simulate-status").inner_text().split("Done: ")[1].split(" step")[0])
+        assert steps >= 3  # the model's own denoising steps, each one a frame to replay
+        assert page.locator("#simulate-canvas .wm-tokens u.w-outcome").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "main-2b-model-only.png"), full_page=True)
+        page.locator("#simulate-model-only input").uncheck()  # the helpers back, as the Sampler had them
+        page.locator("#simulate-run").click()
+        expect(page.locator("#simulate-canvas .wm-written")).to_contain_text("the outcome head", timeout=60_000)
 
         # Annotate: rate the saved step with the keyboard; a second annotator's rating shows in the agreement view
         page.get_by_role("tab", name="Annotate").click()

@@ -34,8 +34,16 @@ from wmstudio.world.steering.anchors import Anchor, anchor_problems
 SKELETON, FREE = "skeleton", "free"
 OUTCOME_KEY = "status"  # the response's outcome (ok / error): decided from the prompt, the other values follow it
 OUTCOME_VALUES = ("ok", "error")  # the outcomes every simulated world answers with
-__all__ = ["FREE", "FREE_TAIL", "MAX_CANVAS_TOKENS", "OUTCOME_KEY", "SKELETON", "Canvas", "Span", "SpanBudgets",
-           "build_canvas", "check_fits", "skeleton_target"]
+# who writes a value before the model denoises (Canvas.written_by), as the view names them
+WRITERS = {
+    "state": "copied from the state",  # the named record, a listing's page, a folder, a text answer
+    "call": "from the call",  # the call's own ids and the values it asks for
+    "episode": "what the write leaves",  # a minted id, a status moved to, a running total
+    "outcome": "the outcome head",  # status, error code and message
+    "rule": "fixed by a rule",  # fields the world's rules fix under the outcome
+}
+__all__ = ["FREE", "FREE_TAIL", "MAX_CANVAS_TOKENS", "OUTCOME_KEY", "SKELETON", "WRITERS", "Canvas", "Span",
+           "SpanBudgets", "build_canvas", "check_fits", "skeleton_target"]
 
 
 @dataclass
@@ -54,6 +62,7 @@ class Canvas:
     tokenizer: Any = field(default=None, repr=False)
     anchors: list[Anchor] = field(default_factory=list)
     end_id: int | None = None  # the token an `end` span holds to close its array there
+    written_by: dict[int, str] = field(default_factory=dict)  # position -> who wrote it before denoising (WRITERS)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -83,11 +92,13 @@ class Canvas:
         """Display text of one token (a partial UTF-8 byte shows as U+FFFD); '' for pads."""
         return self.vocab.decode([token])
 
-    def with_values(self, values: dict[str, Any]) -> Canvas:
+    def with_values(self, values: dict[str, Any], by: dict[str, str] | None = None) -> Canvas:
         """This canvas with the spans named in `values` ({path: value}) holding those values in their own slots,
         right-padded, as anchors. Unlike a pinned anchor (its text in place of the span), the layout stays the one
-        the model was trained on, so what follows is not shifted. A value its span cannot hold is left out."""
+        the model was trained on, so what follows is not shifted. A value its span cannot hold is left out. `by`
+        ({path: a WRITERS key}) says who wrote each value, kept per position for the view."""
         tokens, span_of, spans = list(self.tokens), list(self.span_of), []
+        written_by = dict(self.written_by)
         renumber: dict[int, int] = {}
         for index, span in enumerate(self.spans):
             ids = _tokens_for(self.tokenizer, span, values[span.path]) if span.path in values else None
@@ -96,11 +107,13 @@ class Canvas:
                 if span.grammar is None or completable(self.vocab.table(span.grammar), ids):
                     tokens[span.start : span.end] = ids
                     span_of[span.start : span.end] = [-1] * span.length
+                    if by and span.path in by:
+                        written_by.update(dict.fromkeys(range(span.start, span.end), by[span.path]))
                     continue
             renumber[index] = len(spans)
             spans.append(span)
         span_of = [renumber[s] if s >= 0 else -1 for s in span_of]
-        return replace(self, tokens=tokens, span_of=span_of, spans=spans)
+        return replace(self, tokens=tokens, span_of=span_of, spans=spans, written_by=written_by)
 
     def fill(self, value: Any, cut_strings: bool = False) -> list[int] | None:
         """The canvas with every span holding `value`'s tokens (right-padded): a skeleton training target.

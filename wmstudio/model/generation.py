@@ -271,9 +271,12 @@ def generate_stream(
     copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy, now)
     echoed = call_identifiers(the_call, schema) if copying else {}
     done = call_echoes(the_call, schema, _parameters(world, the_call)) if copying and outcomes else {}
+    done_by = dict.fromkeys(done, "call")
     if copying and outcomes and _writes(world, the_call):  # the record it makes, or the one it acts on, once written
         taken = copy.values if copy is not None else ()
-        done = {**new_ids(world, now, the_call, schema, taken), **written, **done}
+        minted = new_ids(world, now, the_call, schema, taken)
+        done = {**minted, **written, **done}
+        done_by = {**dict.fromkeys([*minted, *written], "episode"), **done_by}
     groups = outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
     chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}
     fixed = {key: rule_fixed(world, the_call, history, schema, pinned, outcome,
@@ -292,16 +295,20 @@ def generate_stream(
                                      shape=identifier_shape(None, schema, {**refused_held, **echoed}))
     copied = copy.values if copy is not None and canvas.mode == SKELETON else {}
     echoed = _as_paths(echoed) if canvas.mode == SKELETON else {}
-    done = _as_paths(done) if canvas.mode == SKELETON else {}
+    done, done_by = (_as_paths(done), _as_paths(done_by)) if canvas.mode == SKELETON else ({}, {})
     canvases = {}
     for key, outcome in chosen.items():
         laid_out = refused if outcome is not None and outcome.status == ERROR and refused is not None else canvas
         did = done if done_as_asked(outcome) else {}  # the call done as asked
-        values = {**copied_under(copied, outcome), **echoed, **did,  # the call's own ids over the record's
-                  **(outcome.values(schema) if outcome is not None else {})}
+        parts = [(copied_under(copied, outcome), "state"), (echoed, "call"),  # the call's ids over the record's
+                 (did, "call"), (outcome.values(schema) if outcome is not None else {}, "outcome")]
         if canvas.mode == SKELETON:  # over a copied record's value: a rule says what the call leaves there
-            values.update(_as_paths(fixed.get(key, {})))
-        canvases[key] = laid_out.with_values(values)
+            parts.append((_as_paths(fixed.get(key, {})), "rule"))
+        values, by = {}, {}  # each value and who wrote it (Canvas.written_by: the view labels them)
+        for part, who in parts:
+            values.update(part)
+            by.update({path: done_by.get(path, who) if part is did else who for path in part})
+        canvases[key] = laid_out.with_values(values, by)
     canvas = canvases[next(iter(groups))]  # the first sample's: the one the view draws
     longest = max(len(c) for c in canvases.values())
     prompt = prepare_prompt(backend, world, the_call, history, longest, grounding=settings.grounding,

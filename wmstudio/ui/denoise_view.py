@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from wmstudio.model.canvas import Canvas
+from wmstudio.model.canvas import WRITERS, Canvas
 from wmstudio.model.sampler import Frame
 from wmstudio.model.trace import Commit, DecodeTrace
 
@@ -39,10 +39,17 @@ CANVAS_CSS = """
 .wm-tokens b.e.c2 { background: rgba(34, 197, 94, 0.3); } .wm-tokens b.e.c3 { background: rgba(34, 197, 94, 0.42); }
 .wm-tokens b.e.c4, .wm-legend b.e { background: rgba(34, 197, 94, 0.55); }
 .wm-tokens b.k, .wm-legend b.k { box-shadow: inset 0 -3px 0 #7c3aed; }
+.wm-tokens u.w-state, .wm-legend u.w-state { color: #0f766e; background: rgba(20, 184, 166, 0.16); }
+.wm-tokens u.w-call, .wm-legend u.w-call { color: #334155; background: rgba(100, 116, 139, 0.18); }
+.wm-tokens u.w-episode, .wm-legend u.w-episode { color: #92400e; background: rgba(245, 158, 11, 0.2); }
+.wm-tokens u.w-outcome, .wm-legend u.w-outcome { color: #9d174d; background: rgba(236, 72, 153, 0.16); }
+.wm-tokens u.w-rule, .wm-legend u.w-rule { color: #5b21b6; background: rgba(139, 92, 246, 0.16); }
+.wm-written { font-size: 0.85em; margin-bottom: 6px; }
 """
-LEGEND = ('<div class="wm-legend"><span><i></i> masked</span><span><u>anchor</u></span>'
-          '<span><b class="n">new this step</b></span><span><b class="e">earlier</b></span>'
-          '<span><b class="e k">copied from the prompt</b></span>'
+LEGEND = ('<div class="wm-legend"><span><i></i> masked</span><span><u>layout and your pins</u></span>'
+          + "".join(f'<span><u class="w-{key}">{html.escape(text)}</u></span>' for key, text in WRITERS.items())
+          + '<span>the model: <b class="n">new this step</b></span><span><b class="e">earlier</b></span>'
+          '<span><b class="e k">copied from the prompt by its copy head</b></span>'
           '<span>darker = more confident · ␣ = padding (dropped)</span></div>')
 
 
@@ -66,21 +73,48 @@ def canvas_html(canvas: Canvas, frames: Sequence[Frame], index: int | None, trac
         columns.append(f'<div class="wm-sample"><div class="wm-head">{head}</div>'
                        f'<div class="wm-tokens">{body}</div></div>')
     return (f'<div class="wm-canvas" data-step="{shown}" data-done="{int(done)}" data-masked="{masked_total}">'
-            f'{LEGEND}<div class="wm-samples">{"".join(columns)}</div></div>')
+            f'{LEGEND}{written_summary(canvas)}<div class="wm-samples">{"".join(columns)}</div></div>')
+
+
+def written_summary(canvas: Canvas) -> str:
+    """One line saying who wrote how much of the canvas before the model's first step, and what it leaves."""
+    counts: dict[str, int] = {}
+    for position, who in canvas.written_by.items():
+        if canvas.tokens[position] != canvas.pad_id:
+            counts[who] = counts.get(who, 0) + 1
+    left = len(canvas.masked_positions)
+    if not counts:
+        return f'<div class="wm-written">The model writes every masked token ({left}).</div>'
+    said = " · ".join(f'<u class="w-{who}">{html.escape(WRITERS.get(who, who))}</u> {count}'
+                      for who, count in counts.items())
+    return (f'<div class="wm-written">Written before the model, in tokens: {said}; the model writes the '
+            f'{left} masked token(s) left.</div>')
 
 
 def _tokens_html(canvas: Canvas, tokens: Sequence[int], committed: dict[int, Commit],
                  shown: int) -> tuple[str, int]:
     parts: list[str] = []
     anchor_run: list[str] = []
+    run_by: str | None = None
     masked = 0
+
+    def close_run() -> None:
+        if anchor_run:
+            label = f' class="w-{run_by}" title="{html.escape(WRITERS.get(run_by, run_by))}"' if run_by else ""
+            parts.append(f"<u{label}>{html.escape(''.join(anchor_run))}</u>")
+            anchor_run.clear()
+
     for position, token in enumerate(tokens):
         if canvas.span_of[position] < 0:
-            anchor_run.append(canvas.piece(token))
+            who = canvas.written_by.get(position)
+            if who != run_by:
+                close_run()
+                run_by = who
+            if not (who and token == canvas.pad_id):  # a helper's padding is no text
+                anchor_run.append(canvas.piece(token))
             continue
-        if anchor_run:
-            parts.append(f"<u>{html.escape(''.join(anchor_run))}</u>")
-            anchor_run = []
+        close_run()
+        run_by = None
         made = committed.get(position)
         if made is None or made.step > shown or token == canvas.mask_id:
             parts.append("<i></i>")
@@ -94,8 +128,7 @@ def _tokens_html(canvas: Canvas, tokens: Sequence[int], committed: dict[int, Com
             parts.append(f'<b class="{category} c{shade} p" title="the array ends here">⊣</b>')
         else:
             parts.append(f'<b class="{category} c{shade}">{html.escape(canvas.piece(token))}</b>')
-    if anchor_run:
-        parts.append(f"<u>{html.escape(''.join(anchor_run))}</u>")
+    close_run()
     return "".join(parts), masked
 
 

@@ -57,6 +57,7 @@ SETTINGS_PER_ROW = 4  # sampler widgets side by side
 ANCHOR_SLOTS = 16  # pinnable response fields in the form; further ones are written as PATH=VALUE lines
 NEW_ROLLOUT = 0
 ROLLOUT_CHOICES = 50
+HELPERS = ("outcome_head", "record_copy", "rule_outcomes", "rule_fields")  # what "Model only" switches off
 EMPTY_CANVAS = '<div class="wm-canvas" data-step="-1" data-done="0" data-masked="0">Press <b>Run</b> to watch the ' \
                "world model fill in the response.</div>"
 BASELINE_HINT = "<p>Press <b>Compare with AR baseline</b> to see the autoregressive model's answer to the same " \
@@ -243,9 +244,14 @@ def finished_view(simulation: Simulation) -> tuple:
         outcome = f" {outcome_sentence(generation)}"
     steered = "; ".join(d.rstrip(".") for d in simulation.world.directives)
     steered = f" Steered by: {steered}." if steered else ""
+    canvas = simulation.canvas
+    before = sum(1 for position in canvas.written_by if canvas.tokens[position] != canvas.pad_id)
+    by_model = len(canvas.masked_positions)
+    helped = (f" Before the model's first step the helpers wrote {before} token(s) (coloured by who wrote them); "
+              f"the model denoised the {by_model} left." if before else "")
     status = (f"Done: {frames} step(s), {len(simulation.canvas)}-token canvas ({generation.mode}), "
               f"{len(generation.samples)} sample(s), {passed} pass every check, {generation.elapsed_ms:.0f} ms."
-              f"{outcome}{copies}{steered}{warnings}")
+              f"{helped}{outcome}{copies}{steered}{warnings}")
     samples = [(f"Sample {k + 1}", k) for k in range(len(generation.samples))]
     return (
         status,
@@ -407,10 +413,12 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
             with gr.Row():
                 for spec in specs[first:first + SETTINGS_PER_ROW]:
                     sampler_inputs[spec.name] = setting_widget(spec, elem_id=f"simulate-{spec.name.replace('_', '-')}")
-    with gr.Row():
+    with gr.Row(equal_height=True):
         run = gr.Button("Run", variant="primary", elem_id="simulate-run")
         stop = gr.Button("Stop")
         baseline_button = gr.Button("Compare with AR baseline", elem_id="simulate-baseline-button")
+        model_only = gr.Checkbox(False, label="Model only", elem_id="simulate-model-only",
+                                 info="the denoiser writes every value: no outcome head, copies or rule-fixed fields")
     status = gr.Markdown(elem_id="simulate-status")
     canvas = gr.HTML(EMPTY_CANVAS, css_template=CANVAS_CSS, elem_id="simulate-canvas")
     scrubber = gr.Slider(0, 1, value=0, step=1, label="Replay step (0 = before the first step)", interactive=False,
@@ -461,6 +469,10 @@ def build_simulate_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     run.click(lambda: BASELINE_HINT, None, baseline, api_visibility="private")  # its answer was for other inputs
     stop.click(lambda: "Stopped: the run was cancelled; press Run to start again.", None, status, cancels=[running],
                api_visibility="private")
+    helpers = [sampler_inputs[name] for name in HELPERS]
+    model_only.input(lambda only: [gr.update(value=not only) for _ in helpers], model_only, helpers,
+                     api_visibility="private")  # the Sampler's own boxes say what a run uses (one update each:
+    # Gradio consumes an update as it applies it)
     scrubber.input(replay, [simulation, scrubber], canvas, show_progress="hidden", trigger_mode="always_last",
                    api_name="simulate_replay")
     sample.input(heatmap_for, [simulation, sample], heatmap, api_name="simulate_heatmap")
