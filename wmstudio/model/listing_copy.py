@@ -30,7 +30,7 @@ from wmstudio.world.episode.state import state_after
 from wmstudio.world.heads.copy_sources import shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.prompt.retrieval import find_listing, listed_property, understood
+from wmstudio.world.prompt.retrieval import find_listing, listed_items, understood
 from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, newest_answer_naming
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.directives import Steering, steering
@@ -46,7 +46,7 @@ def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], s
     `max_items` cuts the page to its first records (the count, the has-more flag and the next-page token then say
     what follows), as an API pages an answer too long to send. `state`: the state `history` left, when known."""
     tool = next((t for t in world.tools if t.name == call.name), None)
-    listed = listed_property(schema)
+    listed = listed_items(schema)
     if tool is None or not read_only(tool) or listed is None:
         return None
     key, fields = listed
@@ -66,13 +66,16 @@ def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], s
         records = records[:max(max_items, 0)]
     items = [{name: value for name in fields if (value := item_field(record, name)) is not None}
              for record in records]
-    shape: dict[str, Any] = dict.fromkeys((schema.get("properties") or {}))
-    shape[key] = ExactItems([{name: Holds(item[name]) if name in item else None for name in fields}
-                             for item in items])
-    values = {format_path([key, index, name]): value for index, item in enumerate(items)
+    page = ExactItems([{name: Holds(item[name]) if name in item else None for name in fields} for item in items])
+    at = [key] if key else []  # "": the response is the array itself
+    values = {format_path([*at, index, name]): value for index, item in enumerate(items)
               for name, value in item.items()}
-    values.update(page_values(schema, key, 0 if steer.empty_result else matching, len(records), call,
-                              0 if steer.empty_result else found.start))
+    if key:
+        shape: Any = {**dict.fromkeys((schema.get("properties") or {})), key: page}
+        values.update(page_values(schema, key, 0 if steer.empty_result else matching, len(records), call,
+                                  0 if steer.empty_result else found.start))
+    else:
+        shape = page
     sources = [source for index, record in enumerate(records)
                for source in shown_leaves(record, ("listing", index), "query", 0, set())]
     return RecordCopy(shape, values, list(dict.fromkeys(sources)), len(records))
@@ -161,7 +164,7 @@ def as_history_left(world: WorldSpec, tool: Tool, history: Sequence[HistoryStep]
                     ) -> Callable[[list[Any]], list[Any]]:
     """What a listed collection is after `history`: each record as the newest answer naming it shows it, and the
     records earlier writes created (first where the tool lists newest first)."""
-    listed = listed_property(tool.response)
+    listed = listed_items(tool.response)
     fields = listed[1] if listed is not None else ()
 
     first = {leaf for leaf in json_leaves(world.initial_state, keys=True) if isinstance(leaf, str)}

@@ -93,6 +93,9 @@ def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], sc
     named = named_record_of(world, call, history, state)
     if named is None:
         return None
+    if named.reads and _record_root(named, schema) is None:  # a line found by its phone; the answer: its customer
+        named = next((owner for owner in _owners(world, call, named, state)
+                      if _record_root(owner, schema) is not None), named)
     shape = record_shape(named, schema)
     values = record_values(named, schema) if shape is not None else identity_values(named, call, schema)
     return RecordCopy(shape, values, record_sources(named, shape, state))
@@ -104,9 +107,11 @@ def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep]
     write applied to the initial state); None when the call sends no id-like value or no record holds one."""
     state = state_after(world, history) if state is None else state
     found = named_record_at(state, call)
-    if found is None:
-        return None
-    path, record = found
+    return _named(world, call, found[0], found[1], state) if found is not None else None
+
+
+def _named(world: WorldSpec, call: Call, path: tuple, record: dict[str, Any], state: Any) -> NamedRecord:
+    """The record at `path` as the one `call` is about."""
     needles = frozenset(needles_of(call.arguments))
     aliases = _kind_aliases(path, record)
     tool = next((t for t in world.tools if t.name == call.name), None)
@@ -115,6 +120,29 @@ def named_record_of(world: WorldSpec, call: Call, history: Sequence[HistoryStep]
                  if isinstance(value, (str, int, float)) and not isinstance(value, bool)}
     return NamedRecord(path, record, reads, needles, frozenset() if reads else _changes(call, record), arguments,
                        aliases, joined_fields(path, record, needles, state))
+
+
+def _owners(world: WorldSpec, call: Call, named: NamedRecord, state: Any) -> list[NamedRecord]:
+    """The records that hold the named record's id (a customer whose `line_ids` lists the line found by a phone),
+    then those it refers to (the line's `customer_id`), each as the record the call is about."""
+    own = next((named.record[key] for key in own_id_keys(named.path) if isinstance(named.record.get(key), str)),
+               named.path[-1] if named.path and isinstance(named.path[-1], str) else None)
+    found: list[tuple[tuple, dict[str, Any]]] = []
+    if own:
+        stack: list[tuple[tuple, Any]] = [((), state)]
+        while stack and len(found) < MAX_REFERENCED:
+            path, node = stack.pop()
+            if isinstance(node, dict):
+                if path != named.path and any(value == own or (isinstance(value, list) and own in value)
+                                              for key, value in node.items() if key not in own_id_keys(path)):
+                    found.append((path, node))
+                stack.extend((path + (key,), child) for key, child in node.items()
+                             if isinstance(child, (dict, list)))
+            elif isinstance(node, list):
+                stack.extend((path + (index,), child) for index, child in enumerate(node)
+                             if isinstance(child, (dict, list)))
+    found += referenced_records(named.path, named.record, named.needles, state)
+    return [_named(world, call, path, record, state) for path, record in found]
 
 
 def referenced_records(path: tuple, record: dict[str, Any], needles: frozenset, state: Any
@@ -186,7 +214,8 @@ def record_shape(named: NamedRecord, schema: Any) -> Any:
         return None
     key, child = root
     if key is None:
-        return _project_record(schema, named, schema)
+        shaped = _project_record(child, named, schema)
+        return Chosen(shaped, child) if child is not schema else shaped
     properties = resolve_schema(schema, schema).get("properties") or {}
     return {name: _project_record(child, named, schema) if name == key else None for name in properties}
 
@@ -356,6 +385,9 @@ def _record_root(named: NamedRecord, schema: Any) -> tuple[str | None, Any] | No
     does, else None."""
     if not isinstance(schema, dict):
         return None
+    branch = _branch(schema, named.record, schema)  # a union answer: the variant the record is (a line, a bill)
+    if branch is not None and _reads_as_record(branch, named, schema):
+        return None, branch
     top = resolve_schema(schema, schema)
     if _reads_as_record(top, named, schema):
         return None, schema

@@ -163,8 +163,8 @@ def understood(arguments: dict[str, Any], records: list[dict[str, Any]]) -> bool
     session's) or a session's id, or a filter on a field the records hold (not a cursor or offset, nor a filter they
     lack)."""
     for name, value in arguments.items():
-        if any(filtered_field(name, record)[0] is not None for record in records[:1]):
-            continue  # a filter on a field the records hold
+        if any(filtered_path(name, record)[0] is not None for record in records[:1]):
+            continue  # a filter on a field the records hold (nested ones too)
         if pages_or_signs(name):
             continue
         if "cursor" in name.lower() or "offset" in name.lower():
@@ -179,10 +179,12 @@ def matches(record: dict[str, Any], arguments: dict[str, Any]) -> bool:
     for name, wanted in arguments.items():
         if isinstance(wanted, (dict, list)) or wanted is None or wanted == "":
             continue
-        field, contains = filtered_field(name, record)
-        if field is None:
+        path, contains = filtered_path(name, record)
+        if path is None:
             continue
-        value = record[field]
+        value = record
+        for part in path:
+            value = value[part]
         if isinstance(wanted, bool) or isinstance(value, bool):
             if wanted != value:
                 return False
@@ -202,6 +204,33 @@ def matches(record: dict[str, Any], arguments: dict[str, Any]) -> bool:
         elif str(value).lower() != str(wanted).lower():
             return False
     return True
+
+
+NAME_SYNONYMS = {  # an argument's plain name -> the field names that say the same in a record
+    "origin": ("from", "source", "departure"), "from": ("origin", "source", "departure"),
+    "destination": ("to", "dest", "arrival"), "to": ("destination", "dest", "arrival"),
+}
+
+
+def filtered_path(argument: str, record: dict[str, Any]) -> tuple[tuple[str, ...] | None, bool]:
+    """(the path of the record's field an argument filters, whether by a part of its text): a field of its own
+    (filtered_field), else one of the same or a synonymous name (`origin` and `from`), at the top or inside one of
+    the record's objects (`from` -> `route.from`); (None, False) when it names none."""
+    field, contains = filtered_field(argument, record)
+    if field is not None:
+        return (field,), contains
+    if pages_or_signs(argument):
+        return None, False
+    plain = plain_name(argument)
+    names = {plain, *NAME_SYNONYMS.get(plain, ())}
+    for key, value in record.items():
+        if plain_name(key) in names and value is not None and not isinstance(value, (dict, list)):
+            return (key,), False
+    for key, value in record.items():
+        for sub, leaf in (value.items() if isinstance(value, dict) else ()):
+            if plain_name(sub) in names and leaf is not None and not isinstance(leaf, (dict, list)):
+                return (key, sub), False
+    return None, False
 
 
 def filtered_field(argument: str, record: dict[str, Any]) -> tuple[str | None, bool]:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from wmstudio.world.episode.lookup import field_for, named_records
+from wmstudio.world.episode.lookup import field_for, named_records, record_path
 from wmstudio.world.episode.state import episode_state
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, matches, understood
@@ -72,7 +72,7 @@ def contradicted_fields(world: WorldSpec, call: Call, response: Any, history: Se
     found = named_records(state, call.arguments) if isinstance(call.arguments, dict) else []
     if not found:
         return []
-    path, record = found[0]
+    path, record = _described(response, found[0], state)
     lines = []
     for key, value in response.items():
         name = field_for(key, record, path) if key not in ENVELOPE_FIELDS else None
@@ -86,6 +86,18 @@ def contradicted_fields(world: WorldSpec, call: Call, response: Any, history: Se
             where = f" ({name})" if name != key else ""
             lines.append(f"{key}: {value!r}, but {why} {known!r}{where} (a lookup answers the record as it is)")
     return lines
+
+
+def _described(response: dict[str, Any], named: tuple[tuple, dict[str, Any]], state: Any
+               ) -> tuple[tuple, dict[str, Any]]:
+    """The record a lookup's answer describes: the one the call names, or one whose own id the answer holds that
+    shares more of the answer's fields (a customer found by the phone of one of their lines)."""
+    def shared(found: tuple[tuple, dict[str, Any]]) -> int:
+        return sum(field_for(key, found[1], found[0]) is not None for key in response if key not in ENVELOPE_FIELDS)
+
+    others = [found for value in response.values() if isinstance(value, str) and value
+              and (found := record_path(state, value)) is not None and found[0] != named[0]]
+    return max([named, *others], key=shared)
 
 
 def listing_slips(call: Call, response: Any) -> list[str]:

@@ -65,7 +65,7 @@ def find_listing(tool: Tool | None, call: Call, state: Any, history: Sequence[Hi
     lists."""
     if tool is None or not isinstance(call.arguments, dict) or not isinstance(state, dict):
         return None
-    listed = listed_property(tool.response)
+    listed = listed_items(tool.response)
     if listed is None:
         return None
     key, items = listed
@@ -133,6 +133,15 @@ def listed_property(schema: Any) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+def listed_items(schema: Any) -> tuple[str, dict[str, Any]] | None:
+    """listed_property, or ("", item properties) where the response is itself an array of objects."""
+    if isinstance(schema, dict) and schema.get("type") == "array":
+        items = resolve_local(schema.get("items"), schema)
+        if isinstance(items, dict) and isinstance(items.get("properties"), dict) and items["properties"]:
+            return "", items["properties"]
+    return listed_property(schema)
+
+
 def _collection(state: dict[str, Any], key: str, items: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The state's records the listing lists: the collection of the same name, else the one whose records share the
     most field names with the items (at least two)."""
@@ -194,6 +203,8 @@ def _page_size(arguments: dict[str, Any], tool: Tool, key: str) -> int:
 
 
 def _description(schema: Any, key: str) -> str:
+    if key == "" and isinstance(schema, dict):  # the response is the array itself
+        return schema.get("description", "")
     properties = schema.get("properties") if isinstance(schema, dict) else None
     value = (properties or {}).get(key)
     return value.get("description", "") if isinstance(value, dict) else ""
