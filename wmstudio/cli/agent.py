@@ -9,9 +9,10 @@ from typing import Optional
 import typer
 
 from wmstudio.cli.common import DB_HELP, emit, fail, open_store
-from wmstudio.cli.options import config_command
+from wmstudio.cli.options import config_command, grounding_option
 from wmstudio.locations import DEFAULT_MODEL
 from wmstudio.studio.training import AgentTrainConfig, GrpoSettings
+from wmstudio.world.grounding import Grounding
 
 commands = typer.Typer()
 runs_app = typer.Typer(help="GRPO training runs: list them, show one, cancel or resume it (what the Train tab does).",
@@ -111,8 +112,7 @@ def evaluate_cmd(
                                                   "a `wmstudio serve-wm` at this address instead (its key from "
                                                   "WMSTUDIO_API_KEY)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the noisy and random policies."),
-    grounding: str = typer.Option("none", "--grounding", help="What the world model's prompts may hold: none (it "
-                                  "tracks the state from the episode) or oracle (the simulator's state)."),
+    grounding: Grounding = grounding_option(),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON report."),
 ) -> None:

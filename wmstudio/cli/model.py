@@ -12,9 +12,10 @@ from typing import Optional
 import typer
 
 from wmstudio.cli.common import emit, fail
-from wmstudio.cli.options import config_command
+from wmstudio.cli.options import config_command, grounding_option
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
 from wmstudio.studio.training import DEFAULT_CHAT_LENGTH, TrainConfig, trained_model_folder
+from wmstudio.world.grounding import Grounding
 
 model_app = typer.Typer(help="The world model: train it, evaluate it, refit its outcome head, keep its schemas.",
                         no_args_is_help=True)
@@ -90,9 +91,7 @@ def eval_wm(
     samples: int = typer.Option(8, "--samples", min=2, max=8, help="K: samples per call at temperature 1."),
     split: str = typer.Option("test", "--split"),
     seed: int = typer.Option(0, "--seed"),
-    grounding: str = typer.Option("none", "--grounding",
-                                  help="What every prompt may hold beyond the five parts: none (the model tracks the "
-                                       "state) or oracle (the simulator's replayed state and retrieval)."),
+    grounding: Grounding = grounding_option(),
     worlds: str = typer.Option("all", "--worlds", help="Which rows: all, demo (the five demo worlds) or "
                                                         "heldout-synthetic (synthetic worlds never trained on)."),
     write: bool = typer.Option(False, "--write", help="Save quality.json in the model folder, update its card."),

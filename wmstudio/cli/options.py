@@ -15,6 +15,17 @@ import typer
 from wmstudio.cli.common import fail
 from wmstudio.problems import InvalidInput
 from wmstudio.settings import setting_specs
+from wmstudio.world.grounding import Grounding
+
+GROUNDING_HELP = ("What the world model's prompts may hold beyond the five parts: none (it tracks the state from the "
+                  "initial state and the episode's answers: what it gets wherever it stands in for an environment) or "
+                  "oracle (a simulator's replayed state and retrieval, labelled as the oracle's).")
+
+
+def grounding_option() -> Any:
+    """The one `--grounding` option of every command, for a parameter annotated `Grounding`: typer reads it as the
+    enum (a bad value exits 2 naming the option and the choices)."""
+    return typer.Option(Grounding.NONE, "--grounding", help=GROUNDING_HELP, case_sensitive=False)
 
 
 def option_parameters(config_type: type, skip: Iterable[str] = ()) -> list[inspect.Parameter]:

@@ -22,7 +22,9 @@ from wmstudio.cli.common import (
     read_call,
     read_history,
 )
+from wmstudio.cli.options import grounding_option
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.grounding import Grounding
 from wmstudio.world.tools.formats import FORMATS
 
 commands = typer.Typer()
@@ -112,23 +114,16 @@ def prompt(
     fmt: str = typer.Option("sections", "--format",
                             help="sections (plain prompt), chat (one messages row) or patronus (a chat row in the "
                                  "Patronus paper's layout: user turn `State: ...\\n\\nAction: ...`)."),
-    grounding: str = typer.Option("none", "--grounding",
-                                  help="none (the five parts and the history: what the world model gets wherever it "
-                                       "stands in for an environment) or oracle (adds a simulator's replayed state "
-                                       "and retrieval, labelled as the oracle's)."),
+    grounding: Grounding = grounding_option(),
 ) -> None:
     """Render the world-model prompt for a call, in the section format or as a chat row; --grounding shows what
     each grounding puts in it."""
-    from wmstudio.world.grounding import parse_grounding
     from wmstudio.world.prompt.patronus import render_patronus
     from wmstudio.world.prompt.render import PromptBudget, render
 
     if fmt not in ("sections", "chat", "patronus"):
         fail(f"--format {fmt!r} is not known: use sections, chat or patronus")
-    try:
-        grounded = parse_grounding(grounding, "--grounding")
-    except InvalidInput as err:
-        fail(str(err))
+    grounded = grounding  # read by the option (cli/options.py)
     spec = load_world(world)
     the_call = read_call(call)
     steps = read_history(history)
