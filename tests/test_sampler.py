@@ -436,10 +436,13 @@ def test_bench_llada_preset_refuses_the_cpu():
 def test_every_strategy_the_settings_admit_has_a_scorer_and_an_unknown_one_is_refused():
     import torch
 
-    from wmstudio.model.sampler import SCORERS, score
-    from wmstudio.model.sampler_settings import STRATEGIES
+    from wmstudio.model.sampler import score
+    from wmstudio.model.sampler_settings import SamplerSettings
+    from wmstudio.model.strategies import STRATEGIES
+    from wmstudio.settings import setting_specs
 
-    assert set(SCORERS) | {"random"} == set(STRATEGIES)
+    offered = next(spec for spec in setting_specs(SamplerSettings) if spec.name == "strategy").choices
+    assert tuple(offered) == STRATEGIES  # the form's choices are the scorers' table
     logits, guess = torch.randn(2, 5, 11), torch.zeros(2, 5, dtype=torch.long)
     for strategy in STRATEGIES:
         confidence = score(logits, guess, strategy, torch.Generator().manual_seed(0))

@@ -22,7 +22,8 @@ from wmstudio.model import text_penalty
 from wmstudio.model.canvas import OUTCOME_KEY, Canvas
 from wmstudio.model.constraints import END, CanvasConstraints
 from wmstudio.model.copy_head import CopyFiller, CopyPlan
-from wmstudio.model.sampler_settings import STRATEGIES, SamplerSettings  # the settings it denoises under
+from wmstudio.model.sampler_settings import SamplerSettings  # the settings it denoises under
+from wmstudio.model.strategies import SCORERS, STRATEGIES
 
 if TYPE_CHECKING:  # the sampler drives any backend; importing them would pull transformers into the CLI's start
     from wmstudio.model.backends import Backend
@@ -245,30 +246,12 @@ def sample_tokens(logits: torch.Tensor, temperature: float, generator: torch.Gen
     return (logits.double() + temperature * gumbel).argmax(dim=-1)
 
 
-def _probability(probs: torch.Tensor, guess: torch.Tensor) -> torch.Tensor:
-    return probs.gather(-1, guess.unsqueeze(-1)).squeeze(-1)
-
-
-def _margin(probs: torch.Tensor, guess: torch.Tensor) -> torch.Tensor:
-    top = probs.topk(2, dim=-1).values
-    return top[..., 0] - top[..., 1]
-
-
-def _certainty(probs: torch.Tensor, guess: torch.Tensor) -> torch.Tensor:
-    return torch.exp(-torch.special.entr(probs).sum(dim=-1))
-
-
-SCORERS = {"low_confidence": _probability, "margin": _margin, "entropy": _certainty}  # "random" draws, scores none
-
-
 def score(logits: torch.Tensor, guess: torch.Tensor, strategy: str, generator: torch.Generator) -> torch.Tensor:
-    """Each slot's confidence in [0, 1]: p(guess), top-1 minus top-2 probability, exp(-entropy), or random.
-    A strategy with no scorer is refused (ValueError), never read as another."""
-    if strategy == "random":
-        return torch.rand(guess.shape, generator=generator, device=guess.device)
+    """Each slot's confidence in [0, 1] under `strategy` (model/strategies.py). A strategy with no scorer is
+    refused (ValueError), never read as another."""
     if strategy not in SCORERS:
         raise ValueError(f"no scorer for strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
-    return SCORERS[strategy](torch.softmax(logits, dim=-1), guess)
+    return SCORERS[strategy](logits, guess, generator)
 
 
 def choose(confidence: torch.Tensor, eligible: torch.Tensor, quota: list[int], threshold: float | None) -> torch.Tensor:

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from wmstudio.model.strategies import STRATEGIES
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import form_value, setting, setting_problems, setting_specs
 from wmstudio.world.grounding import GROUNDINGS, NONE, Grounding
 
 MAX_CANVAS_TOKENS = 4096  # the longest response canvas (its slots and anchors)
 
-STRATEGIES = ("low_confidence", "margin", "entropy", "random")
 DEFAULT_THRESHOLD = 0.9
 MAX_SAMPLES = 8
 MAX_STEPS = 512
