@@ -120,3 +120,67 @@ def test_world_is_kept_in_wings():
             wing_of.setdefault((parts[2], target[2]), []).append(f"{src} imports {dst}")
     both_ways = [pair for pair in wing_of if pair[::-1] in wing_of]
     assert not both_ways, "wings importing each other: " + "; ".join(wing_of[pair][0] for pair in both_ways)
+
+
+def module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (inside functions too); `from pkg import sub` points at the
+    submodule, not at the package's __init__."""
+    modules = {".".join(p.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+               for p in package.rglob("*.py")}
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for src, dst, _ in package_imports(package):
+        graph[src].add(dst)
+    for path in package.rglob("*.py"):  # `from wmstudio.world import spec` imports the module `spec`
+        src = ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                subs = {f"{node.module}.{alias.name}" for alias in node.names} & modules
+                if subs and len(subs) == len(node.names):
+                    graph[src].discard(node.module)
+                graph[src] |= subs
+    return {module: {dst for dst in targets if dst in modules and dst != module} for module, targets in graph.items()}
+
+
+def import_loops(package: Path = PACKAGE) -> list[list[str]]:
+    """Every set of modules that import one another round a loop (strongly connected, Tarjan), whatever their
+    folders: a loop through a room's top-level modules is invisible to the folder rules above."""
+    graph, index, low, stack, on, loops = module_graph(package), {}, {}, [], set(), []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on.add(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            loop = []
+            while not loop or loop[-1] != module:
+                loop.append(stack.pop())
+                on.discard(loop[-1])
+            if len(loop) > 1:
+                loops.append(sorted(loop))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return loops
+
+
+def test_no_modules_import_one_another_round_a_loop():
+    loops = import_loops()
+    assert not loops, "modules importing round a loop: " + "; ".join(" <-> ".join(loop) for loop in loops)
+
+
+def test_the_loop_rule_sees_a_loop_through_one_rooms_top_level_modules(tmp_path):
+    package = tmp_path / "wmstudio"
+    (package / "world" / "tools").mkdir(parents=True)
+    for init in (package, package / "world", package / "world" / "tools"):
+        (init / "__init__.py").write_text("")
+    (package / "world" / "spec.py").write_text("from wmstudio.world.tools import schema\n")
+    (package / "world" / "tools" / "schema.py").write_text("def infer():\n    from wmstudio.world import history\n")
+    (package / "world" / "history.py").write_text("from wmstudio.world.spec import load\n")
+    assert import_loops(package) == [["wmstudio.world.history", "wmstudio.world.spec", "wmstudio.world.tools.schema"]]
