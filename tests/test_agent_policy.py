@@ -161,6 +161,8 @@ def test_train_grpo_records_metrics_checkpoints_a_policy_and_resumes(sft_policy,
     first = CliRunner().invoke(app, [*common, "--max-steps", "2"])
     assert first.exit_code == 0, first.output
     result = json.loads(first.stdout)
+    progress = [json.loads(line) for line in first.stderr.splitlines() if line.startswith('{"step"')]
+    assert [line["step"] for line in progress] == [1, 2] and progress[-1]["max_steps"] == 2  # --json: on stderr
     run_folder = Path(result["run_folder"])
     assert (run_folder / "checkpoints" / "checkpoint-2").is_dir()
     assert load_policy(result["policy_folder"]).act(split_of(SCENARIOS, TRAIN)[0], run_episode(

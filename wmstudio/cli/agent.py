@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -34,11 +35,14 @@ def _train_grpo(settings) -> None:
     from wmstudio.studio.runs import train_recorded
 
     def on_step(step: int, values: dict[str, float]) -> None:
-        if not settings.json:
-            done = min(1.0, step / settings.max_steps)
-            bar = "#" * int(done * 30) + "." * (30 - int(done * 30))
-            shown = " ".join(f"{k} {v:.3f}" for k, v in values.items() if k in ("reward", "success", "kl"))
-            typer.echo(f"[{bar}] step {step}/{settings.max_steps} {shown}", err=True)
+        shown = {k: round(v, 4) for k, v in values.items() if k in ("reward", "success", "kl")}
+        if settings.json:  # stdout stays the one JSON report; the progress is a JSON line on stderr
+            typer.echo(json.dumps({"step": step, "max_steps": settings.max_steps, **shown}), err=True)
+            return
+        done = min(1.0, step / settings.max_steps)
+        bar = "#" * int(done * 30) + "." * (30 - int(done * 30))
+        typer.echo(f"[{bar}] step {step}/{settings.max_steps} " + " ".join(f"{k} {v:.3f}" for k, v in shown.items()),
+                   err=True)
 
     result = train_recorded(settings, log=lambda text: typer.echo(text, err=True), on_step=on_step)
     if result is not None:  # None: one of torchrun's other processes, which rank 0 reports for
