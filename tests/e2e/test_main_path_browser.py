@@ -114,6 +114,9 @@ def test_edit_a_world_run_with_an_anchor_save_rate_and_see_agreement(studio):
         [rollout] = filter_rollouts(store).items
         [step] = rollout_steps(store, rollout.id)
         assert json.loads(step.response)["status"] == "error"
+        page.get_by_role("tab", name="Rollouts").click()  # the list shows the step just saved, with no reload
+        expect(page.locator("#rollouts-table")).to_contain_text(str(rollout.id), timeout=15_000)
+        page.get_by_role("tab", name="Simulate").click()
 
         # Model only, one click: the denoiser writes every value, step by step, around the pinned status
         page.locator("#simulate-model-only input").check()

@@ -13,6 +13,7 @@ from typing import Any
 
 import gradio as gr
 import pandas as pd
+from gradio.context import Context
 
 from wmstudio.model.sampler_settings import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
@@ -466,3 +467,6 @@ def build_rollouts_tab(ctx: StudioContext, studio: gr.Blocks, single_user: bool 
                         upload, cur_message, api_name="dataset_import")
     studio.load(on_choices, None, [f_world, new_world, cur_pick, policy], api_visibility="private")
     studio.load(on_search, [*filters, page], [table, info, page], api_visibility="private")
+    tab = Context.block
+    if isinstance(tab, gr.Tab):  # opened again after a step was saved elsewhere (Simulate): the list shows it
+        tab.select(on_search, [*filters, page], [table, info, page], api_visibility="private")
