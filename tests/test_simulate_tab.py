@@ -485,3 +485,14 @@ def test_a_context_can_route_the_denoising_through_its_own_stream(ctx, worlds):
     plain = list(run_simulation(ctx, worlds["retail"], *parsed(call), SamplerSettings(steps=4)))[-1]
     assert seen == ["get_order"]
     assert routed.generation.samples[0].response == plain.generation.samples[0].response
+
+
+def test_an_error_answers_neutral_fields_are_said_to_be_the_worlds_convention_not_made_up():
+    from wmstudio.ui.check_view import neutral_note
+
+    refused = json.dumps({"order_id": "ORD-23411", "refund_id": "", "order_total_cents": 0, "error": "ORDER_NOT_DELIVERED",
+                          "message": "Order ORD-23411 is processing.", "status": "error"})
+    note = neutral_note(refused)
+    assert "refund_id, order_total_cents" in note and "order_id" not in note and "not values made up" in note
+    assert neutral_note(json.dumps({"order_total_cents": 0, "status": "ok"})) == ""  # an ok answer's 0 is a value
+    assert neutral_note("{broken") == ""

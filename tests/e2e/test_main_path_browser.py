@@ -100,6 +100,7 @@ def test_edit_a_world_run_with_an_anchor_save_rate_and_see_agreement(studio):
         assert masked and masked == sorted(masked, reverse=True) and masked[-1] == 0, frames  # drawn as it filled
         # (here the heads fill every slot under the pin; test_simulate_browser watches a run the denoiser writes)
         expect(page.locator("#simulate-report")).to_contain_text('Anchor: status="error"')
+        expect(page.locator("#simulate-report .wm-neutral")).to_contain_text("not values made up")  # "" and 0
         expect(page.locator("#simulate-status")).to_contain_text("The outcome head chose error")  # within the pin
         # who wrote what: the outcome head's and the call's values labelled, then the model's own tokens
         written = page.locator("#simulate-canvas .wm-written")

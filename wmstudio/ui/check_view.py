@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from wmstudio.metrics.diversity import distinct_n, self_bleu
 from wmstudio.model.generation import FROM_HISTORY, FROM_SKETCH, FROM_TRAINING, Generation
 from wmstudio.world.checks.report import CheckReport
+from wmstudio.world.records import ENVELOPE_FIELDS
 from wmstudio.world.spec import WorldSpec
 from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.tools import Tool
@@ -34,7 +35,7 @@ REPORT_CSS = """
 .wm-verdict.bad { color: #991b1b; }
 .wm-metrics { margin: 8px 0; font-size: 0.9em; }
 .wm-metrics b { margin-right: 14px; }
-.wm-repair, .wm-cut, .wm-outcome { font-size: 0.85em; color: var(--body-text-color-subdued); margin-top: 4px; }
+.wm-repair, .wm-cut, .wm-outcome, .wm-neutral { font-size: 0.85em; color: var(--body-text-color-subdued); margin-top: 4px; }
 """
 
 
@@ -72,7 +73,26 @@ def sample_card(title: str, response: str, world: WorldSpec, tool: Tool, report:
     verdict = '<div class="wm-verdict ok">✓ all checks pass</div>' if report.ok else \
         '<div class="wm-verdict bad">✗ some checks fail</div>'
     return (f'<div class="wm-card"><h4>{html.escape(title)}</h4>{verdict}'
-            f"<pre>{html.escape(pretty_response(response)[0])}</pre><div class=\"wm-badges\">{badges}</div></div>")
+            f"<pre>{html.escape(pretty_response(response)[0])}</pre>{neutral_note(response)}"
+            f"<div class=\"wm-badges\">{badges}</div></div>")
+
+
+def neutral_note(response: str) -> str:
+    """Under an error answer whose other fields are neutral ("", 0, false, empty): what they mean, so they do not read
+    as made up ("" where there is none)."""
+    try:
+        value = json.loads(response)
+    except (TypeError, ValueError):
+        return ""
+    if not isinstance(value, dict) or value.get("status") != "error":
+        return ""
+    neutral = [key for key, field in value.items() if key not in ENVELOPE_FIELDS
+               and field in ("", 0, False, [], {}) and field is not None]
+    if not neutral:
+        return ""
+    return (f'<div class="wm-neutral">{html.escape(", ".join(neutral[:6]))}{" …" if len(neutral) > 6 else ""}: '
+            'neutral ("", 0, false) as the world answers what a refused call did not produce, not values made '
+            "up.</div>")
 
 
 def _badge(state: str, text: str) -> str:
