@@ -12,7 +12,8 @@ import typer
 from wmstudio.cli.common import DB_HELP, emit, fail, open_store
 from wmstudio.cli.options import config_command, grounding_option
 from wmstudio.locations import DEFAULT_MODEL
-from wmstudio.studio.training import AgentTrainConfig, GrpoSettings
+from wmstudio.problems import InvalidInput
+from wmstudio.studio.training import ENVIRONMENT_HELP, AgentTrainConfig, GrpoSettings, environment_kind
 from wmstudio.world.grounding import Grounding
 
 commands = typer.Typer()
@@ -108,8 +109,7 @@ def evaluate_cmd(
                                                                  "adversarial (recovering from a failed first try) or "
                                                                  "a saved curriculum with scenarios."),
     split: str = typer.Option("heldout", "--split", help="train or heldout."),
-    env: str = typer.Option("world-model", "--env", help="Where the estimate's calls are answered: world-model, "
-                                                         "simulator or hybrid."),
+    env: str = typer.Option("world-model", "--env", help=ENVIRONMENT_HELP),
     episodes: Optional[int] = typer.Option(None, "--episodes", min=1, help="Scenarios to play (default: all)."),
     model: str = typer.Option(DEFAULT_MODEL, "--model", help="The world model."),
     world_model_url: Optional[str] = typer.Option(None, "--world-model-url", help="Send the world model's calls to "
@@ -133,12 +133,14 @@ def evaluate_cmd(
     from wmstudio.studio.training import curriculum_scenarios, split_of
 
     scenarios = split_of(curriculum_scenarios(open_store(db), curriculum), split)[:episodes]
-    if env != "simulator" and world_model_url is None:
+    try:
+        kind = environment_kind(env, "--env")
+    except InvalidInput as err:
+        fail(str(err))
+    if kind.needs_model and world_model_url is None:
         check_model_source(model)
-    from wmstudio.studio.training import MODES, evaluate_policy, report, world_model_for
+    from wmstudio.studio.training import evaluate_policy, report, world_model_for
 
-    if env not in MODES:
-        fail(f"--env {env!r} is not an environment: use {', '.join(MODES)}")
     backend = world_model_for(env, model, world_model_url)
     estimate = evaluate_policy(chosen, scenarios, backend, env, progress, grounding)
     data = report(policy, curriculum, split, estimate)

@@ -18,6 +18,7 @@ from wmstudio.store import (  # noqa: F401 - re-exported: the door to the store'
 )
 from wmstudio.train.jobs import (  # noqa: F401 - re-exported: a run's life
     DEMO_CURRICULUM,
+    ENVIRONMENT_HELP,
     ENVIRONMENTS,
     LIVE_STATUSES,
     MAX_STEPS,

@@ -14,6 +14,7 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.train.agent_config import AgentTrainConfig, GrpoSettings  # noqa: F401 - re-exported
 from wmstudio.train.chat_scoring import DEFAULT_CHAT_LENGTH  # noqa: F401 - re-exported
 from wmstudio.train.config import TrainConfig  # noqa: F401 - re-exported
+from wmstudio.train.environment_kinds import ENVIRONMENT_HELP, ENVIRONMENTS, environment_kind  # noqa: F401
 
 LAZY = {  # name -> the module that does it (loaded on first use)
     "train_world_model": "wmstudio.train.training",  # `model train`
@@ -30,7 +31,6 @@ LAZY = {  # name -> the module that does it (loaded on first use)
     "curriculum_scenarios": "wmstudio.train.curriculum_scenarios",
     "split_of": "wmstudio.train.scenarios",
     "world_model_for": "wmstudio.train.environments",
-    "MODES": "wmstudio.train.environments",
 }
 
 

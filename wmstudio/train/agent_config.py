@@ -12,9 +12,9 @@ from typing import Any
 from wmstudio.locations import MODELS_DIR, REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import number_in, setting, whole_in
+from wmstudio.train.environment_kinds import ENVIRONMENT_HELP, ENVIRONMENTS, environment_kind
 
 DEFAULT_POLICY = (MODELS_DIR / "agent-small").relative_to(REPO_ROOT).as_posix()  # the shipped SFT policy
-ENVIRONMENTS = ("world-model", "simulator", "hybrid")
 MAX_BATCH = 64  # scenarios a step, rollouts a scenario: a step plays their product, each a whole episode
 POLICY_MARKER = "policy.json"  # beside a policy's weights: says the folder is an agent policy, and how it reads
 
@@ -86,7 +86,7 @@ class GrpoSettings:
     curriculum: str = setting("demo", "The curriculum whose training scenarios the policy plays: demo (the five "
                                       "simulated worlds), adversarial (recovering from a failed first try) or a "
                                       "saved curriculum with scenarios.")
-    env: str = setting("world-model", "Who answers the policy's calls: world-model, simulator or hybrid.")
+    env: str = setting("world-model", ENVIRONMENT_HELP, choices=ENVIRONMENTS)
     policy: str = setting(DEFAULT_POLICY, "The policy to start from: a `train-agent` folder, or a chat model by "
                                           "hub id or folder (e.g. Qwen/Qwen3-0.6B, on a GPU).")
     model: str | None = setting(None, "The world model (default: the embedded MDLM).")
@@ -121,8 +121,10 @@ class GrpoSettings:
         problems: list[Problem] = []
         if not isinstance(self.curriculum, str) or not self.curriculum.strip():
             problems.append(Problem("curriculum", "give a curriculum name, e.g. demo"))
-        if self.env not in ENVIRONMENTS:
-            problems.append(Problem("env", f"{self.env!r} is not an environment: use {', '.join(ENVIRONMENTS)}"))
+        try:
+            environment_kind(self.env)
+        except InvalidInput as err:
+            problems += err.problems
         for name in ("max_steps", "generations", "scenarios_per_step", "save_every", "threads"):
             _positive(problems, name, getattr(self, name), whole=True)
         for name in ("generations", "scenarios_per_step"):

@@ -23,6 +23,7 @@ from wmstudio.model.generation import Generation, Sample, generate
 from wmstudio.model.remote_world_model import RemoteWorldModel
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.train.environment_kinds import ENVIRONMENTS, environment_kind
 from wmstudio.train.scenarios import TASKS, Scenario, Step, Trajectory
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.simulators import get_simulator
@@ -30,8 +31,8 @@ from wmstudio.world.spec import Call
 from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.steering.occurrence import anchors_for, occurrence_of, steered_step
 
-WORLD_MODEL, SIMULATOR, HYBRID = "world-model", "simulator", "hybrid"
-MODES = (WORLD_MODEL, SIMULATOR, HYBRID)
+WORLD_MODEL, SIMULATOR, HYBRID = ENVIRONMENTS  # the names train/environment_kinds.py declares
+MODES = ENVIRONMENTS
 MAX_TURNS = 6  # a login, the task's call, a retry or two (after an error, a partial page), the answer
 
 Action = Call | str  # a tool call, or the agent's final answer
@@ -56,11 +57,10 @@ class EpisodeWorld:
 
     def __init__(self, scenario: Scenario, mode: str, backend: Backend | RemoteWorldModel | None = None,
                  settings: SamplerSettings = SamplerSettings(), cache: AnswerCache | None = None):
-        if mode not in MODES:
-            raise InvalidInput(Problem("env", f"{mode!r} is not an environment: use {', '.join(MODES)}"))
-        if mode != SIMULATOR and backend is None:
+        self.kind = environment_kind(mode)
+        if self.kind.needs_model and backend is None:
             raise InvalidInput(Problem("env", f"the {mode} environment needs a world model"))
-        if mode != WORLD_MODEL and not scenario.world.simulator:
+        if self.kind.needs_simulator and not scenario.world.simulator:
             raise InvalidInput(Problem("env", f"world {scenario.world.name!r} has no simulator: use {WORLD_MODEL}"))
         self.scenario, self.mode, self.backend, self.settings, self.cache = scenario, mode, backend, settings, cache
         self.simulator = get_simulator(scenario.world.simulator) if scenario.world.simulator else None
@@ -75,7 +75,7 @@ class EpisodeWorld:
         anchors = episode_anchors(self.scenario, call, self.history)
         if self.simulator is not None:
             self.state, truth = steered_step(self.simulator, self.state, call, anchors, self.scenario.world.directives)
-        if self.mode == SIMULATOR or (self.mode == HYBRID and call.name not in TASKS):
+        if not self.kind.needs_model or (self.kind.model_answers == "tasks" and call.name not in TASKS):
             self.answered_by[SIMULATOR] += 1
             text = json.dumps(truth, ensure_ascii=False, separators=(",", ":"))
         else:
@@ -111,7 +111,7 @@ class EpisodeWorld:
 def world_model_for(env: str, model: str | None = None, url: str | None = None) -> Backend | RemoteWorldModel | None:
     """Who answers an episode's world-model calls in `env`: nobody in the simulator, a `serve-wm` server at `url`
     (its key from WMSTUDIO_API_KEY), else the model loaded here (the embedded one by default)."""
-    if env == SIMULATOR:
+    if not environment_kind(env).needs_model:
         return None
     if url:
         return RemoteWorldModel(url, os.environ.get("WMSTUDIO_API_KEY") or None)

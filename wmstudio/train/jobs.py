@@ -34,13 +34,14 @@ from wmstudio.store import (
     list_runs,
     update_run,
 )
-from wmstudio.train.agent_config import ENVIRONMENTS, MAX_BATCH, GrpoSettings
+from wmstudio.train.agent_config import MAX_BATCH, GrpoSettings
 from wmstudio.train.curriculum_scenarios import (
     DEMO_CURRICULUM,
     curriculum_row,
     curriculum_scenarios,
     seed_demo_scenarios,
 )
+from wmstudio.train.environment_kinds import ENVIRONMENT_HELP, ENVIRONMENTS, environment_kind  # noqa: F401
 from wmstudio.train.job_process import (  # noqa: F401 - the process's side, named here too
     CANCELLED_EXIT_CODE,
     LIVE_STATUSES,
@@ -115,8 +116,10 @@ def job_settings(curriculum: Any = DEMO_CURRICULUM, env: Any = "simulator", max_
         problems.append(Problem("save_every", f"must be a whole number of steps from 1, got {save_every!r}"))
     if not isinstance(curriculum, str) or not curriculum.strip():
         problems.append(Problem("curriculum", f"give a curriculum name, e.g. {DEMO_CURRICULUM!r}"))
-    if env not in ENVIRONMENTS:
-        problems.append(Problem("env", f"{env!r} is not an environment: use {', '.join(ENVIRONMENTS)}"))
+    try:
+        environment_kind(env)
+    except InvalidInput as err:
+        problems += err.problems
     for name, value, high in (("max_steps", max_steps, MAX_STEPS), ("seed", seed, MAX_SEED)):
         low = 1 if name == "max_steps" else 0
         if not whole_in(value, low, high):

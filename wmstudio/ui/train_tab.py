@@ -22,6 +22,7 @@ from wmstudio.settings import form_value, setting_specs
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.runs import (
     DEMO_CURRICULUM,
+    ENVIRONMENT_HELP,
     ENVIRONMENTS,
     LIVE_STATUSES,
     MAX_STEPS,
@@ -46,8 +47,7 @@ from wmstudio.ui.setting_widgets import setting_widget
 CURVES = {"reward": "Reward", "success": "Success rate", "kl": "KL to the reference",
           "completion_length": "Completion length (tokens)", "valid_call_rate": "Valid-call rate", "loss": "Loss"}
 RUN_COLUMNS = ["id", "status", "env", "steps logged", "started", "finished", "error"]
-ENV_HELP = ("Who answers the agent's tool calls: the world model, the worlds' exact simulators, or the world model "
-            "checked against the simulators (hybrid).")
+ENV_HELP = ENVIRONMENT_HELP  # train/environment_kinds.py
 LIVE_REFRESH_S, IDLE_REFRESH_S = 2.0, 10.0
 RUNS_SHOWN = 50
 EPISODES_SHOWN = 5
