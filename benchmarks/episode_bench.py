@@ -28,6 +28,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from wmstudio.locations import DEMO_WORLDS_DIR
@@ -124,6 +125,19 @@ class Tally:
     drift: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     oracle: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     depth: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def summary(self) -> dict[str, Any]:
+        """The headline figures: state-changing steps exact (and with new ids as the answers named them), the rest,
+        answer fields right at step 1 and 4+, lookups after writes (fields), with their counts."""
+        changing = [sum(self.config[k][i] for k in ("1-2", "3-6", "7+")) for i in (0, 1)]
+        rest = [sum(self.config[k][i] for k in ("failure", "none")) for i in (0, 1)]
+        share = lambda part, whole: round(part / whole, 4) if whole else None  # noqa: E731
+        return {"state_changing": share(*changing), "state_changing_named": share(
+                    sum(self.loose[k][0] for k in ("1-2", "3-6", "7+")), changing[1]),
+                "state_changing_steps": changing[1], "rest": share(*rest), "rest_steps": rest[1],
+                "step_1": round(_mean(self.depth[1]), 4) if self.depth[1] else None,
+                "step_4": round(_mean(self.depth[4]), 4) if self.depth[4] else None,
+                "lookups_after_writes": share(*self.lookup_fields), "lookup_fields": self.lookup_fields[1]}
 
     def report(self, title: str) -> None:
         print(f"\n== {title} ==")
@@ -270,6 +284,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--generated", type=int, default=0,
                         help="also this many generated worlds of the seed (themes no fit saw: the seed is new)")
+    parser.add_argument("--json", type=Path, help="also write the headline figures here, as docs/headline_table.py "
+                                                  "reads them")
     args = parser.parse_args()
     backend, settings = load_backend(), SamplerSettings()
     started = time.time()
@@ -300,6 +316,12 @@ def main() -> None:
         generated.report(f"{args.generated} generated worlds of seed {args.seed}: the model")
         generated_echo.report(f"{args.generated} generated worlds of seed {args.seed}: echo++ on the same calls")
     print(f"({time.time() - started:.0f} s)")
+    if args.json:
+        written = {"seed": args.seed, "episodes": args.episodes, "generated_worlds": args.generated,
+                   "demo": {"model": demo.summary(), "echo_plus_plus": demo_echo.summary()}}
+        if args.generated:
+            written["generated"] = {"model": generated.summary(), "echo_plus_plus": generated_echo.summary()}
+        args.json.write_text(json.dumps(written, indent=1) + "\n", encoding="utf-8")
 
 
 def _minted(state: Any, truth: dict[str, Any], answer: str) -> dict[str, str]:

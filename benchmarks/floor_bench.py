@@ -91,6 +91,8 @@ def main() -> None:
                                         "assets/models/wm-mdlm-small")
     parser.add_argument("--ablate", default="", help="boolean sampler settings to switch off, a column each (with "
                                                      "--model), e.g. record_copy,copy_head")
+    parser.add_argument("--json", type=Path, help="also write the figures here ({column: figures}, the model's as "
+                                                  "`model`), as docs/headline_table.py reads them")
     args = parser.parse_args()
     grounding = parse_grounding(args.grounding)
     started = time.perf_counter()
@@ -101,8 +103,10 @@ def main() -> None:
     for case in cases:
         score_baselines(case, answers, grounding, rates, flips)
     columns = [(b.label, rates[b.name].to_json()) for b in BASELINES]
+    written = {b.name: rates[b.name].to_json() for b in BASELINES}
     if args.model:
         raw, shown = model_rates(args.model, cases, grounding, args.prompt_tokens)
+        written["model"] = {**raw.to_json(), "state_shown": round(shown[0] / max(1, shown[1]), 4)}
         columns.insert(0, (f"{Path(args.model).name} raw (here)", raw.to_json()))
         print(f"state values the prompt showed: {shown[0]} of {shown[1]} ({shown[0] / max(1, shown[1]):.1%})")
         for number, name in enumerate(n.strip() for n in args.ablate.split(",") if n.strip()):
@@ -123,6 +127,10 @@ def main() -> None:
     for measure, path in MEASURES:
         print(f"| {measure} | " + " | ".join(figure(column, path) for _, column in columns) + " |")
     print("values of each kind scored:", json.dumps(rates[BASELINES[0].name].fields.total))
+    if args.json:
+        args.json.write_text(json.dumps({"corpus": str(args.corpus), "worlds": args.worlds, "rows": len(cases),
+                                         "split": args.split, "seed": args.seed, "grounding": str(grounding),
+                                         "figures": written}, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

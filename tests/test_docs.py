@@ -25,6 +25,7 @@ MD_NAME = re.compile(r"(?<![\w./-])([\w./-]*\w\.md)\b")
 PROSE_FILES = re.compile(r"^(wmstudio/|benchmarks/|spaces/|docs/|\.ci/|app\.py$|pyproject\.toml$|README\.md$|"
                          r"assets/models/[^/]+/README\.md$)")
 sys.path.insert(0, str(ROOT / "docs"))
+import headline_table  # noqa: E402 - docs/headline_table.py, the README's current accuracy table's writer
 import quality_table  # noqa: E402 - docs/quality_table.py, the README table's writer
 
 
@@ -99,6 +100,16 @@ def test_every_md_file_named_in_the_code_and_the_docs_exists():
             if "/" in mentioned and not any(p.exists() for p in here) or "/" not in mentioned and mentioned not in names:
                 missing.append(f"{name} names {mentioned}")
     assert not missing, "\n".join(missing)
+
+
+def test_the_readme_accuracy_table_is_what_the_benchmarks_measured():
+    headline = json.loads(headline_table.HEADLINE.read_text(encoding="utf-8"))
+    table = headline_table.render(headline)
+    assert headline_table.block((ROOT / "README.md").read_text(encoding="utf-8")) == table, \
+        "regenerate it: python docs/headline_table.py"
+    demo = headline["single"]["demo"]["figures"]
+    assert f"| values copied from the state shown | {demo['model']['field_accuracy']['copy_state']:.1%} | " \
+        f"{demo['echo_plus_plus']['field_accuracy']['copy_state']:.1%} |" in table  # the model, then echo++
 
 
 def test_the_readme_quality_table_is_the_shipped_models_own():
