@@ -36,7 +36,7 @@ from wmstudio.store import (
 from wmstudio.store.database import current_revision, head_revision, upgrade_database
 from wmstudio.store.scenarios import SUCCESS_EXAMPLE
 from wmstudio.studio.curricula import add_to_curriculum, export_curriculum, import_dataset_file, zip_folder
-from wmstudio.studio.scenario_authoring import add_scenario, curriculum_worlds, try_success
+from wmstudio.studio.scenario_authoring import NO_CALLS, add_scenario, curriculum_worlds, saved_episodes, try_success
 from wmstudio.studio.scenario_file import SCENARIOS_FILE
 from wmstudio.train.curriculum_scenarios import curriculum_scenarios, scenario_rows, seed_demo_scenarios
 from wmstudio.train.jobs import demo_curriculum, job_settings, training_command
@@ -413,6 +413,11 @@ def test_a_scenario_added_to_a_saved_curriculum_is_its_next_version_with_its_rol
     assert not try_success(store, condition.replace('"ok"', '"error"'), world, rollout).holds
     with pytest.raises(InvalidInput, match="success: CEL syntax error"):
         try_success(store, "trajectory.calls.exists(c, ", world, rollout)
+    # with no saved episode to hand, a condition is tried before any call: one that holds there rewards doing nothing
+    assert saved_episodes(store, "retail")[-1][1] == NO_CALLS
+    assert not try_success(store, condition, world, NO_CALLS).holds
+    idle = try_success(store, "size(trajectory.calls) == 0 || true", world, NO_CALLS)
+    assert idle.holds and "an agent that does nothing" in idle.text
 
     added = add_scenario(store, "retail", world, "Refund it twice.", condition, {"refund_order#2": ['status="ok"']},
                          split="heldout")

@@ -48,10 +48,15 @@ def curriculum_worlds(store: Store, name: str) -> dict[str, WorldSpec]:
     return dict(sorted(worlds.items()))
 
 
+NO_CALLS = 0  # the episode before the agent acts: always offered, so a condition can be tried with none saved
+
+
 def saved_episodes(store: Store, world: str) -> list[tuple[str, int]]:
-    """The newest saved rollouts of `world` (any version) to try a condition on, as (label, rollout id)."""
+    """The newest saved rollouts of `world` (any version) to try a condition on, as (label, rollout id), then the
+    episode before any call (NO_CALLS): a condition that holds there rewards an agent that does nothing."""
     page = filter_rollouts(store, world=world, page_size=EPISODES_SHOWN)
-    return [(f"#{r.id} {r.title or 'untitled'} · {r.step_count} step(s)", r.id) for r in page.items]
+    return [(f"#{r.id} {r.title or 'untitled'} · {r.step_count} step(s)", r.id) for r in page.items] + \
+        [("before any call (the initial state, no calls)", NO_CALLS)]
 
 
 def try_success(store: Store, condition: str, world: WorldSpec, rollout_id: Any) -> Tried:
@@ -65,10 +70,14 @@ def try_success(store: Store, condition: str, world: WorldSpec, rollout_id: Any)
         rollout = int(rollout_id)
     except (TypeError, ValueError):
         raise InvalidInput(Problem("episode", "pick a saved episode to try the condition on")) from None
-    steps = [Step(Call.from_json(s.call, f"rollout {rollout}.call"), s.response) for s in rollout_steps(store, rollout)]
+    steps = [] if rollout == NO_CALLS else [Step(Call.from_json(s.call, f"rollout {rollout}.call"), s.response)
+                                            for s in rollout_steps(store, rollout)]
     trajectory = Trajectory(steps)
     holds, why = evaluate_check(condition.strip(), {"state": world.initial_state, "trajectory": trajectory.to_json()},
                                 names=("state", "trajectory"))
+    if rollout == NO_CALLS:
+        return Tried(bool(holds), "Holds before any call: a run would reward an agent that does nothing." if holds
+                     else f"Does not hold before any call (the agent has to act): {why}.")
     if holds:
         return Tried(True, f"Holds on rollout #{rollout} ({len(steps)} call(s)).")
     return Tried(False, f"Does not hold on rollout #{rollout} ({len(steps)} call(s)): {why}.")

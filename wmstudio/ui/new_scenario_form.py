@@ -56,7 +56,7 @@ def build_new_scenario_form(store: Store, curriculum: gr.Dropdown, studio: gr.Bl
         success = gr.Textbox(label="Success condition (CEL over state and trajectory)", lines=2, max_lines=8,
                              placeholder=SUCCESS_EXAMPLE, elem_id="train-new-success")
         with gr.Row():
-            episode = gr.Dropdown([], label="Saved episode of that world to try the condition on",
+            episode = gr.Dropdown([], label="Episode of that world to try the condition on (saved, or none yet)",
                                   elem_id="train-new-episode", scale=4)
             try_it = gr.Button("Try it", elem_id="train-new-try", scale=1)
         tried = gr.Markdown(elem_id="train-new-tried")
@@ -81,8 +81,8 @@ def build_new_scenario_form(store: Store, curriculum: gr.Dropdown, studio: gr.Bl
         try:
             spec = chosen_world(store, name, world_name)
             if rollout in (None, ""):
-                raise InvalidInput(Problem("episode", f"no saved episode of {world_name} picked: save one in "
-                                                      "Simulate (or pick one), then try again"))
+                raise InvalidInput(Problem("episode", f"no episode of {world_name} picked: pick one (or save one "
+                                                      "in Simulate), then try again"))
             result = try_success(store, condition, spec, rollout)
         except Exception as err:  # noqa: BLE001 - shown beside the button
             return failure_markdown(err, "try the condition", "nothing was changed")
