@@ -159,7 +159,7 @@ def test_the_identifiers_a_call_sends_are_echoed_ok_or_not():
     """On generated worlds (snake_case and camelCase), every top-level field named as an identifier the call sends
     holds it in the simulator's answer, errors included; generation writes them before denoising, so the shipped
     model echoes them where it wrote "" or another id."""
-    from wmstudio.model.record_copy import call_identifiers
+    from wmstudio.model.call_echoes import call_identifiers
 
     seen = {"ok": 0, "error": 0, "camel": 0}
     refused = []
@@ -183,7 +183,7 @@ def test_an_answer_that_did_what_was_asked_holds_the_arguments_it_names_as_sent(
     """A top-level field named as an argument holds it in every ok answer of generated worlds (times, labels,
     amounts), and the shipped model writes them where it wrote "" or shifted a time; a path is left out, as the
     filesystem answers it absolute."""
-    from wmstudio.model.record_copy import call_echoes
+    from wmstudio.model.call_echoes import call_echoes
 
     done = []
     for world, call, truth in generated_calls(11, 30, 20):
@@ -256,7 +256,7 @@ def test_a_camel_case_key_names_the_records_own_id_by_its_kind(backend):
 def test_an_argument_left_out_is_echoed_as_the_default_its_schema_states():
     """The airline's `search_flights` prices the basic fare when none is asked ("Fare class to price (default
     basic)"); the answer's `fare` says so, and a BFCL default of "None" is no value."""
-    from wmstudio.model.record_copy import call_echoes
+    from wmstudio.model.call_echoes import call_echoes
 
     airline = get_simulator("airline")
     world = airline.world()

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from wmstudio.model.ar_pins import top_level_pins
 from wmstudio.model.backends import ArBaseline, Backend
+from wmstudio.model.call_echoes import call_echoes, call_identifiers, identifier_shape
 from wmstudio.model.canvas import (
     FREE,
     MAX_CANVAS_TOKENS,
@@ -37,14 +38,7 @@ from wmstudio.model.outcome_choice import (
 )
 from wmstudio.model.outcome_head import Outcome
 from wmstudio.model.prompting import MIN_PROMPT_TOKENS, Prompt, prepare_prompt
-from wmstudio.model.record_copy import (
-    RecordCopy,
-    call_echoes,
-    call_identifiers,
-    identifier_shape,
-    record_copy,
-    with_record,
-)
+from wmstudio.model.record_copy import RecordCopy, record_copy, with_record
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
     REPAIR_ROUNDS,

@@ -22,9 +22,10 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from wmstudio.model.call_echoes import names_a_record
 from wmstudio.model.copy_head import key_words
 from wmstudio.model.layout import ExactItems, Holds
-from wmstudio.model.record_copy import RecordCopy, names_a_record
+from wmstudio.model.record_copy import RecordCopy
 from wmstudio.problems import InvalidInput
 from wmstudio.world.episode.state import state_after
 from wmstudio.world.heads.copy_sources import shown_leaves

@@ -10,9 +10,9 @@ from typing import Any, Sequence
 import torch
 
 from wmstudio.model.backends import Backend
+from wmstudio.model.call_echoes import call_identifiers
 from wmstudio.model.canvas import OUTCOME_KEY
 from wmstudio.model.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins, within_rules
-from wmstudio.model.record_copy import call_identifiers
 from wmstudio.model.sampler import SamplerSettings
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.heads.code_messages import composed_message

@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from wmstudio.model.call_echoes import argument_defaults
 from wmstudio.model.folder_listing import or_folder
 from wmstudio.model.layout import ExactItems
 from wmstudio.model.listing_copy import as_history_left, or_listing
-from wmstudio.model.record_copy import argument_defaults, record_copy
+from wmstudio.model.record_copy import record_copy
 from wmstudio.model.text_answer import text_answer
 from wmstudio.train.field_kinds import parse
 from wmstudio.world.checks.fixed_fields import fixed_fields
