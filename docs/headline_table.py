@@ -20,6 +20,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from readme_block import between, update
+
 ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = ROOT / "assets" / "models" / "wm-mdlm-small" / "headline.json"
 README = ROOT / "README.md"
@@ -86,11 +88,9 @@ def render(headline: dict[str, Any]) -> str:
         "`python docs/headline_table.py` from `assets/models/wm-mdlm-small/headline.json`.*"
 
 
-def block(readme: str) -> str | None:
-    """The text between the README's markers (None when it has none)."""
-    if START not in readme or END not in readme:
-        return None
-    return readme.split(START, 1)[1].split(END, 1)[0].strip("\n")
+def block(readme: str) -> str:
+    """The text between the README's markers (ValueError when they are missing)."""
+    return between(readme, START, END)
 
 
 def assemble(demo: Path, generated: Path, episodes: Path) -> dict[str, Any]:
@@ -108,19 +108,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.assemble:
         HEADLINE.write_text(json.dumps(assemble(*args.assemble), indent=1) + "\n", encoding="utf-8")
-    table = render(json.loads(HEADLINE.read_text(encoding="utf-8")))
-    readme = README.read_text(encoding="utf-8")
-    if block(readme) is None:
-        print(f"README.md has no {START} ... {END} block", file=sys.stderr)
-        return 1
-    if args.check:
-        if block(readme) != table:
-            print("README.md's headline table is out of date: run python docs/headline_table.py", file=sys.stderr)
-            return 1
-        return 0
-    before, rest = readme.split(START, 1)
-    README.write_text(f"{before}{START}\n{table}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
-    return 0
+    return update(render(json.loads(HEADLINE.read_text(encoding="utf-8"))), START, END, args.check, README)
 
 
 if __name__ == "__main__":

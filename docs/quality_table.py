@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from readme_block import between, update
+
 from wmstudio.train.baselines import BASELINES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,21 +76,14 @@ def render(quality: dict[str, Any]) -> str:
 
 def block(text: str) -> str:
     """What stands between the markers in `text` (ValueError when they are missing)."""
-    start, end = text.index(START) + len(START), text.index(END)
-    return text[start:end].strip("\n")
+    return between(text, START, END)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="Only compare; exit 1 when they differ.")
     args = parser.parse_args()
-    table = render(json.loads(QUALITY.read_text(encoding="utf-8")))
-    text = README.read_text(encoding="utf-8")
-    if args.check:
-        sys.exit(0 if block(text) == table else 1)
-    start, end = text.index(START) + len(START), text.index(END)
-    README.write_text(text[:start] + "\n" + table + "\n" + text[end:], encoding="utf-8")
-    print(f"wrote the quality table into {README.name}")
+    sys.exit(update(render(json.loads(QUALITY.read_text(encoding="utf-8"))), START, END, args.check, README))
 
 
 if __name__ == "__main__":
