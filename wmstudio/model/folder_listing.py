@@ -61,8 +61,7 @@ def folder_listing(world: WorldSpec, call: Call, history: Sequence[HistoryStep],
         return None
     children = sorted({path for path in [*folders, *files] if path != folder and _parent(path) == folder},
                       key=lambda path: path.rsplit("/", 1)[-1])
-    page = PAGE.search(tool.description or "")
-    shown = children[:int(page.group(1))] if page else children
+    shown = _page(tool, children)
     kinds = _kind_words(schema, key)
     folder_size = _folder_size(history, key, kinds[0])
     items = [_entry(path, path in folders, files, fields, name_field, kinds, folder_size) for path in shown]
@@ -98,14 +97,19 @@ def _search(tool: Any, call: Call, schema: dict[str, Any], folder: str, folders:
     prefix = "/" if folder == "/" else folder + "/"
     found = sorted(path for path in [*folders, *files] if path.startswith(prefix) and path != folder
                    and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], glob))
-    page = PAGE.search(tool.description or "")
-    shown = found[:int(page.group(1))] if page else found
+    shown = _page(tool, found)
     shape: dict[str, Any] = dict.fromkeys(properties)
     shape[key] = ExactItems([Holds(path) for path in shown])
     values = {format_path([key, index]): path for index, path in enumerate(shown)}
     values.update(page_values(schema, key, len(found), len(shown), call, 0))
     values.update(_truncated(schema, len(shown) < len(found)))
     return RecordCopy(shape, values, [], len(shown))
+
+
+def _page(tool: Any, paths: list[str]) -> list[str]:
+    """The first of `paths` the page the tool's description states holds ("at most 8"), else all of them."""
+    page = PAGE.search(tool.description or "")
+    return paths[:int(page.group(1))] if page else paths
 
 
 def _truncated(schema: dict[str, Any], cut: bool) -> dict[str, Any]:
