@@ -108,3 +108,14 @@ def test_a_listing_item_the_nested_filter_excludes_is_flagged():
     wrong = {"sailings": [STATE["sailings"][2]], "count": 1}  # KEL -> OSL, asked OSL -> KEL
     report = check_step(WORLD, Call("search_sailings", {"from": "OSL", "to": "KEL"}), json.dumps(wrong))
     assert not report.ok and "from" in json.dumps(report.to_json())
+
+
+def test_echo_plus_plus_gets_the_same_copies_an_array_answer_and_a_union_variant():
+    from wmstudio.train.baselines import TrainingAnswers, baseline_response
+
+    def echo(name: str, **arguments) -> object:
+        return json.loads(baseline_response("echo_plus_plus", WORLD, Call(name, arguments), STATE, TrainingAnswers(),
+                                            []))
+
+    assert echo("list_bills", customer_id="C1002") == [STATE["bills"]["B3"]]
+    assert echo("get_details_by_id", id="B1").items() >= STATE["bills"]["B1"].items()  # echo+'s own `id` beside

@@ -25,8 +25,7 @@ from wmstudio.model.canvas import (
     check_fits,
 )
 from wmstudio.model.copy_head import copy_plan
-from wmstudio.model.folder_listing import or_folder
-from wmstudio.model.listing_copy import listing_copy, or_listing
+from wmstudio.model.listing_copy import listing_copy
 from wmstudio.model.outcome_choice import (
     ERROR,
     choose_outcomes,
@@ -38,7 +37,7 @@ from wmstudio.model.outcome_choice import (
 )
 from wmstudio.model.outcome_head import Outcome
 from wmstudio.model.prompting import MIN_PROMPT_TOKENS, Prompt, prepare_prompt
-from wmstudio.model.record_copy import RecordCopy, record_copy, with_record
+from wmstudio.model.record_copy import RecordCopy, with_record
 from wmstudio.model.repair import (
     REPAIR_CANDIDATES,
     REPAIR_ROUNDS,
@@ -61,7 +60,7 @@ from wmstudio.model.response_schemas import (  # noqa: F401 - where a canvas's s
 )
 from wmstudio.model.sampler import Frame, SamplerSettings, denoise, merged_frames
 from wmstudio.model.shape_canvas import WrittenSketch, read_sketch, shape_canvas
-from wmstudio.model.text_answer import text_answer
+from wmstudio.model.state_copy import state_copy
 from wmstudio.model.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.world.checks.report import CheckReport, check_step
@@ -259,9 +258,7 @@ def generate_stream(
     now = state_after(world, history) if copying else None  # the state the episode has reached, worked out once
     written = write_values(world, now, the_call, schema) if copying and _writes(world, the_call) else {}
     outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema, written)
-    copy = or_folder(or_listing(record_copy(world, the_call, history, schema, now), world, the_call, history, schema,
-                                now), world, the_call, history, schema, now) if copying else None
-    copy = (text_answer(world, the_call, history, schema, now) if copying else None) or copy
+    copy = state_copy(world, the_call, history, schema, now) if copying else None
     copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy, now)
     echoed = call_identifiers(the_call, schema) if copying else {}
     done = call_echoes(the_call, schema, _parameters(world, the_call)) if copying and outcomes else {}

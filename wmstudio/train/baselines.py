@@ -14,11 +14,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wmstudio.model.call_echoes import argument_defaults
-from wmstudio.model.folder_listing import or_folder
 from wmstudio.model.layout import ExactItems
-from wmstudio.model.listing_copy import as_history_left, or_listing
-from wmstudio.model.record_copy import record_copy
-from wmstudio.model.text_answer import text_answer
+from wmstudio.model.listing_copy import as_history_left
+from wmstudio.model.state_copy import state_copy
 from wmstudio.train.field_kinds import parse
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.invention import read_only
@@ -169,26 +167,22 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     text = _echo_plus(world, call, state, answers, history)
     value = parse(text)
     schema = _schema(world, call)
-    if isinstance(schema, dict) and schema.get("type") == "string":
-        seen = replace(world, initial_state=state)
-        said = text_answer(seen, call, history, schema, state_after(seen, history))
-        return json.dumps(said.values[""]) if said is not None else text
-    if not isinstance(value, dict) or not isinstance(schema, dict) or value.get("status") == "error":
+    whole = isinstance(schema, dict) and schema.get("type") in ("string", "array")  # the answer is the copy itself
+    if not isinstance(schema, dict) or not whole and (not isinstance(value, dict) or value.get("status") == "error"):
         return text
     seen = replace(world, initial_state=state)
     now = state_after(seen, history)
-    copy = or_folder(or_listing(record_copy(seen, call, history, schema, now), seen, call, history, schema, now),
-                     seen, call, history, schema, now)
+    copy = state_copy(seen, call, history, schema, now)
+    if whole:  # a text answer, or an answer that is itself an array of records
+        if copy is None or not copy.values:
+            return text
+        return json.dumps(copy.values[""]) if "" in copy.values else _dump(_assembled([], copy.values))
     if copy is not None:
         listed = [key for key, shape in (copy.shape or {}).items() if isinstance(shape, ExactItems)] \
             if isinstance(copy.shape, dict) else []
         for key in listed:
             value[key] = []  # the page holds exactly the records found
-        for path, copied in copy.values.items():
-            try:
-                set_path(value, path, copied)
-            except (TypeError, ValueError):
-                continue
+        value = _assembled(value, copy.values)
     tool = next((t for t in world.tools if t.name == call.name), None)
     extra = {**argument_defaults(call, schema, tool.parameters if tool is not None else None)}
     if tool is not None and not read_only(tool):
@@ -199,6 +193,16 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     extra.update(fixed_fields(world, call, {**extra, **decided}, history, properties, 0))
     value.update({k: v for k, v in extra.items() if k in (schema.get("properties") or {})})
     return _dump(value)
+
+
+def _assembled(document: Any, values: dict[str, Any]) -> Any:
+    """`document` with each {path: value} set in it."""
+    for path, copied in values.items():
+        try:
+            document = set_path(document, path, copied)
+        except (TypeError, ValueError):
+            continue
+    return document
 
 
 def _laid_out(item: Any, record: dict[str, Any]) -> Any:
