@@ -37,6 +37,7 @@ from wmstudio.model.layout import (
     ref_target,
     resolve_schema,
 )
+from wmstudio.world.episode.lookup import records_holding
 from wmstudio.world.episode.state import state_after
 from wmstudio.world.heads.copy_sources import CopySource, shown_leaves
 from wmstudio.world.history import HistoryStep
@@ -47,7 +48,6 @@ from wmstudio.world.records import (
     needles_of,
     own_id_keys,
     record_with_id,
-    records_holding,
 )
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools.reading import read_only

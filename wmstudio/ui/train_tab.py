@@ -47,7 +47,6 @@ from wmstudio.ui.setting_widgets import setting_widget
 CURVES = {"reward": "Reward", "success": "Success rate", "kl": "KL to the reference",
           "completion_length": "Completion length (tokens)", "valid_call_rate": "Valid-call rate", "loss": "Loss"}
 RUN_COLUMNS = ["id", "status", "env", "steps logged", "started", "finished", "error"]
-ENV_HELP = ENVIRONMENT_HELP  # train/environment_kinds.py
 LIVE_REFRESH_S, IDLE_REFRESH_S = 2.0, 10.0
 RUNS_SHOWN = 50
 EPISODES_SHOWN = 5
@@ -274,7 +273,7 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         curriculum = gr.Dropdown(trainable_curricula(store), value=DEMO_CURRICULUM, label="Curriculum", scale=3,
                                  min_width=360, info="demo, adversarial, or any curriculum saved in Rollouts (a "
                                                      "run plays its scenarios)", elem_id="train-curriculum")
-        env = gr.Radio(list(ENVIRONMENTS), value="simulator", label="Environment", info=ENV_HELP, scale=3,
+        env = gr.Radio(list(ENVIRONMENTS), value="simulator", label="Environment", info=ENVIRONMENT_HELP, scale=3,
                        elem_id="train-env")
     with gr.Row(equal_height=True):
         max_steps = gr.Textbox("20", label=f"Max steps (1 to {MAX_STEPS:,})", min_width=120, max_lines=1,

@@ -93,25 +93,6 @@ def record_with_id(state: Any, value: str, skip: tuple = ()) -> tuple[tuple[str 
     return None
 
 
-def records_holding(state: Any, value: str, skip: tuple = (), most: int = 4) -> list[tuple[tuple, dict[str, Any]]]:
-    """(path, record) of up to `most` objects of the state (not the one at `skip`) that hold `value` in a field
-    other than their own id, or in a list field: the records that refer to or own the record whose id it is (a
-    customer whose `line_ids` lists a line)."""
-    found: list[tuple[tuple, dict[str, Any]]] = []
-    stack: list[tuple[tuple, Any]] = [((), state)]
-    while stack and len(found) < most:
-        path, node = stack.pop()
-        if isinstance(node, dict):
-            if path != skip and any(field == value or (isinstance(field, list) and value in field)
-                                    for key, field in node.items() if key not in own_id_keys(path)):
-                found.append((path, node))
-            stack.extend((path + (key,), child) for key, child in node.items() if isinstance(child, (dict, list)))
-        elif isinstance(node, list):
-            stack.extend((path + (index,), child) for index, child in enumerate(node)
-                         if isinstance(child, (dict, list)))
-    return found
-
-
 def own_id_keys(path: tuple) -> tuple[str, ...]:
     """The keys a record at `path` holds its own id under: `id`, and `dock_station_id` / `dockStationId` for one
     under `dock_stations` / `dockStations`."""

@@ -37,6 +37,21 @@ def walk(value: Any) -> Iterator[tuple[tuple[str | int, ...], Any]]:
             queue.extend((path + (index,), child) for index, child in enumerate(node))
 
 
+def records_holding(state: Any, value: str, skip: tuple = (), most: int = 4) -> list[tuple[tuple, dict[str, Any]]]:
+    """(path, record) of up to `most` objects of the state, nearest the top first (not the one at `skip`), that hold
+    `value` in a field other than their own id, or in a list field: the records that refer to or own the record
+    whose id it is (a customer whose `line_ids` lists a line)."""
+    found: list[tuple[tuple, dict[str, Any]]] = []
+    for path, node in walk(state):
+        if isinstance(node, dict) and path != skip and any(
+                field == value or (isinstance(field, list) and value in field)
+                for key, field in node.items() if key not in own_id_keys(path)):
+            found.append((path, node))
+            if len(found) == most:
+                break
+    return found
+
+
 def words(text: str) -> list[str]:
     """`orderId` / `order_id` / `order-id` -> ["order", "id"] (lower case)."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(text))
