@@ -19,7 +19,7 @@ import torch
 from playwright.sync_api import expect, sync_playwright
 
 from wmstudio.locations import DEFAULT_MODEL, DEMO_WORLDS_DIR
-from wmstudio.model.generation import prepare_canvas
+from wmstudio.model.generation.generation import prepare_canvas
 from wmstudio.store import list_worlds, save_world_version
 from wmstudio.studio.context import open_context
 from wmstudio.ui.simulate_tab import build_simulate_tab

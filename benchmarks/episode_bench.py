@@ -9,7 +9,7 @@ worlds, against the simulators' truth. Prints, per world and overall:
   true state, gives the simulator's next state; also counted with new ids as the model named them, since no model
   draws the simulator's random ids; beside it, the state the model's whole episode of answers leaves) split by the size of the true change (failure, none,
   1-2, 3-6, 7+ fields), Feedback Match (the answer's fields equal the simulator's; macro per step) by step depth;
-- echo++ (echo+ with every hand-built helper the model uses: train/baselines.py) played on the same calls, its own
+- echo++ (echo+ with every hand-built helper the model uses: train/world_model/baselines.py) played on the same calls, its own
   answers as its history; its status codes learned from 200 simulator steps per world (for generated worlds, of
   those same worlds: more than the model knows of them);
 - the same state tracking fed the simulator's own answers (teacher-forced, named `oracle answers`): what the
@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.locations import DEMO_WORLDS_DIR
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
-from wmstudio.train.baselines import TrainingAnswers, baseline_response
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import load_backend
+from wmstudio.train.world_model.baselines import TrainingAnswers, baseline_response
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.episode.changes import EpisodeState
 from wmstudio.world.episode.lookup import SHELL_READS, words
@@ -258,7 +258,7 @@ def model_answers(backend: Any, settings: SamplerSettings) -> Answerer:
 
 
 def echo_answers(answers: TrainingAnswers) -> Answerer:
-    """echo++ (train/baselines.py): echo+ with every hand-built helper the model uses, the same history."""
+    """echo++ (train/world_model/baselines.py): echo+ with every hand-built helper the model uses, the same history."""
     return lambda world, call, history: baseline_response("echo_plus_plus", world, call, world.initial_state,
                                                           answers, history)
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.checks.report import parse_response
 from wmstudio.world.corpus.stress import PAGE_NUMBER, is_session_key, paging_keys, signed_in_episode
 from wmstudio.world.history import HistoryStep

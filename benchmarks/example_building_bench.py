@@ -17,7 +17,7 @@ import torch
 from transformers import AutoTokenizer
 
 from wmstudio.locations import DEFAULT_MODEL
-from wmstudio.train.examples import build_examples, read_corpus_split
+from wmstudio.train.world_model.examples import build_examples, read_corpus_split
 from wmstudio.world.corpus.rows import write_corpus
 
 

@@ -1,4 +1,4 @@
-"""The floor a world model must clear, in seconds and with no model: every baseline of train/baselines.py on the
+"""The floor a world model must clear, in seconds and with no model: every baseline of train/world_model/baselines.py on the
 rows `wmstudio model eval` scores (the same cases, the same training answers, the same scoring), beside the model's
 own figures from a `quality.json` when one is given.
 
@@ -20,9 +20,9 @@ import json
 import time
 from pathlib import Path
 
-from wmstudio.train.baselines import BASELINES
-from wmstudio.train.evaluation import Rates, load_cases, score_baselines, training_answers
-from wmstudio.train.field_kinds import classify, enum_options, field_leaves, parse, prompt_values
+from wmstudio.train.world_model.baselines import BASELINES
+from wmstudio.train.world_model.evaluation import Rates, load_cases, score_baselines, training_answers
+from wmstudio.train.world_model.field_kinds import classify, enum_options, field_leaves, parse, prompt_values
 from wmstudio.world.grounding import parse_grounding
 from wmstudio.world.records import json_leaves
 
@@ -49,10 +49,10 @@ def model_rates(model: str, cases: list, grounding: str, prompt_tokens: int | No
                 ) -> tuple[Rates, tuple[int, int]]:
     """The model's raw answers scored as eval's `raw` column (with the boolean setting `off` switched off), and
     (state values of the truth its prompts showed, state values of the truth)."""
-    from wmstudio.model.backends import load_backend
-    from wmstudio.model.generation import generate
-    from wmstudio.model.prompting import prepare_prompt
-    from wmstudio.model.sampler_settings import SamplerSettings
+    from wmstudio.model.denoising.sampler_settings import SamplerSettings
+    from wmstudio.model.generation.generation import generate
+    from wmstudio.model.generation.prompting import prepare_prompt
+    from wmstudio.model.serving.backends import load_backend
 
     backend, rates, shown, total = load_backend(model), Rates(), 0, 0
     backend.prompt_tokens = prompt_tokens or backend.prompt_tokens

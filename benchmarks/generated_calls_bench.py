@@ -17,9 +17,9 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.prompt.retrieval import listed_property
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, WorldSpec

@@ -18,10 +18,10 @@ from pathlib import Path
 import torch
 
 from wmstudio.locations import DEFAULT_MODEL
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
-from wmstudio.train.evaluation import load_cases
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import load_backend
+from wmstudio.train.world_model.evaluation import load_cases
 
 VARIANTS = {
     "raw": SamplerSettings(),

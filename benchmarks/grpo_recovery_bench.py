@@ -25,13 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from wmstudio.locations import DEFAULT_AR_MODEL  # noqa: E402
-from wmstudio.model.backends import load_backend  # noqa: E402
-from wmstudio.train.adversarial import ADVERSARIAL_CURRICULUM, adversarial_scenarios  # noqa: E402
-from wmstudio.train.agent_policy import load_policy  # noqa: E402
-from wmstudio.train.environments import SIMULATOR, WORLD_MODEL  # noqa: E402
-from wmstudio.train.off_policy import evaluate_policy, report  # noqa: E402
-from wmstudio.train.policy_card import recovery_table, write_recovery_card  # noqa: E402
-from wmstudio.train.scenarios import HELDOUT, split_of  # noqa: E402
+from wmstudio.model.serving.backends import load_backend  # noqa: E402
+from wmstudio.train.agent.adversarial import ADVERSARIAL_CURRICULUM, adversarial_scenarios  # noqa: E402
+from wmstudio.train.agent.agent_policy import load_policy  # noqa: E402
+from wmstudio.train.agent.environments import SIMULATOR, WORLD_MODEL  # noqa: E402
+from wmstudio.train.agent.off_policy import evaluate_policy, report  # noqa: E402
+from wmstudio.train.agent.policy_card import recovery_table, write_recovery_card  # noqa: E402
+from wmstudio.train.agent.scenarios import HELDOUT, split_of  # noqa: E402
 
 ENVIRONMENTS = {"mdlm": (WORLD_MODEL, None), "ar": (WORLD_MODEL, DEFAULT_AR_MODEL), "simulator": (SIMULATOR, None)}
 

@@ -1,4 +1,4 @@
-"""The CPU a GRPO step's rollouts cost in the world model, with and without the answer cache (model/answer_cache.py).
+"""The CPU a GRPO step's rollouts cost in the world model, with and without the answer cache (model/generation/answer_cache.py).
 
 Plays the steps a `train-grpo` run on the demo curriculum plays (the default settings: 4 training scenarios a step,
 8 rollouts each, the shipped word-level policy sampling at temperature 1, the shipped world model answering
@@ -24,13 +24,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from wmstudio.model.answer_cache import AnswerCache  # noqa: E402
-from wmstudio.model.backends import load_backend  # noqa: E402
-from wmstudio.train.agent_config import DEFAULT_POLICY, GrpoSettings  # noqa: E402
-from wmstudio.train.agent_policy import load_policy  # noqa: E402
-from wmstudio.train.environments import WORLD_MODEL  # noqa: E402
-from wmstudio.train.grpo import play_group  # noqa: E402
-from wmstudio.train.scenarios import TRAIN, demo_scenarios, split_of  # noqa: E402
+from wmstudio.model.generation.answer_cache import AnswerCache  # noqa: E402
+from wmstudio.model.serving.backends import load_backend  # noqa: E402
+from wmstudio.train.agent.agent_config import DEFAULT_POLICY, GrpoSettings  # noqa: E402
+from wmstudio.train.agent.agent_policy import load_policy  # noqa: E402
+from wmstudio.train.agent.environments import WORLD_MODEL  # noqa: E402
+from wmstudio.train.agent.grpo import play_group  # noqa: E402
+from wmstudio.train.agent.scenarios import TRAIN, demo_scenarios, split_of  # noqa: E402
 
 
 def play(steps: int, cached: bool, backend, policy, scenarios, settings: GrpoSettings) -> dict:

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
-from wmstudio.model import text_penalty
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.denoising import text_penalty
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.checks.error_codes import contradicted
 from wmstudio.world.checks.explained_codes import AUTH_CODES, explains, signs_in
 from wmstudio.world.checks.report import parse_response

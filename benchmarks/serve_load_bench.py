@@ -73,8 +73,8 @@ def forward_scaling(sizes=(1, 2, 4, 8, 16, 32, 64), prompt_tokens: int = 400, ca
     """Canvases per second of one shared forward, by batch size (each canvas after its own prompt)."""
     import torch
 
-    from wmstudio.model.backends import load_backend
-    from wmstudio.model.batching import _Job, shared_forward
+    from wmstudio.model.serving.backends import load_backend
+    from wmstudio.model.serving.batching import _Job, shared_forward
 
     backend = load_backend()
     generator = torch.Generator().manual_seed(0)

@@ -17,7 +17,7 @@ from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from wmstudio.model.trace import Commit, DecodeTrace
+from wmstudio.model.denoising.trace import Commit, DecodeTrace
 from wmstudio.store import (
     FAILURE_TAGS,
     MadeBy,

@@ -4,9 +4,9 @@ The embedded world model never trained on it. For each of the real (call, respon
 tool code produced on this state (assets/benchmarks/tau2-retail, MIT, Sierra Research), generate a response and
 score it: JSON validity for every call, and for the object responses, exact field accuracy by where each value
 comes from, beside two trivial answers on the same rows: every field empty, and `echo` (the call's arguments into
-same-named fields and the fields of the state record a call id names; train/baselines.py). The model's column is
+same-named fields and the fields of the state record a call id names; train/world_model/baselines.py). The model's column is
 its default settings; `no record copy` is the same model with the named record's copy switched off (its heads and
-denoiser on the prompt alone: the learned part, model/record_copy.py aside). Prompts are rendered with grounding
+denoiser on the prompt alone: the learned part, model/heads/record_copy.py aside). Prompts are rendered with grounding
 `none` (the world has no simulator).
 
     python benchmarks/zero_shot_tau.py [--model PATH] [--json]
@@ -24,11 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from wmstudio.locations import ASSETS_DIR, DEFAULT_MODEL  # noqa: E402
-from wmstudio.model.backends import load_backend  # noqa: E402
-from wmstudio.model.generation import generate  # noqa: E402
-from wmstudio.model.sampler import SamplerSettings  # noqa: E402
-from wmstudio.train.baselines import TrainingAnswers, baseline_response  # noqa: E402
-from wmstudio.train.field_kinds import FieldScores, enum_options, parse, prompt_values  # noqa: E402
+from wmstudio.model.denoising.sampler import SamplerSettings  # noqa: E402
+from wmstudio.model.generation.generation import generate  # noqa: E402
+from wmstudio.model.serving.backends import load_backend  # noqa: E402
+from wmstudio.train.world_model.baselines import TrainingAnswers, baseline_response  # noqa: E402
+from wmstudio.train.world_model.field_kinds import FieldScores, enum_options, parse, prompt_values  # noqa: E402
 from wmstudio.world.sims.base import neutral_value  # noqa: E402
 from wmstudio.world.spec import Call, load_world  # noqa: E402
 

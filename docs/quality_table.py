@@ -16,7 +16,7 @@ from typing import Any
 
 from readme_block import between, update
 
-from wmstudio.train.baselines import BASELINES
+from wmstudio.train.world_model.baselines import BASELINES
 
 ROOT = Path(__file__).resolve().parents[1]
 QUALITY = ROOT / "assets" / "models" / "wm-mdlm-small" / "quality.json"
@@ -44,7 +44,7 @@ def columns(quality: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
              ("steered", figures.get("steered")),
              ("AR baseline", figures.get("ar"))]
     trivial = figures.get("trivial", {})
-    shown += [(baseline.label, trivial.get(baseline.name)) for baseline in BASELINES]  # train/baselines.py
+    shown += [(baseline.label, trivial.get(baseline.name)) for baseline in BASELINES]  # train/world_model/baselines.py
     return [(heading, column) for heading, column in shown if column]
 
 

@@ -15,7 +15,7 @@ sys.path.insert(0, str(HERE))  # the package copied beside this file, not anothe
 os.environ.setdefault("WMSTUDIO_HOME", str(HERE / "data"))
 
 from wmstudio.locations import user_home  # noqa: E402
-from wmstudio.model.generation import generate_stream  # noqa: E402
+from wmstudio.model.generation.generation import generate_stream  # noqa: E402
 from wmstudio.ui.studio import launch  # noqa: E402
 
 ZERO_GPU = bool(os.environ.get("SPACES_ZERO_GPU"))
@@ -25,7 +25,7 @@ GPU_SECONDS = 60
 def on_zero_gpu(ctx) -> None:
     """Route the studio's denoising through a ZeroGPU function over a CUDA copy of the world model."""
     import spaces
-    from wmstudio.model.backends import load_backend
+    from wmstudio.model.serving.backends import load_backend
 
     gpu_backend = load_backend(ctx.model, device="cuda")
 

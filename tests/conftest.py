@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from wmstudio.model.architecture import MDLM, new_model
-from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.model.network.architecture import MDLM, new_model
+from wmstudio.model.network.tokenizer import train_tokenizer
 from wmstudio.store.seeding import demo_worlds
 
 E2E = Path(__file__).parent / "e2e"

@@ -6,6 +6,8 @@ On the path through `pythonpath = ["tests"]` in pyproject.toml."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package, installed by .ci/run
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -48,7 +50,7 @@ SIMULATE_CALLS = [  # (world, tool, arguments): one call of each demo world that
 def simulate_inputs(world_id: int, tool: str, arguments: str, seed: int) -> list:
     """The Simulate tab's Run event's inputs (`/simulate_run`, what the page sends) for a run with the default
     sampler and no anchor pinned; scripts call the API's `/simulate` by name instead (ui/api.py)."""
-    from wmstudio.model.sampler_settings import SETTING_NAMES
+    from wmstudio.model.denoising.sampler_settings import SETTING_NAMES
     from wmstudio.ui.forms import MASKED
     from wmstudio.ui.simulate_tab import ANCHOR_SLOTS
 
@@ -89,3 +91,47 @@ def read_reply(conn: socket.socket) -> tuple[int, str]:
     while len(body) < length:
         body += conn.recv(65536)
     return int(lines[0].split()[1]), body[:length].decode()
+
+
+PLACEHOLDER = None  # a tab that stands where the studio has another one, so the tab under test is not the first
+
+
+@contextmanager
+def served_tabs(ctx, tabs: dict, head: str | None = None) -> Iterator[str]:
+    """The studio's tabs named in `tabs` (name -> its builder `build(ctx, app)`, or PLACEHOLDER), served on a free
+    loopback port over `ctx`; yields the page's URL and closes the server afterwards. The one way the browser
+    tests open a studio of some of its tabs."""
+    import gradio as gr
+
+    with gr.Blocks(title="World Model Studio") as app:
+        for name, build in tabs.items():
+            with gr.Tab(name):
+                if build is PLACEHOLDER:
+                    gr.Markdown(f"The {name} tab stands here in the studio.")
+                else:
+                    build(ctx, app)
+    app.queue()
+    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                           head=head)
+    try:
+        yield url
+    finally:
+        app.close()
+
+
+@contextmanager
+def chromium_page(url: str, viewport: dict | None = None, ready=None) -> Iterator:
+    """A headless Chromium tab on `url` (1400 x 1000 unless `viewport`), once `ready(tab)` has returned; the browser
+    is closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            tab = browser.new_page(viewport=viewport or {"width": 1400, "height": 1000})
+            tab.goto(url)
+            if ready is not None:
+                ready(tab)
+            yield tab
+        finally:
+            browser.close()

@@ -11,18 +11,24 @@ import pytest
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
-from wmstudio.model.backends import load_backend
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.problems import InvalidInput
 from wmstudio.store import open_store
-from wmstudio.train.adversarial import ADVERSARIAL_CURRICULUM, CONTROL, FAMILIES, adversarial_scenarios, scenario_family
-from wmstudio.train.agent_config import GrpoSettings
-from wmstudio.train.curriculum_scenarios import curriculum_scenarios
-from wmstudio.train.environments import SIMULATOR, WORLD_MODEL, run_episode
-from wmstudio.train.grpo import train_grpo
-from wmstudio.train.off_policy import evaluate_policy, report
-from wmstudio.train.reachability import Reach
-from wmstudio.train.scenarios import HELDOUT, TRAIN, batch_problems, demo_scenarios, split_of, succeeded
-from wmstudio.train.scripted_policies import expert, recovering
+from wmstudio.train.agent.adversarial import (
+    ADVERSARIAL_CURRICULUM,
+    CONTROL,
+    FAMILIES,
+    adversarial_scenarios,
+    scenario_family,
+)
+from wmstudio.train.agent.agent_config import GrpoSettings
+from wmstudio.train.agent.curriculum_scenarios import curriculum_scenarios
+from wmstudio.train.agent.environments import SIMULATOR, WORLD_MODEL, run_episode
+from wmstudio.train.agent.grpo import train_grpo
+from wmstudio.train.agent.off_policy import evaluate_policy, report
+from wmstudio.train.agent.reachability import Reach
+from wmstudio.train.agent.scenarios import HELDOUT, TRAIN, batch_problems, demo_scenarios, split_of, succeeded
+from wmstudio.train.agent.scripted_policies import expert, recovering
 from wmstudio.ui.scenarios_panel import trainable_curricula
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -1,4 +1,4 @@
-"""The agent policy (train/agent_text.py, agent_policy.py, agent_sft.py, grpo.py): episodes as words with value
+"""The agent policy (train/agent/agent_text.py, agent_policy.py, agent_sft.py, grpo.py): episodes as words with value
 slots, a policy trained by SFT that copies ids from its task and from a tool's answer, and GRPO through TRL that
 records its metrics and checkpoints and resumes from them."""
 
@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.problems import InvalidInput
-from wmstudio.train.agent_config import AgentTrainConfig, GrpoSettings
-from wmstudio.train.agent_policy import load_policy
-from wmstudio.train.agent_sft import SFT_SEED_OFFSET, expert_episode, expert_episodes, train_agent
-from wmstudio.train.agent_text import (
+from wmstudio.train.agent.agent_config import AgentTrainConfig, GrpoSettings
+from wmstudio.train.agent.agent_policy import load_policy
+from wmstudio.train.agent.agent_sft import SFT_SEED_OFFSET, expert_episode, expert_episodes, train_agent
+from wmstudio.train.agent.agent_text import (
     EOA,
     SlotTable,
     action_words,
@@ -24,10 +24,10 @@ from wmstudio.train.agent_text import (
     prompt_words,
     result_words,
 )
-from wmstudio.train.environments import SIMULATOR, run_episode
-from wmstudio.train.off_policy import evaluate_policy
-from wmstudio.train.scenarios import COULD_NOT, HELDOUT, TRAIN, demo_scenarios, make_scenario, split_of, succeeded
-from wmstudio.train.scripted_policies import expert, signs_in_late, tries_twice
+from wmstudio.train.agent.environments import SIMULATOR, run_episode
+from wmstudio.train.agent.off_policy import evaluate_policy
+from wmstudio.train.agent.scenarios import COULD_NOT, HELDOUT, TRAIN, demo_scenarios, make_scenario, split_of, succeeded
+from wmstudio.train.agent.scripted_policies import expert, signs_in_late, tries_twice
 from wmstudio.world.spec import Call
 
 SCENARIOS = demo_scenarios()
@@ -77,7 +77,7 @@ def test_words_that_are_not_an_action_parse_to_none(words):
 
 
 def test_the_shipped_policy_loads_by_its_repository_name_from_any_folder(tmp_path, monkeypatch):
-    from wmstudio.train.agent_config import DEFAULT_POLICY
+    from wmstudio.train.agent.agent_config import DEFAULT_POLICY
 
     monkeypatch.chdir(tmp_path)  # the studio may start its jobs from anywhere
     assert load_policy(DEFAULT_POLICY).tokenizer.eos_token == EOA
@@ -181,10 +181,10 @@ def test_train_grpo_records_metrics_checkpoints_a_policy_and_resumes(sft_policy,
 
 def test_a_turns_world_model_calls_answered_together_equal_the_calls_answered_one_by_one(one_thread):
     from wmstudio.locations import DEFAULT_MODEL
-    from wmstudio.model.backends import load_backend
-    from wmstudio.model.batching import ForwardBatcher
-    from wmstudio.train.environments import WORLD_MODEL, EpisodeWorld
-    from wmstudio.train.grpo import Rollout, answer_calls
+    from wmstudio.model.serving.backends import load_backend
+    from wmstudio.model.serving.batching import ForwardBatcher
+    from wmstudio.train.agent.environments import WORLD_MODEL, EpisodeWorld
+    from wmstudio.train.agent.grpo import Rollout, answer_calls
 
     backend = load_backend(DEFAULT_MODEL)
     chosen = [s for s in split_of(SCENARIOS, TRAIN) if not s.needs_login][:8]  # enough to overlap: the heads fill
@@ -206,7 +206,7 @@ def test_grpo_raises_the_success_of_the_scenario_it_trains_on(tmp_path, one_thre
 
     import torch
 
-    from wmstudio.train.grpo import play_group, train_grpo
+    from wmstudio.train.agent.grpo import play_group, train_grpo
 
     warm = tmp_path / "warm"  # 70 SFT steps: the format, and this task sometimes
     train_agent(AgentTrainConfig(out=warm, minutes=5, steps=70, episodes=300), log=lambda _: None)
@@ -227,8 +227,8 @@ def test_grpo_raises_the_success_of_the_scenario_it_trains_on(tmp_path, one_thre
 
 
 def test_a_malformed_action_never_reads_as_reporting_a_refused_task(one_thread):
-    from wmstudio.train.agent_policy import MALFORMED, AgentPolicy, new_policy_model, word_tokenizer
-    from wmstudio.train.scenarios import COULD_NOT, Trajectory
+    from wmstudio.train.agent.agent_policy import MALFORMED, AgentPolicy, new_policy_model, word_tokenizer
+    from wmstudio.train.agent.scenarios import COULD_NOT, Trajectory
 
     tokenizer = word_tokenizer(["call", "answer", "done", "could_not", "="])
     untrained = AgentPolicy(new_policy_model(tokenizer, layers=1, hidden=16, heads=2, ffn=32), tokenizer)
@@ -243,7 +243,7 @@ def test_label_smoothing_leaves_a_policy_whose_sampled_episodes_disagree(tmp_pat
     each training scenario the same way eight times out of eight; with smoothing some groups disagree."""
     import torch
 
-    from wmstudio.train.grpo import play_group
+    from wmstudio.train.agent.grpo import play_group
 
     def disagreeing_groups(folder: Path) -> int:
         torch.manual_seed(0)
@@ -266,9 +266,9 @@ def test_the_valid_call_rate_counts_only_calls_to_the_worlds_tools_and_a_policy_
     """Issue 39: the valid-call rate reached 1.0 while the agent only called a tool the world lacked."""
     import dataclasses
 
-    from wmstudio.train.agent_config import DEFAULT_POLICY
-    from wmstudio.train.grpo import play_group
-    from wmstudio.train.scenarios import policy_words, tool_problems
+    from wmstudio.train.agent.agent_config import DEFAULT_POLICY
+    from wmstudio.train.agent.grpo import play_group
+    from wmstudio.train.agent.scenarios import policy_words, tool_problems
 
     scenario = split_of(SCENARIOS, TRAIN)[4]  # a refund on the retail world
     tools = [dataclasses.replace(tool, name=f"shop_{tool.name}") for tool in scenario.world.tools]
@@ -287,5 +287,5 @@ def test_the_valid_call_rate_counts_only_calls_to_the_worlds_tools_and_a_policy_
     assert tool_problems([foreign], None) == []  # a chat model spells any name
     settings = GrpoSettings(env=SIMULATOR, max_steps=1, scenarios_per_step=1, generations=2)
     with pytest.raises(InvalidInput, match="policy: the policy's vocabulary names none of the tools"):
-        from wmstudio.train.grpo import train_grpo
+        from wmstudio.train.agent.grpo import train_grpo
         train_grpo(settings, Path("/nonexistent-never-written"), None, log=lambda _: None, curriculum=[foreign])

@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.locations import MODELS_DIR
-from wmstudio.train.adversarial import adversarial_scenarios
-from wmstudio.train.agent_config import GrpoSettings
-from wmstudio.train.agent_policy import load_policy
-from wmstudio.train.grpo import probe_reach
-from wmstudio.train.scenarios import TRAIN, split_of
+from wmstudio.train.agent.adversarial import adversarial_scenarios
+from wmstudio.train.agent.agent_config import GrpoSettings
+from wmstudio.train.agent.agent_policy import load_policy
+from wmstudio.train.agent.grpo import probe_reach
+from wmstudio.train.agent.scenarios import TRAIN, split_of
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 ORDINARY, RECOVERY = MODELS_DIR / "agent-ordinary", MODELS_DIR / "agent-recovery"

@@ -7,13 +7,13 @@ import dataclasses
 
 import pytest
 
-from wmstudio.model.answer_cache import AnswerCache, CachedAnswer
-from wmstudio.model.backends import load_backend
-from wmstudio.model.sampler import SamplerSettings
-from wmstudio.train.agent_config import DEFAULT_POLICY
-from wmstudio.train.agent_policy import load_policy
-from wmstudio.train.environments import WORLD_MODEL, EpisodeWorld
-from wmstudio.train.scenarios import TRAIN, demo_scenarios, split_of
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.answer_cache import AnswerCache, CachedAnswer
+from wmstudio.model.serving.backends import load_backend
+from wmstudio.train.agent.agent_config import DEFAULT_POLICY
+from wmstudio.train.agent.agent_policy import load_policy
+from wmstudio.train.agent.environments import WORLD_MODEL, EpisodeWorld
+from wmstudio.train.agent.scenarios import TRAIN, demo_scenarios, split_of
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call
 
@@ -69,7 +69,7 @@ def test_the_oldest_answer_leaves_a_full_cache():
 
 
 def test_a_grpo_group_in_the_world_model_answers_its_repeated_opening_from_the_cache(backend, scenario):
-    from wmstudio.train.grpo import play_group
+    from wmstudio.train.agent.grpo import play_group
 
     policy = load_policy(DEFAULT_POLICY)
     cache = AnswerCache()

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.spec import Call, parse_world
 
@@ -111,7 +111,7 @@ def test_a_listing_item_the_nested_filter_excludes_is_flagged():
 
 
 def test_echo_plus_plus_gets_the_same_copies_an_array_answer_and_a_union_variant():
-    from wmstudio.train.baselines import TrainingAnswers, baseline_response
+    from wmstudio.train.world_model.baselines import TrainingAnswers, baseline_response
 
     def echo(name: str, **arguments) -> object:
         return json.loads(baseline_response("echo_plus_plus", WORLD, Call(name, arguments), STATE, TrainingAnswers(),

@@ -1,5 +1,5 @@
 """A left-to-right world model honours a pinned top-level field by writing its value where the model opens its key
-(model/ar_pins.py): with the shipped AR baseline, a steered first try answers the pinned error, as the world model
+(model/serving/ar_pins.py): with the shipped AR baseline, a steered first try answers the pinned error, as the world model
 environment of GRPO needs, where before it only read the pin as a directive and answered ok."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import torch
 from transformers import AutoTokenizer
 
 from wmstudio.locations import DEFAULT_AR_MODEL, REPO_ROOT
-from wmstudio.model.ar_pins import CLOSE, PinWriter, top_level_pins
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.train.adversarial import FAILURES, adversarial_scenarios, scenario_family
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.ar_pins import CLOSE, PinWriter, top_level_pins
+from wmstudio.model.serving.backends import load_backend
+from wmstudio.train.agent.adversarial import FAILURES, adversarial_scenarios, scenario_family
 from wmstudio.world.steering.anchors import Anchor
 
 

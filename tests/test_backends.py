@@ -9,8 +9,11 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, ModernBertConfig, ModernBertForMaskedLM
 
-from wmstudio.model.architecture import new_model, prefix_causal_mask
-from wmstudio.model.backends import (
+from wmstudio.model.canvas.canvas import build_canvas
+from wmstudio.model.denoising.sampler import SamplerSettings, denoise
+from wmstudio.model.network.architecture import new_model, prefix_causal_mask
+from wmstudio.model.network.tokenizer import encode_prompt, train_tokenizer
+from wmstudio.model.serving.backends import (
     ArBaseline,
     BidirectionalBackend,
     DreamBackend,
@@ -18,9 +21,6 @@ from wmstudio.model.backends import (
     load_backend,
     pick_device,
 )
-from wmstudio.model.canvas import build_canvas
-from wmstudio.model.sampler import SamplerSettings, denoise
-from wmstudio.model.tokenizer import encode_prompt, train_tokenizer
 from wmstudio.problems import InvalidInput
 from wmstudio.world.steering.anchors import parse_anchors
 
@@ -209,7 +209,7 @@ def test_a_hub_id_that_cannot_be_fetched_is_a_clear_error(monkeypatch):
 
 
 def test_small_models_run_on_one_cpu_thread_unless_told_otherwise(ours, monkeypatch):
-    from wmstudio.model.backends import set_cpu_threads
+    from wmstudio.model.serving.backends import set_cpu_threads
 
     backend = load_backend(ours)
     assert torch.get_num_threads() == 1
@@ -261,7 +261,7 @@ def test_the_shipped_model_answers_the_same_through_its_canvas_pass():
     """On tau2-retail calls (long prompts, the denoiser writing every value: no record copy), sampled, the shipped
     MDLM's answers through the canvas pass are those of transformers' own forward, token for token."""
     from wmstudio.locations import ASSETS_DIR
-    from wmstudio.model.generation import generate
+    from wmstudio.model.generation.generation import generate
     from wmstudio.world.spec import Call, load_world
 
     tau = ASSETS_DIR / "benchmarks" / "tau2-retail"

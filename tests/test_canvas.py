@@ -10,13 +10,13 @@ import pytest
 import torch
 from jsonschema import Draft202012Validator
 
-from wmstudio.model.architecture import new_model
-from wmstudio.model.backends import PrefixCausalBackend
-from wmstudio.model.canvas import SpanBudgets, build_canvas, check_fits, skeleton_target
-from wmstudio.model.constraints import allowed_tokens, completable, vocabulary_for
-from wmstudio.model.grammars import ArrayText, JsonText, NumberText, Options, QuotedText
-from wmstudio.model.sampler import SamplerSettings, denoise
-from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.model.canvas.canvas import SpanBudgets, build_canvas, check_fits, skeleton_target
+from wmstudio.model.canvas.constraints import allowed_tokens, completable, vocabulary_for
+from wmstudio.model.canvas.grammars import ArrayText, JsonText, NumberText, Options, QuotedText
+from wmstudio.model.denoising.sampler import SamplerSettings, denoise
+from wmstudio.model.network.architecture import new_model
+from wmstudio.model.network.tokenizer import train_tokenizer
+from wmstudio.model.serving.backends import PrefixCausalBackend
 from wmstudio.problems import InvalidInput
 from wmstudio.world.steering.anchors import parse_anchors
 
@@ -185,7 +185,7 @@ def test_allowed_tokens_keep_a_span_completable(tokenizer):
 
 
 def test_strings_may_hold_json_escapes_but_no_raw_quote_stray_backslash_or_control_character():
-    from wmstudio.model.grammars import QuotedText, TextContent
+    from wmstudio.model.canvas.grammars import QuotedText, TextContent
 
     def reads(grammar, text):
         state = grammar.start()
@@ -344,7 +344,7 @@ def test_string_budgets_follow_what_the_key_holds(tokenizer):
 
 
 def test_the_grammar_table_cache_keeps_only_the_most_recently_used(tokenizer, monkeypatch):
-    import wmstudio.model.constraints as constraints
+    import wmstudio.model.canvas.constraints as constraints
 
     monkeypatch.setattr(constraints, "MAX_TABLES", 3)
     vocab = vocabulary_for(tokenizer)

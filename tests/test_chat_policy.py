@@ -1,4 +1,4 @@
-"""Chat models as agent policies (train/chat_policy.py): a causal LM with a chat template reads the task and the
+"""Chat models as agent policies (train/agent/chat_policy.py): a causal LM with a chat template reads the task and the
 tools' answers as chat turns, its tool calls are parsed, and train-grpo trains it (all weights or LoRA adapters)
 through the same rollouts as the word policy. The model is a tiny Qwen3 built here with Qwen3's own chat template
 (TRL ships it), standing in for a hub checkpoint."""
@@ -16,12 +16,12 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
 from wmstudio.problems import InvalidInput
-from wmstudio.train.agent_config import GrpoSettings
-from wmstudio.train.agent_policy import load_policy
-from wmstudio.train.chat_policy import ChatPolicy, parse_chat_action, tool_specs, user_turn
-from wmstudio.train.environments import SIMULATOR, EpisodeWorld
-from wmstudio.train.grpo import play_group, train_grpo
-from wmstudio.train.scenarios import HELDOUT, TRAIN, Trajectory, demo_scenarios, split_of
+from wmstudio.train.agent.agent_config import GrpoSettings
+from wmstudio.train.agent.agent_policy import load_policy
+from wmstudio.train.agent.chat_policy import ChatPolicy, parse_chat_action, tool_specs, user_turn
+from wmstudio.train.agent.environments import SIMULATOR, EpisodeWorld
+from wmstudio.train.agent.grpo import play_group, train_grpo
+from wmstudio.train.agent.scenarios import HELDOUT, TRAIN, Trajectory, demo_scenarios, split_of
 from wmstudio.world.spec import Call
 
 QWEN3_TEMPLATE = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()

@@ -84,9 +84,9 @@ def test_a_plan_marks_the_computed_total_as_the_true_choice_and_tells_the_head_h
     from transformers import AutoTokenizer
 
     from wmstudio.locations import DEFAULT_MODEL
-    from wmstudio.model.canvas import build_canvas
-    from wmstudio.model.copy_head import SHOWN_FEATURES, copy_plan
-    from wmstudio.model.sources import resolve_model_path
+    from wmstudio.model.canvas.canvas import build_canvas
+    from wmstudio.model.heads.copy_head import SHOWN_FEATURES, copy_plan
+    from wmstudio.model.network.sources import resolve_model_path
     from wmstudio.world.heads.copy_candidates import DERIVED_OPS
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(DEFAULT_MODEL))

@@ -8,10 +8,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from wmstudio.model.architecture import new_model
-from wmstudio.model.backends import PrefixCausalBackend
-from wmstudio.model.canvas import build_canvas, skeleton_target
-from wmstudio.model.copy_head import (
+from wmstudio.model.canvas.canvas import build_canvas, skeleton_target
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.heads.copy_head import (
     FEATURES,
     SHOWN_FEATURES,
     CopyHead,
@@ -22,8 +22,8 @@ from wmstudio.model.copy_head import (
     pair_features,
     value_tokens,
 )
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.network.architecture import new_model
+from wmstudio.model.serving.backends import PrefixCausalBackend
 from wmstudio.world.heads.copy_sources import copy_sources
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.render import render
@@ -194,7 +194,7 @@ def test_an_item_the_head_copies_into_is_kept_even_when_the_denoiser_would_end_t
 
 
 def test_only_a_copy_into_an_items_leading_value_keeps_the_item():
-    from wmstudio.model.sampler import items_a_copy_keeps
+    from wmstudio.model.denoising.sampler import items_a_copy_keeps
 
     schema = {"type": "object", "properties": {"rows": {"type": "array", "items": {
         "type": "object", "properties": {"id": {"type": "string"}, "at": {"type": "string"}}}}}}
@@ -225,7 +225,7 @@ _TOKENIZER = []
 def _tokenizer():
     """One tokenizer for the module, trained on the demo worlds' text (module-level: skeletons need one)."""
     if not _TOKENIZER:
-        from wmstudio.model.tokenizer import train_tokenizer
+        from wmstudio.model.network.tokenizer import train_tokenizer
         from wmstudio.store.seeding import demo_worlds
 
         _TOKENIZER.append(train_tokenizer([w.dumps() for w in demo_worlds()] * 2, vocab_size=1500))
@@ -234,9 +234,9 @@ def _tokenizer():
 
 def test_a_key_the_model_never_trained_on_is_filled_by_a_candidate_of_the_same_key_whatever_its_gate_says():
     from wmstudio.locations import ASSETS_DIR
-    from wmstudio.model.backends import load_backend
-    from wmstudio.model.generation import copy_plan_for, prepare_canvas
-    from wmstudio.model.prompting import prepare_prompt
+    from wmstudio.model.generation.generation import copy_plan_for, prepare_canvas
+    from wmstudio.model.generation.prompting import prepare_prompt
+    from wmstudio.model.serving.backends import load_backend
     from wmstudio.world.spec import load_world
 
     world = load_world(ASSETS_DIR / "benchmarks" / "tau2-retail" / "world.json")  # a world no one here trained on

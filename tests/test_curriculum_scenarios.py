@@ -36,11 +36,18 @@ from wmstudio.store import (
 from wmstudio.store.database import current_revision, head_revision, upgrade_database
 from wmstudio.store.scenarios import SUCCESS_EXAMPLE
 from wmstudio.studio.curricula import add_to_curriculum, export_curriculum, import_dataset_file, zip_folder
-from wmstudio.studio.scenario_authoring import NO_CALLS, add_scenario, curriculum_worlds, saved_episodes, try_success
+from wmstudio.studio.scenario_authoring import (
+    NO_CALLS,
+    PLAYED,
+    add_scenario,
+    curriculum_worlds,
+    saved_episodes,
+    try_success,
+)
 from wmstudio.studio.scenario_file import SCENARIOS_FILE
-from wmstudio.train.curriculum_scenarios import curriculum_scenarios, scenario_rows, seed_demo_scenarios
-from wmstudio.train.jobs import demo_curriculum, job_settings, training_command
-from wmstudio.train.scenarios import Step, Trajectory, demo_scenarios, succeeded
+from wmstudio.train.agent.curriculum_scenarios import curriculum_scenarios, scenario_rows, seed_demo_scenarios
+from wmstudio.train.agent.jobs import demo_curriculum, job_settings, training_command
+from wmstudio.train.agent.scenarios import Step, Trajectory, demo_scenarios, succeeded
 from wmstudio.ui.scenarios_panel import (
     missing_scenarios,
     read_steering,
@@ -418,6 +425,15 @@ def test_a_scenario_added_to_a_saved_curriculum_is_its_next_version_with_its_rol
     assert not try_success(store, condition, world, NO_CALLS).holds
     idle = try_success(store, "size(trajectory.calls) == 0 || true", world, NO_CALLS)
     assert idle.holds and "an agent that does nothing" in idle.text
+    # or on an episode the simulator plays: the expert on a built-in task of the world, one done and one refused
+    played = [value for _, value in saved_episodes(store, "retail") if str(value).startswith(PLAYED)]
+    assert len(played) >= 2
+    cancelled = 'trajectory.calls.exists(c, c.name == "cancel_order" && c.status == "ok")'
+    tried = [try_success(store, cancelled, world, value) for value in played]
+    assert any(t.holds for t in tried) and not all(t.holds for t in tried)
+    assert all("the simulator's episode" in t.text for t in tried)
+    with pytest.raises(InvalidInput, match="episode: retail has no built-in task"):
+        try_success(store, cancelled, world, PLAYED + "nowhere-0")
 
     added = add_scenario(store, "retail", world, "Refund it twice.", condition, {"refund_order#2": ['status="ok"']},
                          split="heldout")

@@ -12,8 +12,8 @@ import re
 import pytest
 
 from wmstudio.locations import DEMO_WORLDS_DIR
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.studio.world_step import read_step_request, world_step
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.episode.state import episode_state
@@ -231,7 +231,7 @@ def test_a_write_answers_what_its_draw_leaves_its_running_total_and_when_it_happ
 
 
 def test_a_sign_in_answers_its_accounts_id_and_makes_a_session_not_a_user():
-    from wmstudio.model.record_copy import record_copy
+    from wmstudio.model.heads.record_copy import record_copy
     from wmstudio.world.episode.made import new_ids
     from wmstudio.world.spec import parse_world
 

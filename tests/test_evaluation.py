@@ -8,10 +8,10 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
-from wmstudio.model.backends import resolve_model_path
-from wmstudio.train.baselines import TrainingAnswers, baseline_response, nearest_response, status_reason
-from wmstudio.train.chat_scoring import normalise, rouge_l, semantic_match
-from wmstudio.train.evaluation import (
+from wmstudio.model.serving.backends import resolve_model_path
+from wmstudio.train.world_model.baselines import TrainingAnswers, baseline_response, nearest_response, status_reason
+from wmstudio.train.world_model.chat_scoring import normalise, rouge_l, semantic_match
+from wmstudio.train.world_model.evaluation import (
     EvalCase,
     Rates,
     evaluate_world_model,
@@ -232,8 +232,8 @@ def test_each_baseline_is_one_entry_whose_label_heads_its_column_everywhere():
     import sys
 
     from wmstudio.locations import REPO_ROOT
-    from wmstudio.train.baselines import BASELINES, BY_NAME
-    from wmstudio.train.eval_report import COLUMN_NAMES, EvalReport
+    from wmstudio.train.world_model.baselines import BASELINES, BY_NAME
+    from wmstudio.train.world_model.eval_report import COLUMN_NAMES, EvalReport
 
     sys.path.insert(0, str(REPO_ROOT / "docs"))
     try:

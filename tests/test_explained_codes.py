@@ -10,8 +10,8 @@ import random
 import pytest
 
 from wmstudio.locations import DEMO_WORLDS_DIR
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.checks.explained_codes import explains, signs_in
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.simulators import get_simulator

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wmstudio.train.field_kinds import FieldScores, classify, enum_options, field_leaves, prompt_values
+from wmstudio.train.world_model.field_kinds import FieldScores, classify, enum_options, field_leaves, prompt_values
 
 CALL = prompt_values({"order_id": "ORD-7", "amount_cents": 500})
 SHOWN = prompt_values({"orders": [{"id": "ORD-7", "total_cents": 4599, "status": "delivered", "sku": "SKU-1"}]})

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler_settings import SamplerSettings
+from wmstudio.model.denoising.sampler_settings import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.checks.fixed_fields import fixed_fields, must_hold
 from wmstudio.world.checks.report import check_step, check_variables
 from wmstudio.world.history import HistoryStep

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from wmstudio.locations import DEMO_WORLDS_DIR
-from wmstudio.model.backends import load_backend
-from wmstudio.model.folder_listing import folder_listing
-from wmstudio.model.generation import generate
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.heads.folder_listing import folder_listing
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, load_world, parse_world

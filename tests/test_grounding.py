@@ -11,16 +11,16 @@ import json
 
 import pytest
 
-from wmstudio.model.backends import load_backend
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.store import open_store
 from wmstudio.store.seeding import seed_first_run
 from wmstudio.store.worlds import list_worlds
 from wmstudio.studio.context import StudioContext
 from wmstudio.studio.simulation import run_simulation
 from wmstudio.studio.world_step import read_step_request, world_step
-from wmstudio.train.environments import WORLD_MODEL, EpisodeWorld
-from wmstudio.train.scenarios import Scenario
+from wmstudio.train.agent.environments import WORLD_MODEL, EpisodeWorld
+from wmstudio.train.agent.scenarios import Scenario
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.render import ORACLE_QUERY_LABEL, ORACLE_STATE_LABEL
 from wmstudio.world.simulators import get_simulator
@@ -77,7 +77,7 @@ def test_an_http_world_step_reads_no_simulator_unless_oracle_is_asked_for(model,
             "history": [step.to_json() for step in history]}
     request = read_step_request(json.loads(json.dumps(body)), None)
     assert request.settings.grounding == "none"
-    from wmstudio.model.generation import generate
+    from wmstudio.model.generation.generation import generate
 
     generation = generate(model, request.world, request.call, request.anchors, request.history, request.settings)
     assert_no_oracle(generation.prompt, order, replayed)

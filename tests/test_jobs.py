@@ -29,9 +29,9 @@ from wmstudio.store import (
     run_metrics,
     update_run,
 )
-from wmstudio.train import jobs, run_owner
-from wmstudio.train.agent_config import DEFAULT_POLICY, AgentTrainConfig
-from wmstudio.train.jobs import (
+from wmstudio.train.agent import jobs, run_owner
+from wmstudio.train.agent.agent_config import DEFAULT_POLICY, AgentTrainConfig
+from wmstudio.train.agent.jobs import (
     ENDED_UNREPORTED,
     JobReporter,
     cancel_job,
@@ -41,7 +41,7 @@ from wmstudio.train.jobs import (
     resume_job,
     start_job,
 )
-from wmstudio.train.run_files import checkpoint_step, checkpoints, latest_episodes, run_folder
+from wmstudio.train.agent.run_files import checkpoint_step, checkpoints, latest_episodes, run_folder
 
 # A stand-in trainer: takes train-grpo's options, claims its run as train-grpo does (begin_job), reports steps 1 to
 # `--max-steps` through JobReporter as TRL numbers them (printing "wrote N" once step N's metrics are committed),
@@ -50,8 +50,8 @@ FAKE_TRAINER = r"""
 import sys, time
 from wmstudio.problems import InvalidInput
 from wmstudio.store import open_store
-from wmstudio.train.jobs import begin_job
-from wmstudio.train.run_files import checkpoint_step, checkpoints, run_folder
+from wmstudio.train.agent.jobs import begin_job
+from wmstudio.train.agent.run_files import checkpoint_step, checkpoints, run_folder
 args = sys.argv[1:]
 option = lambda name, default=None: args[args.index(name) + 1] if name in args else default
 run_id, steps, pause = int(option("--run-id")), int(option("--max-steps")), float(option("--pause", "0.3"))
@@ -82,7 +82,7 @@ with reporter:
 # A process that claims run argv[1] of database argv[2] and sleeps (with --stubborn it ignores SIGTERM).
 HOLDER = r"""
 import signal, sys, time
-from wmstudio.train.run_owner import claim_run
+from wmstudio.train.agent.run_owner import claim_run
 if "--stubborn" in sys.argv:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 claim = claim_run(int(sys.argv[1]), sys.argv[2])
@@ -437,7 +437,7 @@ def policy_for_tests(folder: Path) -> str | None:
     SFT for 300 steps (about 25 s on one thread) in `folder`."""
     if (REPO_ROOT / DEFAULT_POLICY / "policy.json").is_file():
         return None
-    from wmstudio.train.agent_sft import train_agent
+    from wmstudio.train.agent.agent_sft import train_agent
 
     train_agent(AgentTrainConfig(out=folder, minutes=5, steps=300, episodes=300), log=lambda _: None)
     return str(folder)

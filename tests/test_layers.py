@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "wmstudio"
 LAYERS = {  # lower number = lower layer; a module may import its own layer and any lower one
     "problems": 0, "locations": 0, "network": 0, "settings": 0,
@@ -87,9 +89,9 @@ def test_the_door_rule_catches_a_tab_that_reaches_the_store_itself(tmp_path):
     (package / "__init__.py").write_text("")
     (package / "ui" / "tab.py").write_text("from wmstudio.studio.worlds import list_worlds\n"
                                            "from wmstudio.store import get_world\n")
-    (package / "cli" / "runs.py").write_text("def show():\n    from wmstudio.train.jobs import cancel_job\n")
+    (package / "cli" / "runs.py").write_text("def show():\n    from wmstudio.train.agent.jobs import cancel_job\n")
     assert bypassing_imports(package) == [
-        "wmstudio.cli.runs (line 2) imports wmstudio.train.jobs: use the studio/ service instead",
+        "wmstudio.cli.runs (line 2) imports wmstudio.train.agent.jobs: use the studio/ service instead",
         "wmstudio.ui.tab (line 2) imports wmstudio.store: use the studio/ service instead"]
 
 
@@ -107,19 +109,37 @@ def test_the_rule_catches_an_upward_import_even_inside_a_function(tmp_path):
     assert upward_imports(package) == ["wmstudio.world.spec (line 2) imports wmstudio.store"]
 
 
-def test_world_is_kept_in_wings():
-    """world/ holds at its top level only what every wing uses (docs/architecture.md, "world/ by wing"); a new
-    module goes into the wing of its concept. Wings import one another one way only."""
-    world = PACKAGE / "world"
-    top = sorted(p.stem for p in world.glob("*.py") if p.stem != "__init__")
-    assert len(top) <= 12, f"world/ has {len(top)} modules at its top level: {top}"
-    wing_of = {}
-    for src, dst, _ in package_imports():
+WINGED = {"world": 12, "model": 0, "train": 0}  # room -> how many modules its top level may hold beside wings
+
+
+def wing_imports(room: str, package: Path = PACKAGE) -> dict[tuple[str, str], list[str]]:
+    """(importing wing, imported wing) -> the imports between two wings of `room`."""
+    between: dict[tuple[str, str], list[str]] = {}
+    for src, dst, _ in package_imports(package):
         parts, target = src.split("."), dst.split(".")
-        if parts[1] == target[1] == "world" and len(parts) > 3 and len(target) > 3 and parts[2] != target[2]:
-            wing_of.setdefault((parts[2], target[2]), []).append(f"{src} imports {dst}")
-    both_ways = [pair for pair in wing_of if pair[::-1] in wing_of]
-    assert not both_ways, "wings importing each other: " + "; ".join(wing_of[pair][0] for pair in both_ways)
+        if parts[1] == target[1] == room and len(parts) > 3 and len(target) > 3 and parts[2] != target[2]:
+            between.setdefault((parts[2], target[2]), []).append(f"{src} imports {dst}")
+    return between
+
+
+@pytest.mark.parametrize("room", sorted(WINGED))
+def test_a_large_room_is_kept_in_wings(room):
+    """world/, model/ and train/ hold at their top level only what every wing uses (docs/architecture.md, "by
+    wing"); a new module goes into the wing of its concept. Wings import one another one way only, round no loop."""
+    top = sorted(p.stem for p in (PACKAGE / room).glob("*.py") if p.stem != "__init__")
+    assert len(top) <= WINGED[room], f"{room}/ has {len(top)} modules at its top level: {top}"
+    between = wing_imports(room)
+    graph: dict[str, set[str]] = {}
+    for src, dst in between:
+        graph.setdefault(src, set()).add(dst)
+    loops = strongly_connected(graph)
+    assert not loops, "wings importing round a loop: " + "; ".join(
+        " <-> ".join(loop) + f" ({next(between[pair][0] for pair in between if set(pair) <= set(loop))})"
+        for loop in loops)
+
+
+def test_the_halves_of_training_never_import_each_other():
+    assert not wing_imports("train"), wing_imports("train")
 
 
 def module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
@@ -141,33 +161,43 @@ def module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     return {module: {dst for dst in targets if dst in modules and dst != module} for module, targets in graph.items()}
 
 
-def import_loops(package: Path = PACKAGE) -> list[list[str]]:
-    """Every set of modules that import one another round a loop (strongly connected, Tarjan), whatever their
-    folders: a loop through a room's top-level modules is invisible to the folder rules above."""
-    graph, index, low, stack, on, loops = module_graph(package), {}, {}, [], set(), []
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every set of two or more nodes of `graph` that reach one another (Tarjan), each sorted."""
+    nodes = sorted(set(graph) | {target for targets in graph.values() for target in targets})
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    loops: list[list[str]] = []
 
-    def visit(module: str) -> None:
-        index[module] = low[module] = len(index)
-        stack.append(module)
-        on.add(module)
-        for target in sorted(graph[module]):
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on.add(node)
+        for target in sorted(graph.get(node, ())):
             if target not in index:
                 visit(target)
-                low[module] = min(low[module], low[target])
+                low[node] = min(low[node], low[target])
             elif target in on:
-                low[module] = min(low[module], index[target])
-        if low[module] == index[module]:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
             loop = []
-            while not loop or loop[-1] != module:
+            while not loop or loop[-1] != node:
                 loop.append(stack.pop())
                 on.discard(loop[-1])
             if len(loop) > 1:
                 loops.append(sorted(loop))
 
-    for module in sorted(graph):
-        if module not in index:
-            visit(module)
+    for node in nodes:
+        if node not in index:
+            visit(node)
     return loops
+
+
+def import_loops(package: Path = PACKAGE) -> list[list[str]]:
+    """Every set of modules that import one another round a loop, whatever their folders: a loop through a room's
+    top-level modules is invisible to the folder rules above."""
+    return strongly_connected(module_graph(package))
 
 
 def test_no_modules_import_one_another_round_a_loop():

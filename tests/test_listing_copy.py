@@ -10,11 +10,11 @@ import json
 import pytest
 from generated_calls import generated_calls
 
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.model.listing_copy import listing_copy, page_values
-from wmstudio.model.sampler import SamplerSettings
-from wmstudio.train.field_kinds import field_leaves
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.heads.listing_copy import listing_copy, page_values
+from wmstudio.model.serving.backends import load_backend
+from wmstudio.train.world_model.field_kinds import field_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
 from wmstudio.world.prompt.retrieval import matches, understood

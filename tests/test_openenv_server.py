@@ -9,14 +9,14 @@ import pytest
 from openenv.core.generic_client import GenericEnvClient
 from test_serve_http import serve
 
-from wmstudio.model.backends import load_backend
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store import MadeBy, append_step, create_rollout, open_store
 from wmstudio.store.curricula import create_curriculum_version
 from wmstudio.store.rollouts import set_status
 from wmstudio.store.seeding import demo_worlds
 from wmstudio.store.worlds import save_world_version
-from wmstudio.train.scenarios import demo_scenarios, split_of
+from wmstudio.train.agent.scenarios import demo_scenarios, split_of
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.anchors import Anchor
 
@@ -85,7 +85,7 @@ def test_a_demo_scenario_rewards_the_episode_by_its_success_condition(url):
 
 def test_a_demo_scenario_edited_in_the_studio_is_what_the_server_plays(served, monkeypatch, tmp_path):
     from wmstudio.store import list_scenarios, update_scenario
-    from wmstudio.train.jobs import demo_curriculum
+    from wmstudio.train.agent.jobs import demo_curriculum
 
     monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path))
     url, store = served

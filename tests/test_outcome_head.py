@@ -9,12 +9,19 @@ import pytest
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate, prepare_canvas
-from wmstudio.model.outcome_head import CONFIG_FILE, HEAD_FILE, Outcome, OutcomeHead, load_outcome_head, outcome_of
-from wmstudio.model.sampler import SamplerSettings
-from wmstudio.train.examples import read_corpus_split, request_from_meta
-from wmstudio.train.outcome_fitting import fit_outcome_head
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate, prepare_canvas
+from wmstudio.model.heads.outcome_head import (
+    CONFIG_FILE,
+    HEAD_FILE,
+    Outcome,
+    OutcomeHead,
+    load_outcome_head,
+    outcome_of,
+)
+from wmstudio.model.serving.backends import load_backend
+from wmstudio.train.world_model.examples import read_corpus_split, request_from_meta
+from wmstudio.train.world_model.outcome_fitting import fit_outcome_head
 from wmstudio.world.corpus.rows import write_corpus
 from wmstudio.world.heads.outcome_features import outcome_features
 from wmstudio.world.history import HistoryStep
@@ -63,7 +70,7 @@ def test_a_date_a_page_token_and_a_name_are_not_ids_a_lookup_misses():
     taken = set(outcome_features(world, Call("create_order", {"name": "Granite Bay 8"})))
     free = set(outcome_features(world, Call("create_order", {"name": "Granite Bay 9"})))
     assert "arg:name:held" in taken and "arg:name:unheld" in free  # a name taken, for a create's duplicate
-    from wmstudio.model.outcome_head import generic_facts
+    from wmstudio.model.heads.outcome_head import generic_facts
 
     assert {"arg:date:future", "arg:cursor", "create&arg:held"} <= \
         set(generic_facts([*dated, *paged, *taken], "create_order"))
@@ -246,7 +253,7 @@ def test_fit_outcome_saves_a_head_beside_a_model_and_refuses_a_corpus_without_wo
 
 
 def test_tool_free_facts_know_a_lookup_from_a_create_and_a_token_an_earlier_response_gave():
-    from wmstudio.model.outcome_head import generic_facts, tool_family
+    from wmstudio.model.heads.outcome_head import generic_facts, tool_family
 
     assert [tool_family(n) for n in ("getOrder", "fetch_purchase", "createInvoice", "cancel-booking", "teleport")] \
         == ["read", "read", "create", "delete", "action"]
@@ -261,7 +268,7 @@ def test_an_error_the_head_chose_without_a_code_gets_the_code_whose_stated_cause
     """A tool the head never saw gets ok/error from the generic scorer and no code; the code is then the one the
     world's rules state a cause for here (a processing order cannot be refunded: ORDER_NOT_DELIVERED), else the
     world's outage code, never one the denoiser makes up. Ok outcomes and coded errors are left as they are."""
-    from wmstudio.model.outcome_head import with_stated_codes
+    from wmstudio.model.heads.outcome_head import with_stated_codes
     from wmstudio.world.checks.error_codes import outage_code
 
     world = get_simulator("retail").world()
@@ -282,7 +289,7 @@ def test_an_outcome_a_rule_refuses_whatever_the_other_fields_hold_gives_way_to_t
     and code in the response: an ok cancel of a delivered order breaks the cancel rule whatever the order's fields
     will say, so the error ranked next is chosen; on a pending order the ok stands. A rule that reads a field not
     written yet decides nothing; nothing left keeps the head's order."""
-    from wmstudio.model.outcome_head import within_rules
+    from wmstudio.model.heads.outcome_head import within_rules
     from wmstudio.world.checks.decided import refusing_rule
 
     world = get_simulator("retail").world()

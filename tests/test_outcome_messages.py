@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
-from wmstudio.model.outcome_head import Outcome
-from wmstudio.model.outcome_messages import OutcomeMessages
+from wmstudio.model.heads.outcome_head import Outcome
+from wmstudio.model.heads.outcome_messages import OutcomeMessages
 from wmstudio.world.grounding import NONE
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call

@@ -17,8 +17,8 @@ from wmstudio.problems import InvalidInput
 from wmstudio.store import MadeBy, append_step, create_rollout, create_run, open_store, save_world_version
 from wmstudio.studio import policy_proposals
 from wmstudio.studio.policy_proposals import SHIPPED_POLICY, policy_choices, propose_next_call
-from wmstudio.train.jobs import demo_curriculum
-from wmstudio.train.run_files import POLICY_DIR, run_folder
+from wmstudio.train.agent.jobs import demo_curriculum
+from wmstudio.train.agent.run_files import POLICY_DIR, run_folder
 from wmstudio.ui.rollouts_tab import propose_call
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.simulators import get_simulator

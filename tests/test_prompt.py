@@ -165,7 +165,7 @@ def test_an_unknown_grounding_is_refused_at_the_door_naming_the_setting(tmp_path
     from typer.testing import CliRunner
 
     from wmstudio.cli import app
-    from wmstudio.model.sampler_settings import SamplerSettings
+    from wmstudio.model.denoising.sampler_settings import SamplerSettings
 
     with pytest.raises(InvalidInput, match="grounding: 'hindsight' is not known: use one of none, oracle"):
         SamplerSettings(grounding="hindsight")

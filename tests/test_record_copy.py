@@ -11,14 +11,14 @@ import pytest
 from generated_calls import generated_calls
 
 from wmstudio.locations import ASSETS_DIR
-from wmstudio.model.backends import load_backend
-from wmstudio.model.canvas import build_canvas
-from wmstudio.model.constraints import END
-from wmstudio.model.generation import generate
-from wmstudio.model.layout import NULL_SHAPE, ExactEntries, ExactItems, Holds
-from wmstudio.model.record_copy import named_record_of, record_shape, record_values
-from wmstudio.model.sampler import SamplerSettings
-from wmstudio.train.field_kinds import parse
+from wmstudio.model.canvas.canvas import build_canvas
+from wmstudio.model.canvas.constraints import END
+from wmstudio.model.canvas.layout import NULL_SHAPE, ExactEntries, ExactItems, Holds
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.heads.record_copy import named_record_of, record_shape, record_values
+from wmstudio.model.serving.backends import load_backend
+from wmstudio.train.world_model.field_kinds import parse
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, load_world
@@ -112,7 +112,7 @@ def test_a_demo_lookup_is_the_simulators_answer_and_an_anchor_still_wins(backend
 
 
 def test_the_layout_takes_the_records_shape():
-    from wmstudio.model.tokenizer import train_tokenizer
+    from wmstudio.model.network.tokenizer import train_tokenizer
     from wmstudio.store.seeding import demo_worlds
 
     tokenizer = train_tokenizer([w.dumps() for w in demo_worlds()], vocab_size=800)
@@ -159,7 +159,7 @@ def test_the_identifiers_a_call_sends_are_echoed_ok_or_not():
     """On generated worlds (snake_case and camelCase), every top-level field named as an identifier the call sends
     holds it in the simulator's answer, errors included; generation writes them before denoising, so the shipped
     model echoes them where it wrote "" or another id."""
-    from wmstudio.model.call_echoes import call_identifiers
+    from wmstudio.model.heads.call_echoes import call_identifiers
 
     seen = {"ok": 0, "error": 0, "camel": 0}
     refused = []
@@ -183,7 +183,7 @@ def test_an_answer_that_did_what_was_asked_holds_the_arguments_it_names_as_sent(
     """A top-level field named as an argument holds it in every ok answer of generated worlds (times, labels,
     amounts), and the shipped model writes them where it wrote "" or shifted a time; a path is left out, as the
     filesystem answers it absolute."""
-    from wmstudio.model.call_echoes import call_echoes
+    from wmstudio.model.heads.call_echoes import call_echoes
 
     done = []
     for world, call, truth in generated_calls(11, 30, 20):
@@ -256,7 +256,7 @@ def test_a_camel_case_key_names_the_records_own_id_by_its_kind(backend):
 def test_an_argument_left_out_is_echoed_as_the_default_its_schema_states():
     """The airline's `search_flights` prices the basic fare when none is asked ("Fare class to price (default
     basic)"); the answer's `fare` says so, and a BFCL default of "None" is no value."""
-    from wmstudio.model.call_echoes import call_echoes
+    from wmstudio.model.heads.call_echoes import call_echoes
 
     airline = get_simulator("airline")
     world = airline.world()

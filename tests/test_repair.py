@@ -10,10 +10,10 @@ from dataclasses import replace
 
 import pytest
 
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.model.repair import fields_to_remask, held_anchors, solve_by_rules
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.generation.repair import fields_to_remask, held_anchors, solve_by_rules
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.rules.equations import implied_values

@@ -1,4 +1,4 @@
-"""Request batching (model/batching.py): requests that denoise at the same time share one forward per step, and
+"""Request batching (model/serving/batching.py): requests that denoise at the same time share one forward per step, and
 each gets exactly what it would have got alone."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import threading
 import pytest
 import torch
 
-from wmstudio.model.backends import load_backend
-from wmstudio.model.batching import ForwardBatcher, _Job, shared_forward
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import load_backend
+from wmstudio.model.serving.batching import ForwardBatcher, _Job, shared_forward
 from wmstudio.store.seeding import demo_worlds
 from wmstudio.world.spec import Call
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from test_serve_http import serve
 
-from wmstudio.model.backends import load_backend
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store import open_store
 from wmstudio.store.seeding import demo_worlds, seed_first_run

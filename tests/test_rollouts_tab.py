@@ -15,8 +15,8 @@ import torch
 from gradio_client import Client, handle_file
 from serving import free_port
 
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
 from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     filter_rollouts,

@@ -10,14 +10,22 @@ import random
 import pytest
 import torch
 
-from wmstudio.model.architecture import new_model
-from wmstudio.model.backends import ArBaseline, PrefixCausalBackend
-from wmstudio.model.canvas import build_canvas
-from wmstudio.model.generation import anchors_as_directives, generate, generate_stream
-from wmstudio.model.prompting import prepare_prompt
-from wmstudio.model.sampler import Frame, SamplerSettings, choose, denoise, penalise_repeats, sample_tokens, score
-from wmstudio.model.text_penalty import TEXT_REPETITION_PENALTY, penalise_span_repeats, text_spans
-from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.model.canvas.canvas import build_canvas
+from wmstudio.model.denoising.sampler import (
+    Frame,
+    SamplerSettings,
+    choose,
+    denoise,
+    penalise_repeats,
+    sample_tokens,
+    score,
+)
+from wmstudio.model.denoising.text_penalty import TEXT_REPETITION_PENALTY, penalise_span_repeats, text_spans
+from wmstudio.model.generation.generation import anchors_as_directives, generate, generate_stream
+from wmstudio.model.generation.prompting import prepare_prompt
+from wmstudio.model.network.architecture import new_model
+from wmstudio.model.network.tokenizer import train_tokenizer
+from wmstudio.model.serving.backends import ArBaseline, PrefixCausalBackend
 from wmstudio.problems import InvalidInput
 from wmstudio.world.prompt.render import render_prompt
 from wmstudio.world.simulators import get_simulator
@@ -389,7 +397,7 @@ def test_cli_generate_live_view_and_clear_errors(files):
 
 
 def test_bench_times_ours_against_the_reference_loop(files):
-    from wmstudio.model.bench import bench_denoise
+    from wmstudio.model.generation.bench import bench_denoise
 
     report = bench_denoise(model=str(files / "model"), canvases=(32,), prompts=(40, 5000), repeats=1,
                            workloads=("random",))
@@ -404,13 +412,13 @@ def test_bench_times_ours_against_the_reference_loop(files):
 
 
 def test_bench_real_workload_times_held_out_calls_of_the_demo_worlds(files):
-    from wmstudio.model.bench import bench_denoise, real_calls
+    from wmstudio.model.generation.bench import bench_denoise, real_calls
 
     report = bench_denoise(model=str(files / "model"), canvases=(100,), prompts=(300,), repeats=2, workloads=("real",))
     [result] = report.results
     assert result.workload == "real" and result.calls == 2 and 75 <= result.canvas <= 125
     assert 270 <= result.prompt_tokens <= 300 and result.median_ms > 0 and result.speedup > 0
-    from wmstudio.model.backends import load_backend
+    from wmstudio.model.serving.backends import load_backend
 
     backend = load_backend(str(files / "model"))
     calls = real_calls(backend, 100, 300, 3)
@@ -436,9 +444,9 @@ def test_bench_llada_preset_refuses_the_cpu():
 def test_every_strategy_the_settings_admit_has_a_scorer_and_an_unknown_one_is_refused():
     import torch
 
-    from wmstudio.model.sampler import score
-    from wmstudio.model.sampler_settings import SamplerSettings
-    from wmstudio.model.strategies import STRATEGIES
+    from wmstudio.model.denoising.sampler import score
+    from wmstudio.model.denoising.sampler_settings import SamplerSettings
+    from wmstudio.model.denoising.strategies import STRATEGIES
     from wmstudio.settings import setting_specs
 
     offered = next(spec for spec in setting_specs(SamplerSettings) if spec.name == "strategy").choices

@@ -1,4 +1,4 @@
-"""Scenarios, environments and off-policy evaluation (train/scenarios.py, environments.py, off_policy.py): the
+"""Scenarios, environments and off-policy evaluation (train/agent/scenarios.py, environments.py, off_policy.py): the
 demo curriculum's tasks are what the simulators say they are, success conditions judge trajectories, and the
 world-model estimate of a scripted policy stands beside the simulators' ground truth."""
 
@@ -10,11 +10,20 @@ import pytest
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
-from wmstudio.model.backends import load_backend
-from wmstudio.train.environments import HYBRID, SIMULATOR, WORLD_MODEL, run_episode
-from wmstudio.train.off_policy import evaluate_policy, wilson_interval
-from wmstudio.train.scenarios import HELDOUT, TRAIN, Step, Trajectory, _logged_in, demo_scenarios, split_of, succeeded
-from wmstudio.train.scripted_policies import expert, noisy, random_agent
+from wmstudio.model.serving.backends import load_backend
+from wmstudio.train.agent.environments import HYBRID, SIMULATOR, WORLD_MODEL, run_episode
+from wmstudio.train.agent.off_policy import evaluate_policy, wilson_interval
+from wmstudio.train.agent.scenarios import (
+    HELDOUT,
+    TRAIN,
+    Step,
+    Trajectory,
+    _logged_in,
+    demo_scenarios,
+    split_of,
+    succeeded,
+)
+from wmstudio.train.agent.scripted_policies import expert, noisy, random_agent
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 
@@ -103,7 +112,7 @@ def test_evaluate_prints_the_estimate_its_interval_and_the_ground_truth(tmp_path
 
 def test_evaluate_judges_by_the_success_condition_saved_in_the_studio(tmp_path, monkeypatch):
     from wmstudio.store import list_scenarios, open_store, update_scenario
-    from wmstudio.train.jobs import demo_curriculum
+    from wmstudio.train.agent.jobs import demo_curriculum
 
     monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
     db = tmp_path / "studio.db"

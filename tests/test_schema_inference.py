@@ -62,9 +62,9 @@ def test_a_tool_the_history_shows_answering_gets_the_schema_of_its_answers_with_
 def test_generation_for_a_schema_less_tool_keeps_the_keys_it_answered_with_before():
     from dataclasses import replace
 
-    from wmstudio.model.backends import load_backend
-    from wmstudio.model.canvas import SKELETON
-    from wmstudio.model.generation import generate
+    from wmstudio.model.canvas.canvas import SKELETON
+    from wmstudio.model.generation.generation import generate
+    from wmstudio.model.serving.backends import load_backend
     from wmstudio.world.history import HistoryStep
     from wmstudio.world.simulators import get_simulator
     from wmstudio.world.spec import Call
@@ -89,7 +89,7 @@ def test_generation_for_a_schema_less_tool_keeps_the_keys_it_answered_with_befor
 
 
 def test_an_outcome_seen_as_ok_or_error_becomes_a_choice_and_any_other_status_stays_text():
-    from wmstudio.model.generation import response_schema
+    from wmstudio.model.generation.generation import response_schema
     from wmstudio.world.history import HistoryStep
     from wmstudio.world.spec import Call, WorldSpec
     from wmstudio.world.tools import Tool

@@ -17,7 +17,7 @@ from test_serve_http import serve
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from wmstudio.model.backends import load_backend
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.serve.server import create_app
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store import open_store

@@ -17,7 +17,7 @@ import pytest
 import uvicorn
 from serving import free_port, wait_for_http
 
-from wmstudio.model.backends import load_backend
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.serve.server import create_app, server_config
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store import open_store
@@ -123,12 +123,20 @@ def test_chat_completions_plain_and_streamed_agree(api):
         assert stream.headers["content-type"].startswith("text/event-stream")
         lines = [line for line in stream.iter_lines() if line.startswith("data: ")]
     assert lines[-1] == "data: [DONE]"
+    stages = []
     for line in lines[:-1]:
-        choice = json.loads(line[len("data: "):])["choices"][0]
+        chunk = json.loads(line[len("data: "):])
+        choice = chunk["choices"][0]
         deltas.append(choice["delta"].get("content", ""))
         finish = choice["finish_reason"] or finish
+        if choice["delta"].get("content"):
+            stages.append(chunk["wmstudio"])
     assert "".join(deltas) == content and finish == "stop"
     assert len([d for d in deltas if d]) >= 2  # the answer arrived in pieces as the canvas settled, not at the end
+    # by the Simulate tab's stages: what the helpers wrote before denoising (who wrote how much), then the model's steps
+    assert stages[0]["stage"] == "before denoising" and sum(stages[0]["written_by"].values()) > 0
+    steps = [int(s["stage"].removeprefix("denoising step ")) for s in stages if s["stage"] != "before denoising"]
+    assert steps and steps == sorted(steps)
     lookup = [{**refund[0], "tool_calls": [{"id": "c2", "type": "function", "function": {
         "name": "get_order", "arguments": json.dumps({"order_id": "ORD-22930"})}}]}]
     looked = {**body, "messages": [{**user, "content": f"State: {json.dumps(STATE)}\n\nAction: {json.dumps(lookup)}"}]}
@@ -199,11 +207,11 @@ def test_the_studio_serves_the_world_model_api_beside_itself(tmp_path):
 
 
 def test_episodes_answered_by_a_served_world_model_match_the_local_one_and_errors_say_why(api, store):
-    from wmstudio.model.remote_world_model import RemoteWorldModel, WorldModelUnavailable
+    from wmstudio.model.serving.remote_world_model import RemoteWorldModel, WorldModelUnavailable
     from wmstudio.problems import InvalidInput
-    from wmstudio.train.environments import WORLD_MODEL, run_episode
-    from wmstudio.train.scenarios import HELDOUT, demo_scenarios, split_of
-    from wmstudio.train.scripted_policies import scripted_policy
+    from wmstudio.train.agent.environments import WORLD_MODEL, run_episode
+    from wmstudio.train.agent.scenarios import HELDOUT, demo_scenarios, split_of
+    from wmstudio.train.agent.scripted_policies import scripted_policy
     from wmstudio.world.spec import Call
 
     remote, local = RemoteWorldModel(str(api.base_url)), load_backend()

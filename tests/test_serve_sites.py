@@ -21,7 +21,7 @@ from test_serve_http import serve
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from wmstudio.model.backends import load_backend
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.serve.deadlines import HeadDeadline
 from wmstudio.serve.service import WorldModelService
 from wmstudio.serve.site_guard import ALLOWED_ORIGINS_ENV

@@ -10,7 +10,7 @@ import pytest
 import typer
 
 from wmstudio.cli import app
-from wmstudio.model.sampler_settings import SETTING_NAMES, SamplerSettings
+from wmstudio.model.denoising.sampler_settings import SETTING_NAMES, SamplerSettings
 from wmstudio.settings import setting_specs
 from wmstudio.store import open_store
 from wmstudio.store.seeding import seed_first_run

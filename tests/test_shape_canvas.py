@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
-from wmstudio.model.shape_canvas import SHAPE_LEAD, SHAPE_LENGTH, lead_ids, read_sketch, shape_canvas
-from wmstudio.model.tokenizer import encode_text
-from wmstudio.train.examples import build_examples, read_corpus_split
+from wmstudio.model.canvas.shape_canvas import SHAPE_LEAD, SHAPE_LENGTH, lead_ids, read_sketch, shape_canvas
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.network.tokenizer import encode_text
+from wmstudio.model.serving.backends import load_backend
+from wmstudio.train.world_model.examples import build_examples, read_corpus_split
 from wmstudio.world.corpus.rows import write_corpus
 from wmstudio.world.heads.schema_sketch import sketch_text
 from wmstudio.world.simulators import SIMULATORS

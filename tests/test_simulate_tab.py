@@ -15,9 +15,9 @@ from gradio_client import Client
 from serving import free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
-from wmstudio.model.generation import generate_stream
-from wmstudio.model.sampler import SamplerSettings
-from wmstudio.model.sampler_settings import SETTING_NAMES
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.denoising.sampler_settings import SETTING_NAMES
+from wmstudio.model.generation.generation import generate_stream
 from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     create_rollout,

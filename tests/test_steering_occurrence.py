@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from wmstudio.model.backends import load_backend
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.studio.serving import scenario_of
-from wmstudio.train.environments import SIMULATOR, WORLD_MODEL, run_episode
-from wmstudio.train.scenarios import Scenario, Trajectory, demo_scenarios, succeeded
+from wmstudio.train.agent.environments import SIMULATOR, WORLD_MODEL, run_episode
+from wmstudio.train.agent.scenarios import Scenario, Trajectory, demo_scenarios, succeeded
 from wmstudio.ui.steering_lines import read_steering, steering_text
 from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.steering.occurrence import SteeringKey, anchors_for, occurrence_of, parse_steering_key

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from wmstudio.model.trace import Commit, DecodeTrace
+from wmstudio.model.denoising.trace import Commit, DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.store import (
     FAILURE_TAGS,

@@ -17,7 +17,7 @@ from serving import free_port
 
 from wmstudio.store import get_annotator, get_rating, get_run, get_step, list_runs
 from wmstudio.studio.context import open_context
-from wmstudio.train.jobs import cancel_job, job_alive
+from wmstudio.train.agent.jobs import cancel_job, job_alive
 from wmstudio.ui.api import API_NAMES
 from wmstudio.ui.studio import build_studio
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.problems import InvalidInput
-from wmstudio.train.examples import request_from_meta
-from wmstudio.train.model_card import corpus_summary
+from wmstudio.train.world_model.examples import request_from_meta
+from wmstudio.train.world_model.model_card import corpus_summary
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.corpus.rows import SPLITS, write_corpus
 from wmstudio.world.corpus.stress import neighbour_answer, paging_keys

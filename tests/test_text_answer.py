@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from wmstudio.model.backends import load_backend
-from wmstudio.model.generation import generate
-from wmstudio.model.text_answer import text_answer
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.heads.text_answer import text_answer
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call, parse_world
 

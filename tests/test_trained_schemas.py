@@ -8,10 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
-from wmstudio.model.backends import load_backend
-from wmstudio.model.canvas import SKELETON
-from wmstudio.model.generation import FROM_TRAINING, generate, schema_of_answers
-from wmstudio.model.trained_schemas import SCHEMAS_FILE, TrainedSchemas, load_trained_schemas
+from wmstudio.model.canvas.canvas import SKELETON
+from wmstudio.model.generation.generation import FROM_TRAINING, generate, schema_of_answers
+from wmstudio.model.network.trained_schemas import SCHEMAS_FILE, TrainedSchemas, load_trained_schemas
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.corpus.rows import write_corpus
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call

@@ -8,17 +8,24 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from wmstudio.model.architecture import new_model, prefix_causal_mask
-from wmstudio.model.backends import ArBaseline, load_backend
-from wmstudio.model.copy_head import load_copy_head
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
-from wmstudio.model.tokenizer import train_tokenizer
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.heads.copy_head import load_copy_head
+from wmstudio.model.network.architecture import new_model, prefix_causal_mask
+from wmstudio.model.network.tokenizer import train_tokenizer
+from wmstudio.model.serving.backends import ArBaseline, load_backend
 from wmstudio.problems import InvalidInput
-from wmstudio.train.batch_stream import BatchStream, stream_batches
-from wmstudio.train.batches import _attention_mask, ar_batch, mdlm_batch, mdlm_split_batch, noise_canvas, plan_batches
-from wmstudio.train.examples import CanvasTarget, TrainingExample
-from wmstudio.train.training import TrainConfig, batch_loss, train_world_model, uses_split_batches
+from wmstudio.train.world_model.batch_stream import BatchStream, stream_batches
+from wmstudio.train.world_model.batches import (
+    _attention_mask,
+    ar_batch,
+    mdlm_batch,
+    mdlm_split_batch,
+    noise_canvas,
+    plan_batches,
+)
+from wmstudio.train.world_model.examples import CanvasTarget, TrainingExample
+from wmstudio.train.world_model.training import TrainConfig, batch_loss, train_world_model, uses_split_batches
 from wmstudio.world.corpus.rows import write_corpus
 from wmstudio.world.history import parse_history
 from wmstudio.world.simulators import get_simulator
@@ -230,7 +237,7 @@ def test_two_pass_loss_equals_the_packed_loss_and_its_gradients(tokenizer):
 def test_free_canvases_take_any_size_that_holds_the_response(tokenizer):
     import random
 
-    from wmstudio.train.examples import FREE_LENGTHS, free_canvas
+    from wmstudio.train.world_model.examples import FREE_LENGTHS, free_canvas
 
     rnd = random.Random(0)
     response = list(range(40, 90))  # 50 tokens

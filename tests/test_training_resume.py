@@ -9,8 +9,8 @@ import pytest
 from safetensors.torch import load_file
 
 from wmstudio.problems import InvalidInput
-from wmstudio.train.checkpoint import checkpoint_folder
-from wmstudio.train.training import TrainConfig, train_world_model
+from wmstudio.train.world_model.checkpoint import checkpoint_folder
+from wmstudio.train.world_model.training import TrainConfig, train_world_model
 from wmstudio.world.corpus.rows import write_corpus
 
 pytestmark = pytest.mark.slow

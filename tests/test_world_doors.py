@@ -22,8 +22,8 @@ from test_serve_http import serve
 from typer.testing import CliRunner
 
 from wmstudio.cli import app as cli
-from wmstudio.model.backends import load_backend
-from wmstudio.model.sampler_settings import SamplerSettings
+from wmstudio.model.denoising.sampler_settings import SamplerSettings
+from wmstudio.model.serving.backends import load_backend
 from wmstudio.problems import InvalidInput
 from wmstudio.serve.service import WorldModelService
 from wmstudio.store import open_store

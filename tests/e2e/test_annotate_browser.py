@@ -8,10 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import gradio as gr
 import pytest
-from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from playwright.sync_api import expect
+from serving import PLACEHOLDER, chromium_page, served_tabs
 
 from wmstudio.store import (
     MadeBy,
@@ -45,25 +44,14 @@ def studio(tmp_path, monkeypatch):
     for step, scores in zip(steps, ([5, 4, 4], [2, 2, 1], [4, 5, 3]), strict=True):
         save_rating(store, bob.id, step.id, *scores)
     ctx = StudioContext(store=store, model="unused", ar_model=None)
-    with gr.Blocks(title="World Model Studio") as app:
-        with gr.Tab("World"):
-            gr.Markdown("The other tabs live here.")
-        with gr.Tab("Annotate"):
-            build_annotate_tab(ctx, app)
-    app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                           head=ANNOTATE_SHORTCUTS_HEAD)
-    yield url, ctx, steps
-    app.close()
+    with served_tabs(ctx, {"World": PLACEHOLDER, "Annotate": build_annotate_tab}, head=ANNOTATE_SHORTCUTS_HEAD) as url:
+        yield url, ctx, steps
 
 
 def test_rate_with_the_keyboard_and_watch_progress_and_agreement(studio):
     url, ctx, steps = studio
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1300})
-        page.goto(url)
+    with chromium_page(url, viewport={"width": 1400, "height": 1300}) as page:
         page.get_by_role("tab", name="Annotate").click()
         name = page.locator("#annotate-name").locator("textarea, input").first
         name.fill("alice")
@@ -108,7 +96,6 @@ def test_rate_with_the_keyboard_and_watch_progress_and_agreement(studio):
         expect(progress).to_contain_text("rated 1 of 3", timeout=15_000)
         expect(page.locator("#annotate-distribution .js-plotly-plot")).to_be_visible(timeout=15_000)
         page.screenshot(path=str(ARTIFACTS / "annotate-4-after-reload.png"), full_page=True)
-        browser.close()
 
     alice = get_annotator(ctx.store, "alice")
     rating = get_rating(ctx.store, alice.id, steps[0].id)

@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import gradio as gr
 import pytest
-from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port, open_rollout
+from playwright.sync_api import expect
+from serving import chromium_page, open_rollout, served_tabs
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import MadeBy, append_step, create_rollout, list_runs, open_store, save_world_version
@@ -38,24 +37,14 @@ def studio(tmp_path, monkeypatch):
     append_step(store, rollout.id, call, json.dumps(truth), MadeBy.by_hand("tester"),
                 check_step(world, call, json.dumps(truth)))
     ctx = StudioContext(store=store, model="unused", ar_model=None)  # nothing here generates
-    with gr.Blocks(title="World Model Studio") as app:
-        with gr.Tab("Rollouts"):
-            build_rollouts_tab(ctx, app)
-        with gr.Tab("Train"):
-            build_train_tab(ctx, app)
-    app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
-    yield url, store, rollout.id
-    app.close()
+    with served_tabs(ctx, {"Rollouts": build_rollouts_tab, "Train": build_train_tab}) as url:
+        yield url, store, rollout.id
 
 
 def test_a_curriculum_saved_in_rollouts_exports_and_appears_in_the_train_tab(studio):
     url, store, rid = studio
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1200})
-        page.goto(url)
+    with chromium_page(url, viewport={"width": 1400, "height": 1200}) as page:
         open_rollout(page, rid, "a refund to train on")
         page.get_by_role("button", name="Accept", exact=True).click()
         expect(page.locator("#rollout-message")).to_contain_text(f"Rollout {rid} is accepted", timeout=10_000)
@@ -80,5 +69,4 @@ def test_a_curriculum_saved_in_rollouts_exports_and_appears_in_the_train_tab(stu
         expect(page.locator("#train-message")).to_contain_text("Cannot start training", timeout=10_000)
         expect(page.locator("#train-message")).to_contain_text("Curriculum")
         page.screenshot(path=str(ARTIFACTS / "train-curriculum-from-rollouts.png"), full_page=True)
-        browser.close()
     assert list_runs(store) == []

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from playwright.sync_api import expect
+from serving import chromium_page, free_port
 
 from wmstudio.store import MadeBy, append_step, create_rollout, latest_world
 from wmstudio.ui.studio import launch
@@ -33,16 +33,15 @@ def studio(tmp_path_factory):
     app.close()
 
 
+def loaded(tab) -> None:
+    expect(tab.locator("#world-status")).to_contain_text("Loaded", timeout=60_000)
+
+
 @pytest.fixture(scope="module")
 def page(studio):
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        tab = browser.new_page(viewport=VIEWPORT)
-        tab.goto(studio[0])
-        expect(tab.locator("#world-status")).to_contain_text("Loaded", timeout=60_000)
+    with chromium_page(studio[0], viewport=VIEWPORT, ready=loaded) as tab:
         yield tab
-        browser.close()
 
 
 def test_a_new_world_and_tools_imported_into_it_or_in_place_of_those_shown(page, tmp_path):

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from playwright.sync_api import expect
+from serving import chromium_page, free_port
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import (
@@ -68,11 +68,7 @@ def pick(page, dropdown_id: str, option: str) -> None:
 def test_edit_a_world_run_with_an_anchor_save_rate_and_see_agreement(studio):
     url, store = studio
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.goto(url)
-
+    with chromium_page(url, viewport={"width": 1400, "height": 1100}) as page:
         # World: the saved world opens by itself; edit its task and save a new version
         expect(page.locator("#world-status")).to_contain_text("Loaded retail v1", timeout=30_000)
         task = page.locator("#world-task textarea")
@@ -151,6 +147,5 @@ def test_edit_a_world_run_with_an_anchor_save_rate_and_see_agreement(studio):
         page.get_by_role("button", name="Refresh agreement").click()
         expect(agreement).to_contain_text("by 2 annotator(s)", timeout=15_000)
         page.screenshot(path=str(ARTIFACTS / "main-3-rated.png"), full_page=True)
-        browser.close()
     rating = get_rating(store, get_annotator(store, "alice").id, step.id)
     assert (rating.realism, rating.outcome_correctness, rating.training_utility) == (4, 3, 5)

@@ -1,6 +1,7 @@
 """A scenario designer in headless Chromium: a scenario is added in the Train tab's New scenario form (its success
-condition tried on a saved episode first, bad steering named), a 2-step run trains on the curriculum version that
-holds it, and a run the curriculum cannot feed is refused with its reason, before it starts.
+condition tried on a saved episode and on one the simulator plays first, bad steering named), a 2-step run trains on
+the curriculum version that holds it, and a run the curriculum cannot feed is refused with its reason, before it
+starts.
 
 Screenshots go to test-artifacts/ (git-ignored) for a person to look at."""
 
@@ -10,12 +11,12 @@ import json
 import time
 from pathlib import Path
 
-from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS
+from playwright.sync_api import expect
+from serving import chromium_page
 from test_train_browser import studio  # noqa: F401 - the Train tab on a fresh database, its runs' policy and cleanup
 
 from wmstudio.store import MadeBy, append_step, create_rollout, get_run, list_runs, save_world_version
-from wmstudio.train.curriculum_scenarios import curriculum_scenarios
+from wmstudio.train.agent.curriculum_scenarios import curriculum_scenarios
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.anchors import Anchor
@@ -38,10 +39,7 @@ def test_add_a_scenario_train_on_it_and_see_a_run_refused_with_its_reason(studio
     url, store = studio
     saved_lookup(store)
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1600})
-        page.goto(url)
+    with chromium_page(url, viewport={"width": 1400, "height": 1600}) as page:
         page.get_by_role("tab", name="Train").click()
         page.locator("#train-scenarios").get_by_text("Scenarios").first.click()
         expect(page.locator("#train-scenarios-summary")).to_contain_text("demo v1 · 90 scenarios", timeout=30_000)
@@ -60,6 +58,13 @@ def test_add_a_scenario_train_on_it_and_see_a_run_refused_with_its_reason(studio
         success.fill(SUCCESS)
         page.locator("#train-new-try").click()
         expect(tried).to_contain_text("Holds on rollout #1", timeout=15_000)
+        episode = page.locator("#train-new-episode input")  # an episode the simulator plays, where none saved fits
+        episode.click()
+        page.get_by_role("option", name="played by the simulator").first.click()
+        success.fill('trajectory.calls.exists(c, c.name == "cancel_order" && c.status == "ok")')
+        page.locator("#train-new-try").click()
+        expect(tried).to_contain_text("Holds on the simulator's episode", timeout=30_000)
+        success.fill(SUCCESS)
 
         steering = page.locator("#train-new-steering textarea")
         message = page.locator("#train-new-message")
@@ -96,7 +101,6 @@ def test_add_a_scenario_train_on_it_and_see_a_run_refused_with_its_reason(studio
         page.locator("#train-refresh").click()
         expect(page.locator("#train-status")).to_contain_text("Run #1 · finished", timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "train-7-run-finished.png"), full_page=True)
-        browser.close()
 
     run = get_run(store, 1)
     assert run.status == "finished" and run.config["curriculum"] == "demo", run.error

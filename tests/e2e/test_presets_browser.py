@@ -9,11 +9,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import gradio as gr
 import pytest
 import torch
-from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from playwright.sync_api import expect
+from serving import chromium_page, served_tabs
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import open_store, save_world_version
@@ -36,25 +35,19 @@ def studio(tiny_model, demo_tokenizer, tmp_path_factory):
     save_world_version(store, world)
     ctx = StudioContext(store=store, model=str(model_dir), ar_model=None)
     ctx.backend()
-    with gr.Blocks(title="World Model Studio") as app:
-        with gr.Tab("Simulate"):
-            build_simulate_tab(ctx, app)
-    app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
-    yield url, world
-    app.close()
+    with served_tabs(ctx, {"Simulate": build_simulate_tab}) as url:
+        yield url, world
+
+
+def loaded(tab) -> None:
+    expect(tab.locator("#simulate-world input")).to_have_value("records (v1)", timeout=20_000)
 
 
 @pytest.fixture(scope="module")
 def page(studio):
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        tab = browser.new_page(viewport={"width": 1400, "height": 1100})
-        tab.goto(studio[0])
-        expect(tab.locator("#simulate-world input")).to_have_value("records (v1)", timeout=20_000)
+    with chromium_page(studio[0], viewport={"width": 1400, "height": 1100}, ready=loaded) as tab:
         yield tab
-        browser.close()
 
 
 def pick(page, dropdown_id: str, option: str) -> None:

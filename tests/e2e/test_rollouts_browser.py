@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import gradio as gr
 import pytest
-from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port, open_rollout
+from playwright.sync_api import expect
+from serving import chromium_page, open_rollout, served_tabs
 
 from wmstudio.locations import DEMO_WORLDS_DIR
 from wmstudio.store import (
@@ -50,22 +49,14 @@ def studio(tiny_model, demo_tokenizer, tmp_path_factory, one_thread):
     append_step(store, rollout.id, call, text, MadeBy.by_hand("tester"), check_step(world, call, text))
     ctx = StudioContext(store=store, model=str(tiny_model(demo_tokenizer, tmp_path_factory.mktemp("mdlm"))),
                         ar_model=None)
-    with gr.Blocks(title="World Model Studio") as app:
-        with gr.Tab("Rollouts"):
-            build_rollouts_tab(ctx, app)
-    app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
-    yield url, store, rollout.id, text
-    app.close()
+    with served_tabs(ctx, {"Rollouts": build_rollouts_tab}) as url:
+        yield url, store, rollout.id, text
 
 
 def test_a_saved_curriculum_version_exports_what_it_was_saved_with(studio):
     url, store, rid, original = studio
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.goto(url)
+    with chromium_page(url, viewport={"width": 1400, "height": 1100}) as page:
         open_rollout(page, rid, "frozen in v1")
         page.get_by_role("button", name="Accept", exact=True).click()
         expect(page.locator("#rollout-message")).to_contain_text(f"Rollout {rid} is accepted")
@@ -91,7 +82,6 @@ def test_a_saved_curriculum_version_exports_what_it_was_saved_with(studio):
         page.get_by_role("button", name="Save edit").click()
         expect(page.locator("#rollout-message")).to_contain_text("is pending again")
         page.screenshot(path=str(ARTIFACTS / "rollouts-frozen-curriculum.png"), full_page=True)
-        browser.close()
     assert json.loads(rollout_steps(store, rid)[0].response)["message"] == "edited by hand"
     assert get_rollout(store, rid).status == "pending"  # an edit un-accepts
     shipped = export_rollouts(store, get_curriculum(store, "frozen", 1).id)
@@ -103,10 +93,7 @@ def test_a_trained_policy_proposes_the_next_call(studio):
     world = get_world(store, get_rollout(store, rid).world_id).spec()
     order = next(o["id"] for o in world.initial_state["orders"] if o["status"] == "pending")
     fresh = create_rollout(store, get_rollout(store, rid).world_id, "proposed")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        page.goto(url)
+    with chromium_page(url, viewport={"width": 1400, "height": 1100}) as page:
         page.get_by_role("button", name="Propose next call").click()
         expect(page.locator("#rollout-message")).to_contain_text("open a rollout first", timeout=20_000)
         page.locator("#rollout-id input").fill(str(fresh.id))
@@ -118,4 +105,3 @@ def test_a_trained_policy_proposes_the_next_call(studio):
         expect(page.locator("#rollout-message")).to_contain_text("proposes cancel_order", timeout=20_000)
         expect(page.locator("#rollout-call .cm-content")).to_contain_text(f'"order_id": "{order}"')
         page.screenshot(path=str(ARTIFACTS / "rollouts-policy-proposal.png"), full_page=True)
-        browser.close()

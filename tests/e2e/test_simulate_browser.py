@@ -7,13 +7,13 @@ go to test-artifacts/ for a person to look at."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-import gradio as gr
 import pytest
 import torch
-from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from playwright.sync_api import expect
+from serving import PLACEHOLDER, chromium_page, served_tabs
 from sqlmodel import func, select
 
 from wmstudio.locations import DEMO_WORLDS_DIR
@@ -52,29 +52,22 @@ def studio(tiny_model, demo_tokenizer, tmp_path_factory):
     save_world_version(store, next(w for w in worlds if w.name == "airline"))
     ctx = StudioContext(store=store, model=str(model_dir), ar_model=None)
     ctx.backend()
-    with gr.Blocks(title="World Model Studio") as app:
-        with gr.Tab("World"):
-            gr.Markdown("The World tab stands here in the studio.")
-        with gr.Tab("Simulate"):
-            build_simulate_tab(ctx, app)
-    app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
-    yield url, store, worlds
-    app.close()
+    with served_tabs(ctx, {"World": PLACEHOLDER, "Simulate": build_simulate_tab}) as url:
+        yield url, store, worlds
+
+
+def loaded(tab) -> None:
+    """Wait until the Simulate tab has loaded its worlds, then go back to the first tab."""
+    tab.get_by_role("tab", name="Simulate").click()
+    expect(tab.locator("#simulate-world input")).to_have_value("airline (v1)", timeout=20_000)  # page loaded
+    tab.get_by_role("tab", name="World").click()
 
 
 @pytest.fixture(scope="module")
 def page(studio):
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-        tab.goto(studio[0])
-        tab.get_by_role("tab", name="Simulate").click()
-        expect(tab.locator("#simulate-world input")).to_have_value("airline (v1)", timeout=20_000)  # page loaded
-        tab.get_by_role("tab", name="World").click()
+    with chromium_page(studio[0], ready=loaded) as tab:
         yield tab
-        browser.close()
 
 
 def _newest_rollout_id(store) -> int:
@@ -122,6 +115,9 @@ def test_pin_an_anchor_run_watch_the_frames_and_save_the_step(studio, page):
     expect(report).to_contain_text('Anchor: status="error"')
     expect(report.locator(".wm-badge.ok", has_text='Anchor: status="error"')).to_have_count(1)
     expect(report).to_contain_text("JSON: valid")
+    retail = next(w for w in worlds if w.name == "retail")  # every one of the world's rules has its badge
+    rules = report.locator(".wm-card").first.locator(".wm-badge", has_text=re.compile(r"^. Rule\b"))
+    expect(rules).to_have_count(len(retail.rules))
     expect(page.locator("#simulate-heatmap .js-plotly-plot")).to_have_count(1, timeout=10_000)
     page.screenshot(path=str(ARTIFACTS / "simulate-2-done.png"), full_page=True)
 

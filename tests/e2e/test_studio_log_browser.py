@@ -14,8 +14,8 @@ import sys
 import time
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port, wait_for_http
+from playwright.sync_api import expect
+from serving import chromium_page, free_port, wait_for_http
 
 from wmstudio.store.seeding import demo_worlds
 
@@ -49,14 +49,17 @@ def test_page_loads_and_world_switches_leave_no_traceback_in_the_log(served):
     url, log = served
     names = sorted(world.name for world in demo_worlds())
     status = "#world-status"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        for _ in range(LOADS):  # a fresh page each time, as a person opening the studio again
+
+    def loaded(page) -> None:
+        expect(page.locator(status)).to_contain_text(f"Loaded {names[0]} v1", timeout=60_000)
+
+    with chromium_page(url, ready=loaded) as page:
+        browser = page.context.browser
+        for _ in range(LOADS - 1):  # a fresh page each time, as a person opening the studio again
+            page.close()
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
-            expect(page.locator(status)).to_contain_text(f"Loaded {names[0]} v1", timeout=60_000)
-            if _ < LOADS - 1:
-                page.close()
+            loaded(page)
         for number in range(SWITCHES):
             name = names[(number + 1) % len(names)]
             page.locator("#world-picker input").click()
@@ -64,7 +67,6 @@ def test_page_loads_and_world_switches_leave_no_traceback_in_the_log(served):
             expect(page.locator(status)).to_contain_text(f"Loaded {name} v1", timeout=30_000)
             expect(page.locator("#world-task textarea")).not_to_have_value("", timeout=10_000)
         time.sleep(3)  # the last switch's download-file writes run after the fields are shown
-        browser.close()
     text = log.read_text(encoding="utf-8", errors="replace")
     assert f"World Model Studio running at {url}" in text  # the log is the server's
     assert "share=True" not in text  # Gradio's hint about public links misled a local user

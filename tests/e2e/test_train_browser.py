@@ -10,17 +10,16 @@ import os
 import re
 from pathlib import Path
 
-import gradio as gr
 import pytest
-from playwright.sync_api import expect, sync_playwright
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port
+from playwright.sync_api import expect
+from serving import PLACEHOLDER, chromium_page, served_tabs
 from test_jobs import policy_for_tests
 
 from wmstudio.store import get_run, list_runs, open_store, run_metrics
 from wmstudio.studio.context import StudioContext
-from wmstudio.train import jobs
-from wmstudio.train.curriculum_scenarios import curriculum_scenarios
-from wmstudio.train.jobs import job_alive, refresh_jobs
+from wmstudio.train.agent import jobs
+from wmstudio.train.agent.curriculum_scenarios import curriculum_scenarios
+from wmstudio.train.agent.jobs import job_alive, refresh_jobs
 from wmstudio.ui.train_tab import build_train_tab
 from wmstudio.world.steering.anchors import Anchor
 
@@ -42,15 +41,8 @@ def studio(tmp_path, monkeypatch):
                                                                                "--policy", policy])
     store = open_store(tmp_path / "studio.db")
     ctx = StudioContext(store=store, model="unused", ar_model=None)
-    with gr.Blocks(title="World Model Studio") as app:
-        with gr.Tab("World"):
-            gr.Markdown("The other tabs live here.")
-        with gr.Tab("Train"):
-            build_train_tab(ctx, app)
-    app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
-    yield url, store
-    app.close()
+    with served_tabs(ctx, {"World": PLACEHOLDER, "Train": build_train_tab}) as url:
+        yield url, store
     for run in list_runs(store):  # never leave a training process behind
         if run.pid and job_alive(run.id, store.path):
             os.kill(run.pid, 9)
@@ -59,10 +51,7 @@ def studio(tmp_path, monkeypatch):
 def test_start_watch_and_cancel_a_training_run(studio):
     url, store = studio
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1500})
-        page.goto(url)
+    with chromium_page(url, viewport={"width": 1400, "height": 1500}) as page:
         page.get_by_role("tab", name="Train").click()
         message, runs = page.locator("#train-message"), page.locator("#train-runs")
         steps = page.locator("#train-max-steps textarea, #train-max-steps input").first
@@ -100,7 +89,6 @@ def test_start_watch_and_cancel_a_training_run(studio):
         expect(runs).to_contain_text("cancelled", timeout=15_000)
         expect(page.locator("#train-status")).to_contain_text("cancelled")
         page.screenshot(path=str(ARTIFACTS / "train-3-cancelled.png"), full_page=True)
-        browser.close()
 
     run = get_run(store, 1)
     assert run.status == "cancelled" and run.config["env"] == "simulator"
@@ -115,22 +103,14 @@ def scenarios_studio(tmp_path, monkeypatch):
     """The Train tab alone on a fresh database (no run is started here); yields (url, store)."""
     monkeypatch.setenv("WMSTUDIO_HOME", str(tmp_path / "home"))
     store = open_store(tmp_path / "studio.db")
-    with gr.Blocks(title="World Model Studio") as app:
-        with gr.Tab("Train"):
-            build_train_tab(StudioContext(store=store, model="unused", ar_model=None), app)
-    app.queue()
-    _, url, _ = app.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
-    yield url, store
-    app.close()
+    with served_tabs(StudioContext(store=store, model="unused", ar_model=None), {"Train": build_train_tab}) as url:
+        yield url, store
 
 
 def test_edit_a_scenarios_success_condition_and_steering(scenarios_studio):
     url, store = scenarios_studio
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1500})
-        page.goto(url)
+    with chromium_page(url, viewport={"width": 1400, "height": 1500}) as page:
         page.locator("#train-scenarios").get_by_text("Scenarios").first.click()
         expect(page.locator("#train-scenarios-summary")).to_contain_text("demo v1 · 90 scenarios", timeout=30_000)
         page.locator("#train-scenarios-table").get_by_text("airline-train-0", exact=True).click()
@@ -155,7 +135,6 @@ def test_edit_a_scenarios_success_condition_and_steering(scenarios_studio):
         expect(message).to_contain_text("Saved airline-train-0", timeout=15_000)
         expect(page.locator("#train-scenarios-table")).to_contain_text('c.status == "error"')
         page.screenshot(path=str(ARTIFACTS / "train-4-scenario-edited.png"), full_page=True)
-        browser.close()
 
     [edited] = [s for s in curriculum_scenarios(store) if s.id == "airline-train-0"]
     assert edited.success.endswith('c.status == "error")')

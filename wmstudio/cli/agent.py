@@ -31,7 +31,7 @@ config_command(commands, "train-agent", AgentTrainConfig, _train_agent)
 
 
 def _train_grpo(settings) -> None:
-    """Run GRPO as a recorded job (`train/jobs.py` owns its life: the run claimed for this process, its status,
+    """Run GRPO as a recorded job (`train/agent/jobs.py` owns its life: the run claimed for this process, its status,
     metrics and episodes recorded), with a progress line per step on stderr."""
     from wmstudio.studio.runs import train_recorded
 
@@ -122,7 +122,7 @@ def evaluate_cmd(
 ) -> None:
     """Estimate a policy's success rate from world-model rollouts alone (with a 95% interval), beside the ground
     truth from the simulators on the same scenarios (off-policy evaluation)."""
-    from wmstudio.model.sources import check_model_source
+    from wmstudio.model.network.sources import check_model_source
     from wmstudio.studio.training import policy_for
 
     def progress(done: int, total: int) -> None:

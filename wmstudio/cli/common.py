@@ -33,7 +33,7 @@ class ErrorBoundary(TyperGroup):
         except InvalidInput as err:
             fail(str(err))
         except RuntimeError as err:  # click's Exit is one too: pass on all but a world model that cannot answer
-            remote = sys.modules.get("wmstudio.model.remote_world_model")  # not loaded: not its error
+            remote = sys.modules.get("wmstudio.model.serving.remote_world_model")  # not loaded: not its error
             if remote is not None and isinstance(err, remote.WorldModelUnavailable):
                 fail(str(err))
             raise

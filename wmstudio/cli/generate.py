@@ -11,7 +11,7 @@ import typer
 from wmstudio.cli.common import ANCHOR_HELP, HISTORY_HELP, PRESET_HELP, emit, fail, load_world, read_call, read_history
 from wmstudio.cli.options import settings_from_options, with_settings
 from wmstudio.locations import DEFAULT_MODEL
-from wmstudio.model.sampler_settings import SamplerSettings
+from wmstudio.model.denoising.sampler_settings import SamplerSettings
 from wmstudio.problems import InvalidInput
 
 commands = typer.Typer()
@@ -51,8 +51,8 @@ def generate_cmd(
                    f"{'; '.join(spec.directives)}", err=True)
     steps_before = read_history(history)
     sampler = settings_from_options(SamplerSettings, settings)
-    from wmstudio.model.backends import load_backend  # torch and transformers: only once the input is read
-    from wmstudio.model.generation import Generation, generate_stream
+    from wmstudio.model.generation.generation import Generation, generate_stream
+    from wmstudio.model.serving.backends import load_backend  # torch and transformers: only once the input is read
 
     try:
         backend = load_backend(model or DEFAULT_MODEL, trust_remote_code=trust_remote_code, device=device,
@@ -87,7 +87,7 @@ def generate_cmd(
 
 def _run_generation(stream, live: bool):
     """Drain `stream`; with `live`, redraw the first sample's canvas in the terminal at every frame."""
-    from wmstudio.model.generation import Generation
+    from wmstudio.model.generation.generation import Generation
 
     if not live:
         return next(item for item in stream if isinstance(item, Generation))
@@ -154,7 +154,7 @@ def bench_denoise_cmd(
 ) -> None:
     """Time our sampler against LLaDA's reference loop for canvases of 32/64/128 and prompts of ~400/1024 (or the
     lengths given)."""
-    from wmstudio.model.bench import WORKLOADS, bench_denoise
+    from wmstudio.model.generation.bench import WORKLOADS, bench_denoise
 
     report = bench_denoise(preset=preset, device=device, repeats=repeats, model=model,
                            prompts=tuple(prompt_tokens), canvases=tuple(canvas_tokens),

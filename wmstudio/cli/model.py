@@ -14,7 +14,7 @@ import typer
 from wmstudio.cli.common import emit, fail
 from wmstudio.cli.options import config_command, grounding_option
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
-from wmstudio.studio.training import DEFAULT_CHAT_LENGTH, TrainConfig, trained_model_folder
+from wmstudio.studio.training import DEFAULT_CHAT_LENGTH, PairConfig, TrainConfig, trained_model_folder
 from wmstudio.world.grounding import Grounding
 
 model_app = typer.Typer(help="The world model: train it, evaluate it, refit its outcome head, keep its schemas.",
@@ -32,6 +32,15 @@ def _train_wm(config) -> None:
 
 config_command(model_app, "train", TrainConfig, _train_wm, summary=TRAIN_SUMMARY)
 config_command(aliases, "train-wm", TrainConfig, _train_wm, summary=TRAIN_SUMMARY, hidden=True)
+
+
+def _train_pair(config) -> None:
+    from wmstudio.studio.training import train_pair
+
+    emit(train_pair(config, log=lambda text: typer.echo(text, err=True)))
+
+
+config_command(model_app, "train-pair", PairConfig, _train_pair)
 
 
 @model_app.command("fit-outcome")
@@ -103,7 +112,7 @@ def eval_wm(
     rule, the nearest training response, constants), with each head switched off, checks, pinned-anchor flips, free
     mode, whether it reads its prompt, and diversity. A corpus of chat rows without
     `meta` (another project's) is scored by the Patronus protocol: exact, JSON-semantic and ROUGE-L match."""
-    from wmstudio.model.sources import check_model_source, resolve_model_path
+    from wmstudio.model.network.sources import check_model_source, resolve_model_path
     from wmstudio.world.corpus.rows import check_corpus_folder
 
     check_corpus_folder(corpus)  # the inputs first: the model libraries take seconds to load

@@ -87,10 +87,10 @@ def serve_wm(
 ) -> None:
     """Serve the world model over HTTP for external trainers: /v1/world/step, the paper's /v1/world/proxy payload,
     OpenAI /v1/chat/completions, and an OpenEnv environment under /openenv."""
-    from wmstudio.model.sources import check_model_source
+    from wmstudio.model.network.sources import check_model_source
 
     check_model_source(model)  # before the model libraries load (seconds): a wrong path is refused at once
-    from wmstudio.model.backends import load_backend
+    from wmstudio.model.serving.backends import load_backend
     from wmstudio.serve.server import refuse_open_binding, run
     from wmstudio.serve.service import WorldModelService
     from wmstudio.studio.world_step import resolve_world

@@ -1,3 +1,4 @@
-"""The world model: tokenizer, architecture, response canvas, denoising sampler and backends.
+"""The world model, in wings that import one another one way only (docs/architecture.md, "model/ by wing"):
+network → canvas → heads → serving → denoising → generation.
 
-Imports only `wmstudio.world` and the base modules from the rest of the package (docs/architecture.md)."""
+Imports only `wmstudio.world` and the base modules from the rest of the package."""

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.denoising.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.serve.guard import admission, log_to_stderr, problems_response, refusal_response, shorten
 from wmstudio.serve.request_body import BodyTooSlow, PayloadTooLarge, parse_body, read_body
@@ -27,6 +27,7 @@ from wmstudio.serve.service import WorldModelService
 from wmstudio.settings import whole_in
 from wmstudio.studio.chat_step import (
     ChatAnswer,
+    Settled,
     chat_answer,
     chat_stream,
     read_messages,
@@ -166,7 +167,8 @@ def _chat(service: WorldModelService, body: Any) -> Any:
 
 
 def _chat_stream_response(service: WorldModelService, messages, max_tokens, settings, world) -> StreamingResponse:
-    """Server-sent events: a role chunk, content deltas as the settled prefix grows, a stop chunk, [DONE]. The
+    """Server-sent events: a role chunk, content deltas as the settled prefix grows (each saying its stage in
+`wmstudio.stage`: what the helpers wrote before denoising, then each denoising step), a stop chunk, [DONE]. The
     request is read and the first step run before the response starts, so a bad request is still a 422; a request
     that runs over its budget afterwards ends with an error event."""
     chunk_id, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
@@ -191,11 +193,11 @@ def _chat_stream_response(service: WorldModelService, messages, max_tokens, sett
             yield chunk({"role": "assistant", "content": ""})
             try:
                 for item in _chain(first, items):
-                    text = item.text if isinstance(item, ChatAnswer) else item
-                    if text.startswith(sent) and len(text) > len(sent):
-                        for stretch in settled_stretches(sent, text):
-                            yield chunk({"content": stretch})
-                        sent = text
+                    stage = {"wmstudio": item.report()} if isinstance(item, Settled) else None
+                    if item.text.startswith(sent) and len(item.text) > len(sent):
+                        for stretch in settled_stretches(sent, item.text):
+                            yield chunk({"content": stretch}, extra=stage)
+                        sent = item.text
                     if isinstance(item, ChatAnswer):
                         yield chunk({}, "stop", {"usage": _usage(item), "wmstudio": item.report()})
             except InvalidInput as err:

@@ -2,7 +2,7 @@
 scenarios, so OpenEnv-speaking trainers train against it with `openenv-core`'s own clients.
 
 `reset(curriculum=NAME, scenario=I, split=...)` starts one scenario (a seeded random one without `scenario`):
-`demo` is the demo curriculum of the five simulated worlds (train/scenarios.py, with success conditions); a saved
+`demo` is the demo curriculum of the five simulated worlds (train/agent/scenarios.py, with success conditions); a saved
 curriculum's rollouts are scenarios too (their world, task, and the anchors their steps pinned as steering).
 `step` takes a tool call, or a final answer that ends the episode. Each call earns a format reward (1 for a known
 tool with arguments that fit its parameters, else 0); the final answer earns 1 when the scenario's success
@@ -24,7 +24,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.denoising.sampler import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.serve.guard import log_refusal, problems_response
 from wmstudio.serve.service import WorldModelService

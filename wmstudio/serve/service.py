@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from wmstudio.model.backends import ArBaseline, Backend
-from wmstudio.model.batching import ForwardBatcher
+from wmstudio.model.serving.backends import ArBaseline, Backend
+from wmstudio.model.serving.batching import ForwardBatcher
 from wmstudio.serve.deadlines import BODY_SECONDS
 from wmstudio.serve.socket_guard import SOCKET_IDLE_SECONDS, SOCKETS_PER_CLIENT
 from wmstudio.studio.chat_step import DEFAULT_FREE_TOKENS

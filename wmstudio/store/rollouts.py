@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
-from wmstudio.model.trace import DecodeTrace
+from wmstudio.model.denoising.trace import DecodeTrace
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import whole_in
 from wmstudio.store.database import Store, fetch_row

@@ -1,4 +1,4 @@
-"""Storing a decode trace (`wmstudio.model.trace.DecodeTrace`) compactly: 9 bytes per committed position.
+"""Storing a decode trace (`wmstudio.model.denoising.trace.DecodeTrace`) compactly: 9 bytes per committed position.
 
 Each commit is packed as uint16 position, uint16 step, float32 confidence and a flags byte (1 = filled by the
 copy head) behind a version byte, so a 64-token response costs about 600 bytes and a database of 100k steps
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from wmstudio.model.trace import Commit, DecodeTrace
+from wmstudio.model.denoising.trace import Commit, DecodeTrace
 from wmstudio.problems import InvalidInput, Problem
 
 TRACE_FORMAT_VERSION = 2

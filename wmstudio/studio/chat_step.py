@@ -4,18 +4,20 @@ When the user turn is a `State: ...\\n\\nAction: ...` row (the paper's message-l
 possibly ending with the call itself), the call is answered like a world step in the world the request states
 (studio/request_world.py: its system sections over the served world): on the tool's response skeleton, checked.
 Otherwise the model denoises a free JSON canvas after the turns. `chat_stream` yields the text settled so far (a
-prefix that only grows, as streaming clients need), then the answer, which says the grounding and the sources."""
+prefix that only grows, as streaming clients need) by stage, as the Simulate tab draws them (what the helpers wrote
+before the model's first step, then each denoising step), then the answer, which says the grounding and the
+sources."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from wmstudio.model.backends import ArBaseline, Backend
-from wmstudio.model.canvas import FREE, Canvas
-from wmstudio.model.chat_response import chat_prompt_ids, free_canvas, respond_to_chat
-from wmstudio.model.generation import Generation, generate_stream
-from wmstudio.model.sampler import Frame, SamplerSettings, denoise
+from wmstudio.model.canvas.canvas import FREE, Canvas
+from wmstudio.model.denoising.sampler import Frame, SamplerSettings, denoise
+from wmstudio.model.generation.chat_response import chat_prompt_ids, free_canvas, respond_to_chat
+from wmstudio.model.generation.generation import Generation, generate_stream
+from wmstudio.model.serving.backends import ArBaseline, Backend
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.studio.request_budget import limit_history, limit_state
 from wmstudio.studio.request_world import request_world
@@ -44,6 +46,27 @@ class ChatAnswer:
     def report(self) -> dict[str, Any]:
         """What the server adds to its answer about how it was made."""
         return {"mode": self.mode, "grounding": self.grounding, "checks": self.checks, "sources": self.sources}
+
+
+BEFORE_DENOISING = "before denoising"  # the stage of what the pins, copies, heads and rules wrote
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The answer's text settled so far, and the stage that settled it: BEFORE_DENOISING (with how many tokens each
+    helper wrote, by Canvas.written_by's names) or `denoising step N`."""
+
+    text: str
+    stage: str
+    written_by: dict[str, int] = field(default_factory=dict)
+
+    def report(self) -> dict[str, Any]:
+        """What a streamed chunk says of its stage."""
+        return {"stage": self.stage, **({"written_by": self.written_by} if self.written_by else {})}
+
+
+def denoising_step(frame: Frame) -> str:
+    return f"denoising step {frame.step + 1}"
 
 
 @dataclass
@@ -111,8 +134,8 @@ def read_messages(raw: Any, where: str = "messages") -> list[dict[str, str]]:
 
 def chat_stream(backend: Backend | ArBaseline, messages: list[dict[str, str]], max_tokens: int,
                 settings: SamplerSettings = SamplerSettings(), world: WorldSpec | None = None,
-                free_tokens: int = DEFAULT_FREE_TOKENS, turn: WorldTurn | None = None) -> Iterator[str | ChatAnswer]:
-    """Yield the settled prefix of the answer as it grows (text), then the ChatAnswer. `turn` (a request already
+                free_tokens: int = DEFAULT_FREE_TOKENS, turn: WorldTurn | None = None) -> Iterator[Settled | ChatAnswer]:
+    """Yield the settled prefix of the answer as it grows, by stage, then the ChatAnswer. `turn` (a request already
     read as a world step) is answered as given; else `messages` are read, `world` standing in for what they leave
     out."""
     turn = turn if turn is not None else chat_world_turn(messages, world)
@@ -130,7 +153,7 @@ def chat_stream(backend: Backend | ArBaseline, messages: list[dict[str, str]], m
     tokens = list(canvas.tokens)
     for frame in denoise(backend, ids, canvas, settings):
         tokens = frame.tokens[0]
-        yield settled_prefix(canvas, tokens, backend.mask_id)
+        yield Settled(settled_prefix(canvas, tokens, backend.mask_id), denoising_step(frame))
     text = canvas.decode(tokens)
     yield ChatAnswer(text, FREE, len(ids), _count(backend, text), grounding=settings.grounding)
 
@@ -178,17 +201,29 @@ def _json_step(ch: str, depth: int, quoted: bool, escaped: bool) -> tuple[int, b
 
 
 def _skeleton_answer(backend: Backend | ArBaseline, turn: WorldTurn,
-                     settings: SamplerSettings) -> Iterator[str | ChatAnswer]:
+                     settings: SamplerSettings) -> Iterator[Settled | ChatAnswer]:
     canvas = None
     for item in generate_stream(backend, turn.world, turn.call, (), turn.history, settings):
         if isinstance(item, Canvas):
             canvas = item
+            if not settings.repair:
+                yield Settled(settled_prefix(canvas, canvas.tokens, backend.mask_id), BEFORE_DENOISING,
+                              _written_by(canvas, backend.mask_id))
         elif isinstance(item, Frame) and canvas is not None and not settings.repair:
-            yield settled_prefix(canvas, item.tokens[0], backend.mask_id)
+            yield Settled(settled_prefix(canvas, item.tokens[0], backend.mask_id), denoising_step(item))
         elif isinstance(item, Generation):
             sample = item.samples[0]
             yield ChatAnswer(sample.response, item.mode, item.prompt_tokens, _count(backend, sample.response),
                              sample.checks.to_json(), settings.grounding, turn.sources)
+
+
+def _written_by(canvas: Canvas, mask_id: int) -> dict[str, int]:
+    """How many tokens each helper wrote into `canvas` before denoising."""
+    counts: dict[str, int] = {}
+    for position, who in canvas.written_by.items():
+        if canvas.tokens[position] not in (mask_id, canvas.pad_id):
+            counts[who] = counts.get(who, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _count(backend: Backend | ArBaseline, text: str) -> int:

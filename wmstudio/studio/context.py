@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.locations import DEFAULT_AR_MODEL, DEFAULT_MODEL
-from wmstudio.model.backends import ArBaseline, Backend, load_backend
+from wmstudio.model.serving.backends import ArBaseline, Backend, load_backend
 from wmstudio.problems import InvalidInput
 from wmstudio.store import Store, open_store
 from wmstudio.store.annotation import DEFAULT_OVERLAP

@@ -58,7 +58,7 @@ from wmstudio.studio.datasets import (
     push_to_hub,
 )
 from wmstudio.studio.scenario_file import SCENARIOS_FILE, read_scenarios_file, scenarios_text
-from wmstudio.train.curriculum_scenarios import (  # noqa: F401 - BUILT_IN, DEMO_CURRICULUM, curriculum_row re-exported
+from wmstudio.train.agent.curriculum_scenarios import (  # noqa: F401 - BUILT_IN, DEMO_CURRICULUM, curriculum_row re-exported
     BUILT_IN,
     DEMO_CURRICULUM,
     curriculum_row,

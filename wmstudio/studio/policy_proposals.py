@@ -13,10 +13,10 @@ from pathlib import Path
 from wmstudio.locations import REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import Store, get_rollout, get_world, list_runs, rollout_steps
-from wmstudio.train.agent_config import DEFAULT_POLICY, POLICY_MARKER
-from wmstudio.train.agent_policy import AgentPolicy, load_policy
-from wmstudio.train.run_files import POLICY_DIR, run_folder
-from wmstudio.train.scenarios import Scenario, Step, Trajectory
+from wmstudio.train.agent.agent_config import DEFAULT_POLICY, POLICY_MARKER
+from wmstudio.train.agent.agent_policy import AgentPolicy, load_policy
+from wmstudio.train.agent.run_files import POLICY_DIR, run_folder
+from wmstudio.train.agent.scenarios import Scenario, Step, Trajectory
 from wmstudio.world.spec import Call
 
 SHIPPED_POLICY = REPO_ROOT / DEFAULT_POLICY

@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from wmstudio.model.sampler_settings import SamplerSettings
+from wmstudio.model.denoising.sampler_settings import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.store import (  # noqa: F401 - re-exported: the Rollouts tab's and `wmstudio rollouts`' door
     ROLLOUT_STATUSES,

@@ -1,7 +1,7 @@
 """GRPO training runs behind the Train tab, the named API's start_run/run_status, and `wmstudio runs` and
 `train-grpo`: start, cancel, resume, list and show runs, and train one as a recorded run.
 
-A run's whole life is `train/jobs.py`'s (the studio starts `wmstudio train-grpo` in the background; that process
+A run's whole life is `train/agent/jobs.py`'s (the studio starts `wmstudio train-grpo` in the background; that process
 trains through `train_recorded`); this module is the door the tabs and commands use, with the run as JSON."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from wmstudio.store import (  # noqa: F401 - re-exported: the door to the store'
     logged_steps,
     run_metrics,
 )
-from wmstudio.train.jobs import (  # noqa: F401 - re-exported: a run's life
+from wmstudio.train.agent.jobs import (  # noqa: F401 - re-exported: a run's life
     DEMO_CURRICULUM,
     ENVIRONMENT_HELP,
     ENVIRONMENTS,
@@ -29,7 +29,7 @@ from wmstudio.train.jobs import (  # noqa: F401 - re-exported: a run's life
     start_job,
     train_recorded,
 )
-from wmstudio.train.run_files import latest_episodes, log_tail, run_files_folder  # noqa: F401 - re-exported
+from wmstudio.train.agent.run_files import latest_episodes, log_tail, run_files_folder  # noqa: F401 - re-exported
 
 
 def run_json(store: Store, run: TrainingRun, detail: bool = False) -> dict[str, Any]:

@@ -18,9 +18,9 @@ from wmstudio.store import (
     list_curricula,
 )
 from wmstudio.store.database import backup_database  # noqa: F401 - re-exported: a Space's snapshot
-from wmstudio.train.curriculum_scenarios import curriculum_scenarios
-from wmstudio.train.environments import model_answer  # noqa: F401 - re-exported: an episode's answer
-from wmstudio.train.scenarios import (  # noqa: F401 - re-exported: an episode's pieces
+from wmstudio.train.agent.curriculum_scenarios import curriculum_scenarios
+from wmstudio.train.agent.environments import model_answer  # noqa: F401 - re-exported: an episode's answer
+from wmstudio.train.agent.scenarios import (  # noqa: F401 - re-exported: an episode's pieces
     TRAIN,
     Scenario,
     Step,

@@ -11,11 +11,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wmstudio.model.backends import ArBaseline
-from wmstudio.model.canvas import Canvas
-from wmstudio.model.generation import Generation, generate, generate_stream
-from wmstudio.model.sampler import Frame, SamplerSettings
-from wmstudio.model.trace import DecodeTrace
+from wmstudio.model.canvas.canvas import Canvas
+from wmstudio.model.denoising.sampler import Frame, SamplerSettings
+from wmstudio.model.denoising.trace import DecodeTrace
+from wmstudio.model.generation.generation import Generation, generate, generate_stream
+from wmstudio.model.serving.backends import ArBaseline
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import whole_in
 from wmstudio.store import MadeBy, Step, Store, append_step, create_rollout, get_rollout, get_world

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from wmstudio.model.backends import ArBaseline, Backend
-from wmstudio.model.generation import generate
-from wmstudio.model.sampler import SamplerSettings
+from wmstudio.model.denoising.sampler import SamplerSettings
+from wmstudio.model.generation.generation import generate
+from wmstudio.model.serving.backends import ArBaseline, Backend
 from wmstudio.problems import InvalidInput, Problem, join_key
 from wmstudio.store import Store
 from wmstudio.store.worlds import latest_world

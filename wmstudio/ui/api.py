@@ -21,7 +21,7 @@ from typing import Any, Callable
 import gradio as gr
 from gradio.context import Context
 
-from wmstudio.model.sampler_settings import SamplerSettings
+from wmstudio.model.denoising.sampler_settings import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import setting_specs
 from wmstudio.studio.annotation import annotator_progress, get_annotator, next_to_annotate, save_rating

@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 
 from wmstudio.metrics.diversity import distinct_n, self_bleu
-from wmstudio.model.generation import FROM_HISTORY, FROM_SKETCH, FROM_TRAINING, Generation
+from wmstudio.model.generation.generation import FROM_HISTORY, FROM_SKETCH, FROM_TRAINING, Generation
 from wmstudio.world.checks.report import CheckReport
 from wmstudio.world.records import ENVELOPE_FIELDS
 from wmstudio.world.spec import WorldSpec

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from wmstudio.model.canvas import WRITERS, Canvas
-from wmstudio.model.sampler import Frame
-from wmstudio.model.trace import Commit, DecodeTrace
+from wmstudio.model.canvas.canvas import WRITERS, Canvas
+from wmstudio.model.denoising.sampler import Frame
+from wmstudio.model.denoising.trace import Commit, DecodeTrace
 
 SHADES = 5  # confidence buckets: class c0 (< 0.2) .. c4 (>= 0.8)
 

@@ -15,7 +15,7 @@ import gradio as gr
 import pandas as pd
 from gradio.context import Context
 
-from wmstudio.model.sampler_settings import SamplerSettings
+from wmstudio.model.denoising.sampler_settings import SamplerSettings
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import setting_specs
 from wmstudio.studio.chat_rows import import_chat_rows, import_trajectories, looks_like_chat_rows

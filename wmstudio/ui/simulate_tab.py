@@ -14,8 +14,8 @@ from typing import Any
 import gradio as gr
 from gradio.context import Context
 
-from wmstudio.model.sampler_settings import SETTING_NAMES, SamplerSettings
-from wmstudio.model.trace import DecodeTrace
+from wmstudio.model.denoising.sampler_settings import SETTING_NAMES, SamplerSettings
+from wmstudio.model.denoising.trace import DecodeTrace
 from wmstudio.problems import InvalidInput
 from wmstudio.settings import setting_specs
 from wmstudio.studio.context import StudioContext

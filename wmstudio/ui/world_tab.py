@@ -267,7 +267,7 @@ def sketch_with_model(ctx: StudioContext, tool_name: str, *fields) -> tuple[Any,
     """Ask the studio's world model for tool `tool_name`'s response schema and put it in the tools editor, to edit
     and save: the one it was trained with, for a tool of a world it trained on, else the schema its sketch from the
     world being edited (its prompt without that schema) describes, for a model trained to sketch."""
-    from wmstudio.model.generation import write_sketch
+    from wmstudio.model.generation.generation import write_sketch
     from wmstudio.world.spec import Call
 
     try:

@@ -2,7 +2,7 @@
 cause (REFUND_WINDOW_EXPIRED: the order was delivered over the window ago), or a directive forced it.
 
 Without these a pinned `status: "error"` passes every check whatever code and reason the model writes. Each rule's
-check reads `response.error != "CODE" || <steered> ? true : call.name in [tools] ? (<cause>) : false`, the shape repair reads (model/repair.py) to find
+check reads `response.error != "CODE" || <steered> ? true : call.name in [tools] ? (<cause>) : false`, the shape repair reads (model/generation/repair.py) to find
 the codes a state allows. A check sees the *initial* state, so a cause that earlier steps can change also looks at
 the history (an order cancelled two steps ago). `directives` are the world's steering directives as canonical text
 (`inject_error: CODE`, `empty_result`): an injected code needs no cause, and `empty_result` makes a lookup answer
