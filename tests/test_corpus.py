@@ -135,6 +135,19 @@ def test_mix_of_grounding_directives_mistakes_and_history(corpus):
     assert statuses["ok"] > statuses["error"] > 0 and statuses["partial"] > 0
 
 
+def test_a_corpus_of_grounding_none_only_holds_the_same_rows_without_the_oracle(corpus, tmp_path):
+    """`--oracle-share 0`: the rows a world model is trained on as it is used (the pair's corpus, [wm-pair])."""
+    _, _, rows = corpus
+    stats = write_corpus(tmp_path, rows=200, seed=SEED, oracle_share=0.0)
+    plain = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text("utf-8").splitlines()]
+    assert stats["oracle_grounding"] == 0 and stats["oracle_share"] == 0.0
+    assert {row["meta"]["grounding"] for row in plain} == {"none"}
+    assert all("oracle" not in row["messages"][0]["content"].lower() for row in plain)
+    mixed = {json.dumps(row["meta"]["call"]) + json.dumps(row["meta"]["initial_state"]) for row in rows["train"]}
+    same = [row for row in plain if json.dumps(row["meta"]["call"]) + json.dumps(row["meta"]["initial_state"]) in mixed]
+    assert len(same) >= len(plain) // 2  # the same draws (a smaller corpus splits them otherwise)
+
+
 def test_progress_reports_up_to_the_total(corpus):
     _, stats, _ = corpus
     assert stats["progress"][-1] == (ROWS, ROWS)

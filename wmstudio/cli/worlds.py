@@ -24,7 +24,7 @@ from wmstudio.cli.common import (
 )
 from wmstudio.cli.options import grounding_option
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.world.grounding import Grounding
+from wmstudio.world.grounding import ORACLE_SHARE, Grounding
 from wmstudio.world.tools.formats import FORMATS
 
 commands = typer.Typer()
@@ -151,13 +151,16 @@ def corpus(
     synthetic_seed: int = typer.Option(0, "--synthetic-seed", help="Generator seed of the synthetic worlds."),
     synthetic_share: float = typer.Option(0.5, "--synthetic-share", help="Share of the rows from synthetic worlds."),
     preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP),
+    oracle_share: float = typer.Option(ORACLE_SHARE, "--oracle-share", min=0.0, max=1.0,
+                                       help="Share of rows whose prompt holds the simulator's state (grounding oracle); "
+                                            "the rest are grounding none, as the world model is used (0: all none)."),
 ) -> None:
     """Write a world-model corpus from the simulated worlds (and synthetic ones), in the public chat format."""
     from wmstudio.world.corpus.rows import write_corpus
 
     check_parents(out)
     emit(write_corpus(out, rows=rows, seed=seed, synthetic=synthetic, synthetic_seed=synthetic_seed,
-                      synthetic_share=synthetic_share, preset=preset))
+                      synthetic_share=synthetic_share, preset=preset, oracle_share=oracle_share))
 
 
 @commands.command("presets")

@@ -22,6 +22,7 @@ class Grounding(StrEnum):
 
 
 NONE, ORACLE = Grounding.NONE, Grounding.ORACLE
+ORACLE_SHARE = 0.4  # a corpus's rows whose prompt holds the simulator's state and retrieval (oracle); the rest none
 GROUNDINGS = tuple(Grounding)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.world.corpus.plan import SYNTHETIC_SHARE, corpus_plan, split_plan, split_themes, world_splits
 from wmstudio.world.corpus.stress import stress_episode
-from wmstudio.world.grounding import NONE, ORACLE
+from wmstudio.world.grounding import NONE, ORACLE, ORACLE_SHARE
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.render import render_chat
 from wmstudio.world.sims import Simulator
@@ -32,7 +32,6 @@ MAX_ROWS = 1_000_000
 MAX_HISTORY = 6
 INVALID_SHARE = 0.2  # target calls that are mistakes (missing/wrong-typed arguments, unknown ids, policy)
 HISTORY_INVALID_SHARE = 0.15
-ORACLE_SHARE = 0.4  # rows whose prompt holds the simulator's state and retrieval (grounding oracle); the rest none
 DIRECTIVE_SHARE = 0.25  # rows steered by directives
 INJECTED_ERRORS = {
     "retail": ("PAYMENT_GATEWAY_ERROR", "INTERNAL_ERROR", "SERVICE_UNAVAILABLE", "TIMEOUT"),
@@ -64,13 +63,15 @@ class GeneratedRow:
 
 def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = None, synthetic: int = 0,
                  synthetic_seed: int = 0, synthetic_share: float = SYNTHETIC_SHARE,
-                 preset: str | None = None) -> dict[str, Any]:
+                 preset: str | None = None, oracle_share: float = ORACLE_SHARE) -> dict[str, Any]:
     """Write `train.jsonl`, `eval.jsonl` and `test.jsonl` (80/10/10) under `out`, and `stats.json` (what a model
     card trained on it cites); return the stats.
 
     Same arguments give byte-identical files; `progress(done, total)` is called as rows are written. `synthetic`
     worlds (of generator seed `synthetic_seed`) give `synthetic_share` of the rows, held out whole (corpus_plan.py;
-    `synthetic_worlds.json` lists each split's worlds); `preset` makes every row a stress preset's (presets.py).
+    `synthetic_worlds.json` lists each split's worlds); `preset` makes every row a stress preset's (presets.py);
+    `oracle_share` of the rows are rendered with grounding `oracle`, the rest `none` (0: every row as the world model
+    is used by default).
     Stats: rows per split and per world (synthetic worlds counted together), invalid calls, rows with directives
     and with grounding oracle, seconds."""
     started = time.perf_counter()
@@ -83,7 +84,7 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
         "invalid_calls": 0, "error_responses": 0, "with_directives": 0, "oracle_grounding": 0,
     }
     try:
-        for row in iter_corpus(rows, seed, synthetic, synthetic_seed, synthetic_share, preset):
+        for row in iter_corpus(rows, seed, synthetic, synthetic_seed, synthetic_share, preset, oracle_share):
             handles[row.split].write(json.dumps(row.data, ensure_ascii=False) + "\n")
             meta = row.data["meta"]
             stats["rows"] += 1
@@ -114,6 +115,8 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
         stats["synthetic_seed"] = synthetic_seed  # a card cites it: the same worlds come back only with it
     if preset:
         stats["preset"] = preset
+    if oracle_share != ORACLE_SHARE:
+        stats["oracle_share"] = oracle_share
     stats["worlds"] = dict(sorted(stats["worlds"].items()))
     stats["seconds"] = round(time.perf_counter() - started, 2)
     kept = {key: value for key, value in stats.items() if key not in ("out", "seconds")}  # what a model card cites
@@ -122,7 +125,8 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
 
 
 def iter_corpus(rows: int, seed: int, synthetic: int = 0, synthetic_seed: int = 0,
-                synthetic_share: float = SYNTHETIC_SHARE, preset: str | None = None) -> Iterator[GeneratedRow]:
+                synthetic_share: float = SYNTHETIC_SHARE, preset: str | None = None,
+                oracle_share: float = ORACLE_SHARE) -> Iterator[GeneratedRow]:
     """The corpus rows in order, each with its split; row i depends only on the arguments and i.
 
     Worlds take turns; splits come from a seeded shuffle so each holds every demo world, and synthetic worlds are
@@ -137,7 +141,7 @@ def iter_corpus(rows: int, seed: int, synthetic: int = 0, synthetic_seed: int = 
         rng = random.Random(f"wmstudio-corpus/{seed}/{index}")
         simulator = SIMULATORS[plan[index].world]
         for _ in range(50):
-            data = corpus_row(simulator, rng, preset)
+            data = corpus_row(simulator, rng, preset, oracle_share)
             key = hashlib.blake2b(json.dumps(data["messages"]).encode(), digest_size=16).digest()
             if key not in seen:
                 break
@@ -145,7 +149,8 @@ def iter_corpus(rows: int, seed: int, synthetic: int = 0, synthetic_seed: int = 
         yield GeneratedRow(index=index, split=plan[index].split, data=data)
 
 
-def corpus_row(simulator: Simulator, rng: random.Random, preset: str | None = None) -> dict[str, Any]:
+def corpus_row(simulator: Simulator, rng: random.Random, preset: str | None = None,
+               oracle_share: float = ORACLE_SHARE) -> dict[str, Any]:
     """One row: a random initial state, 0-6 earlier steps played by the scripted agent, then the target call.
 
     The response is the simulator's ground truth under the row's directives; `meta` holds what
@@ -153,7 +158,7 @@ def corpus_row(simulator: Simulator, rng: random.Random, preset: str | None = No
     (world/grounding.py: `none` or `oracle`, what the prompt was rendered with). A `preset` draws the episode
     that stress preset describes instead (stress.py) and writes its directives into the world."""
     if preset is not None:
-        return _stress_row(simulator, rng, preset)
+        return _stress_row(simulator, rng, preset, oracle_share)
     initial = simulator.initial_state(rng)
     state, history = initial, []
     for _ in range(rng.randint(0, MAX_HISTORY)):
@@ -162,7 +167,7 @@ def corpus_row(simulator: Simulator, rng: random.Random, preset: str | None = No
         history.append(HistoryStep(call=call, response=response))
     invalid = rng.random() < INVALID_SHARE
     call = simulator.agent_call(state, rng, invalid=invalid)
-    grounding = ORACLE if rng.random() < ORACLE_SHARE else NONE
+    grounding = ORACLE if rng.random() < oracle_share else NONE  # drawn whatever the share: one seed, one state
     directives = sample_directives(simulator.name, rng, getattr(simulator, "injected_errors", None)) \
         if rng.random() < DIRECTIVE_SHARE else []
     _, response = simulator.step(state, call, directives)
@@ -177,10 +182,10 @@ def corpus_row(simulator: Simulator, rng: random.Random, preset: str | None = No
     }
 
 
-def _stress_row(simulator: Simulator, rng: random.Random, preset: str) -> dict[str, Any]:
+def _stress_row(simulator: Simulator, rng: random.Random, preset: str, oracle_share: float) -> dict[str, Any]:
     """A row of the episode stress preset `preset` describes (stress.py), with its directives in the world."""
     episode = stress_episode(simulator, rng, preset)
-    grounding = ORACLE if rng.random() < ORACLE_SHARE else NONE
+    grounding = ORACLE if rng.random() < oracle_share else NONE
     _, response = simulator.step(episode.state, episode.call, episode.directives)
     world = simulator.world(episode.initial, episode.directives)
     chat = render_chat(world, episode.call, episode.history, response=response, grounding=grounding)

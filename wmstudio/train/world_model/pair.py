@@ -1,0 +1,120 @@
+"""The MDLM / AR pair ([wm-pair]): two world models trained from scratch side by side on the same corpus, the same
+tokenizer (BPE fitted on that corpus, deterministically, by each), the same shape, the same number of optimizer
+steps of the same batch size and the same wall-clock cap, one torch thread each, so neither gets more CPU than the
+other. Each run is `wmstudio model train` in its own process, resumable with `--resume` in a later sitting; the
+pair's summary (`pair.json`) says what each got: parameters, steps, tokens, wall and CPU seconds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from wmstudio.problems import InvalidInput, Problem
+from wmstudio.settings import setting, whole_in
+
+ARCHS = {"mdlm": "wm-mdlm-pair", "ar": "wm-ar-pair"}  # arch -> its folder under --out
+
+
+@dataclass
+class PairConfig:
+    """Train the MDLM and the AR world model from scratch on the same rows, tokenizer, shape and budget, side by
+    side, one CPU thread each; `--resume` goes on with both in a later sitting."""
+
+    REQUIRED = ("corpus", "out")
+
+    corpus: Path = setting(None, "Folder with train.jsonl and eval.jsonl, e.g. `wmstudio corpus --oracle-share 0`.")
+    out: Path = setting(None, "Folder for the pair: wm-mdlm-pair/ and wm-ar-pair/ are written under it.")
+    steps: int = setting(2000, "Optimizer steps of each model (the same token budget: --batch-tokens per step).")
+    minutes: float = setting(70.0, "Wall-clock cap of each training loop in minutes (its schedule ends with "
+                                   "--steps or this, whichever comes first).")
+    seed: int = setting(0, "Seed of both runs (initialisation, batching, noise).")
+    batch_tokens: int = setting(6144, "About this many tokens per optimizer step, for both.")
+    learning_rate: float = setting(2e-3, "Peak learning rate of both (AdamW, cosine decay after warm-up).")
+    resume: bool = setting(False, "Go on with both unfinished runs from their checkpoints under --out.")
+    sitting_minutes: float | None = setting(None, "End this sitting after this many minutes, both checkpointed.")
+    checkpoint_minutes: float = setting(10.0, "Minutes between checkpoints while training.")
+
+    def __post_init__(self) -> None:
+        missing = [name for name in self.REQUIRED if getattr(self, name) is None]
+        if missing:
+            raise InvalidInput([Problem(name, "required: give a folder") for name in missing])
+        self.corpus, self.out = Path(self.corpus), Path(self.out)
+        if not whole_in(self.steps, 1):
+            raise InvalidInput(Problem("steps", f"must be a whole number from 1, got {self.steps!r}"))
+
+
+def pair_commands(config: PairConfig) -> dict[str, list[str]]:
+    """The `wmstudio model train` command of each model of the pair, by arch: every setting the same but the arch
+    (and the heads only an MDLM's canvas has: its copy head; the outcome head is fitted for both afterwards)."""
+    commands = {}
+    for arch, folder in ARCHS.items():
+        argv = [sys.executable, "-m", "wmstudio.cli", "model", "train", "--corpus", str(config.corpus),
+                "--out", str(config.out / folder), "--arch", arch, "--steps", str(config.steps),
+                "--minutes", str(config.minutes), "--seed", str(config.seed), "--batch-tokens",
+                str(config.batch_tokens), "--learning-rate", str(config.learning_rate), "--threads", "1",
+                "--checkpoint-minutes", str(config.checkpoint_minutes), "--no-outcome-head",
+                "--note", "the pair: from scratch beside its twin, one thread each"]
+        if config.resume:
+            argv.append("--resume")
+        if config.sitting_minutes is not None:
+            argv += ["--sitting-minutes", str(config.sitting_minutes)]
+        commands[arch] = argv
+    return commands
+
+
+def train_pair(config: PairConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run both trainings at once, each logging to `<out>/<folder>.log`; wait for both; write and return the pair's
+    summary. InvalidInput when either run fails (its log's last lines quoted)."""
+    config.out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    running = {}
+    for arch, argv in pair_commands(config).items():
+        log_path = config.out / f"{ARCHS[arch]}.log"
+        with log_path.open("a", encoding="utf-8") as out:
+            out.write(f"\n$ {' '.join(argv[1:])}\n")
+            out.flush()
+            running[arch] = (subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env), log_path,
+                             time.monotonic())
+        log(f"{arch}: started (pid {running[arch][0].pid}), log {log_path}")
+    finished: dict[str, dict[str, Any]] = {}
+    failed = []
+    for arch, (process, log_path, started) in running.items():
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        cpu = usage.ru_utime + usage.ru_stime
+        finished[arch] = {"exit": process.returncode, "wall_seconds": round(time.monotonic() - started, 1),
+                          "cpu_seconds": round(cpu, 1)}
+        log(f"{arch}: exit {process.returncode}, {finished[arch]['cpu_seconds']} CPU seconds")
+        if process.returncode != 0:
+            tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-5:]
+            failed.append(Problem(arch, f"training failed (exit {process.returncode}): " + " | ".join(tail)))
+    if failed:
+        raise InvalidInput(failed)
+    summary = pair_summary(config, finished)
+    (config.out / "pair.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def pair_summary(config: PairConfig, processes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What each model of the pair got (from its training.json and this sitting's process) and whether the pair is
+    on equal terms: the same tokenizer, parameters within 5%, the same steps."""
+    models = {}
+    for arch, folder in ARCHS.items():
+        trained = json.loads((config.out / folder / "training.json").read_text(encoding="utf-8"))
+        tokenizer = (config.out / folder / "tokenizer.json").read_bytes()
+        models[arch] = {"folder": folder, "parameters": trained["parameters"], "steps": trained["steps"],
+                        "tokens_seen": trained["tokens_seen"], "train_seconds": trained["seconds"],
+                        "tokenizer_sha256": hashlib.sha256(tokenizer).hexdigest()[:16], **processes.get(arch, {})}
+    mdlm, ar = models["mdlm"], models["ar"]
+    return {"corpus": str(config.corpus), "seed": config.seed, "models": models,
+            "same_tokenizer": mdlm["tokenizer_sha256"] == ar["tokenizer_sha256"],
+            "parameter_gap": round(abs(mdlm["parameters"] - ar["parameters"]) / max(ar["parameters"], 1), 4),
+            "same_steps": mdlm["steps"] == ar["steps"],
+            "token_ratio": round(mdlm["tokens_seen"] / max(ar["tokens_seen"], 1), 4)}
