@@ -1,7 +1,8 @@
 """Exceptions on generated worlds: N calls (valid and invalid, the simulators' own draws) on generated worlds of a
 seed, and on each world's listing tools the same worlds with every collection grown to 220 records and the page
 size asked as large as the tool allows (or 200). Prints how many calls ended in an exception (by type; a refusal
-of bad input, InvalidInput, counts too) and how many listings were cut as an API pages them.
+of bad input, InvalidInput, counts too), how many listings were cut as an API pages them, and how many listing
+answers hold a record the call's filter excludes or one record twice (world/checks/invention.py's listing_slips).
 
     python benchmarks/generated_calls_bench.py --calls 1000 --seed 58
 """
@@ -20,6 +21,7 @@ from typing import Any
 from wmstudio.model.denoising.sampler import SamplerSettings
 from wmstudio.model.generation.generation import generate
 from wmstudio.model.serving.backends import load_backend
+from wmstudio.world.checks.invention import listing_slips
 from wmstudio.world.prompt.retrieval import listed_property
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, WorldSpec
@@ -63,7 +65,8 @@ def main() -> None:
     args = parser.parse_args()
     backend, settings, rng = load_backend(), SamplerSettings(), random.Random(args.seed)
     failures: Counter[str] = Counter()
-    made = paged = listings = 0
+    made = paged = listings = listed = slipped = 0
+    slips: list[str] = []
     started = time.time()
     per_world = max(1, args.calls // args.worlds)
     for index in range(args.worlds):
@@ -81,6 +84,12 @@ def main() -> None:
             except Exception as err:  # noqa: BLE001 - counting them is the point
                 failures[type(err).__name__] += 1
                 continue
+            tool = next((t for t in target.tools if t.name == call.name), None)
+            if tool is not None and read_only(tool) and listed_property(tool.response) is not None:
+                listed += 1
+                found = listing_slips(call, answer)
+                slipped += bool(found)
+                slips += [f"{call.name} {json.dumps(call.arguments)}: {found[0]}"] if found else []
             if target is big:
                 listings += 1
                 key = listed_property(target.tool(call.name).response)[0]
@@ -89,6 +98,9 @@ def main() -> None:
     print(f"{made} generated calls on {args.worlds} worlds of seed {args.seed} ({listings} of them listings over "
           f"{GROWN} records): {sum(failures.values())} exceptions {dict(failures)}; {paged} listings answered a "
           f"page of fewer records than match; {time.time() - started:.0f} s")
+    print(f"{listed} listing answers: {slipped} hold a record the call's filter excludes or one record twice")
+    for line in slips[:10]:
+        print("  " + line)
 
 
 if __name__ == "__main__":

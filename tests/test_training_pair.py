@@ -5,6 +5,7 @@ corpus, tokenizer, shape and steps, one thread each), and says what each got; a 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -22,11 +23,14 @@ def test_the_pair_trains_both_on_equal_terms_and_says_what_each_got(tmp_path):
     commands = pair_commands(config)
     differ = [set(a) ^ set(b) for a, b in [(commands["mdlm"], commands["ar"])]][0]
     assert differ == {"mdlm", "ar", str(config.out / ARCHS["mdlm"]), str(config.out / ARCHS["ar"])}
-    summary = train_pair(config, log=lambda _: None)
-    assert summary["same_tokenizer"] and summary["same_steps"] and summary["parameter_gap"] <= 0.05
+    first = train_pair(replace(config, sitting_minutes=0.001), log=lambda _: None)  # a sitting cut short
+    assert not first["finished"] and all(m["steps"] < 2 and not m["finished"] for m in first["models"].values())
+    summary = train_pair(replace(config, resume=True), log=lambda _: None)  # the next sitting goes on
+    assert summary["finished"] and summary["same_tokenizer"] and summary["same_steps"]
+    assert summary["parameter_gap"] <= 0.05
     for arch, folder in ARCHS.items():
         got = summary["models"][arch]
-        assert got["exit"] == 0 and got["steps"] == 2 and got["cpu_seconds"] > 0
+        assert got["exit"] == 0 and got["steps"] == 2 and got["cpu_seconds"] > 0 and got["sittings"] == 2
         assert (config.out / folder / "model.safetensors").is_file()
         assert json.loads((config.out / folder / "training.json").read_text())["arch"] == arch
     assert json.loads((config.out / "pair.json").read_text()) == summary

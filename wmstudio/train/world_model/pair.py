@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -103,18 +104,46 @@ def train_pair(config: PairConfig, log: Callable[[str], None] = print) -> dict[s
 
 
 def pair_summary(config: PairConfig, processes: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What each model of the pair got (from its training.json and this sitting's process) and whether the pair is
-    on equal terms: the same tokenizer, parameters within 5%, the same steps."""
-    models = {}
-    for arch, folder in ARCHS.items():
-        trained = json.loads((config.out / folder / "training.json").read_text(encoding="utf-8"))
-        tokenizer = (config.out / folder / "tokenizer.json").read_bytes()
-        models[arch] = {"folder": folder, "parameters": trained["parameters"], "steps": trained["steps"],
-                        "tokens_seen": trained["tokens_seen"], "train_seconds": trained["seconds"],
-                        "tokenizer_sha256": hashlib.sha256(tokenizer).hexdigest()[:16], **processes.get(arch, {})}
+    """What each model of the pair got so far (from its training.json once finished, else from its checkpoint) and
+    whether the pair is on equal terms: the same tokenizer, parameters within 5%, the same steps."""
+    models = {arch: {"folder": folder, **model_progress(config.out / folder), **processes.get(arch, {})}
+              for arch, folder in ARCHS.items()}
     mdlm, ar = models["mdlm"], models["ar"]
-    return {"corpus": str(config.corpus), "seed": config.seed, "models": models,
+    return {"corpus": str(config.corpus), "seed": config.seed, "steps": config.steps, "models": models,
+            "finished": mdlm["finished"] and ar["finished"],
             "same_tokenizer": mdlm["tokenizer_sha256"] == ar["tokenizer_sha256"],
             "parameter_gap": round(abs(mdlm["parameters"] - ar["parameters"]) / max(ar["parameters"], 1), 4),
             "same_steps": mdlm["steps"] == ar["steps"],
             "token_ratio": round(mdlm["tokens_seen"] / max(ar["tokens_seen"], 1), 4)}
+
+
+def model_progress(folder: Path) -> dict[str, Any]:
+    """How far one model of the pair has come: finished (its training.json) or not (its checkpoint's progress)."""
+    from wmstudio.train.world_model.checkpoint import CHECKPOINT_DIR, PROGRESS_FILE  # torch: not at the CLI's start
+
+    finished = (folder / "training.json").is_file() and not (folder / CHECKPOINT_DIR).exists()
+    where = folder if finished else folder / CHECKPOINT_DIR
+    if finished:
+        record = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+    else:
+        record = json.loads((where / PROGRESS_FILE).read_text(encoding="utf-8"))
+    sittings = record.get("sittings") or []
+    return {"finished": finished, "parameters": parameter_count(where), "steps": record["steps" if finished else
+                                                                                       "step"],
+            "tokens_seen": record["tokens_seen"], "train_seconds": record["seconds"],
+            "train_cpu_seconds": round(sum(s.get("cpu_seconds", 0) for s in sittings), 1),
+            "sittings": len(sittings),
+            "tokenizer_sha256": hashlib.sha256((where / "tokenizer.json").read_bytes()).hexdigest()[:16]}
+
+
+def parameter_count(folder: Path) -> int:
+    """The parameters in a model folder's safetensors files (the network and, for an MDLM, its copy head), read
+    from their headers."""
+    total = 0
+    for path in sorted(folder.glob("*.safetensors")):
+        with path.open("rb") as handle:
+            header = json.loads(handle.read(int.from_bytes(handle.read(8), "little")))
+        for name, tensor in header.items():
+            if name != "__metadata__":
+                total += math.prod(tensor["shape"])
+    return total
