@@ -100,6 +100,11 @@ def test_add_a_scenario_train_on_it_and_see_a_run_refused_with_its_reason(studio
             time.sleep(1)
         page.locator("#train-refresh").click()
         expect(page.locator("#train-status")).to_contain_text("Run #1 · finished", timeout=30_000)
+        # the result where a user looks: held-out success before -> after (overall, by family), the version played
+        expect(page.locator("#train-status")).to_contain_text("Held-out success (judged by the simulators):")
+        expect(page.locator("#train-status")).to_contain_text("curriculum demo v2")
+        expect(page.locator("#train-heldout .js-plotly-plot")).to_have_count(1)
+        expect(page.locator("#train-cancel")).to_be_disabled()  # nothing left to cancel
         page.screenshot(path=str(ARTIFACTS / "train-7-run-finished.png"), full_page=True)
 
     run = get_run(store, 1)

@@ -88,6 +88,7 @@ def test_start_watch_and_cancel_a_training_run(studio):
         expect(message).to_contain_text("Run #1 is cancelled", timeout=60_000)
         expect(runs).to_contain_text("cancelled", timeout=15_000)
         expect(page.locator("#train-status")).to_contain_text("cancelled")
+        expect(page.locator("#train-cancel")).to_be_disabled(timeout=15_000)  # only a live run can be cancelled
         page.screenshot(path=str(ARTIFACTS / "train-3-cancelled.png"), full_page=True)
 
     run = get_run(store, 1)

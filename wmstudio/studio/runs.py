@@ -29,7 +29,7 @@ from wmstudio.train.agent.jobs import (  # noqa: F401 - re-exported: a run's lif
     start_job,
     train_recorded,
 )
-from wmstudio.train.agent.run_files import latest_episodes, log_tail, run_files_folder  # noqa: F401 - re-exported
+from wmstudio.train.agent.run_files import latest_episodes, log_tail, run_files_folder, run_result  # noqa: F401
 
 
 def run_json(store: Store, run: TrainingRun, detail: bool = False) -> dict[str, Any]:

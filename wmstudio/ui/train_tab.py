@@ -37,6 +37,7 @@ from wmstudio.studio.runs import (
     resume_job,
     run_checkpoints,
     run_metrics,
+    run_result,
     start_job,
 )
 from wmstudio.studio.training import GrpoSettings
@@ -52,8 +53,8 @@ RUNS_SHOWN = 50
 EPISODES_SHOWN = 5
 MAX_LINE_CHARS = 600
 KEPT = "nothing was changed"
-BATCH_SPECS = {spec.name: spec for spec in setting_specs(GrpoSettings) if spec.name in ("scenarios_per_step",
-                                                                                   "generations")}
+GRPO_SPECS = {spec.name: spec for spec in setting_specs(GrpoSettings)}  # the one declaration: defaults, bounds
+BATCH_SPECS = {name: GRPO_SPECS[name] for name in ("scenarios_per_step", "generations")}
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # owner/name, as the hub spells model ids
 
 
@@ -64,8 +65,10 @@ class RunView:
 
     status: str
     figure: go.Figure
+    heldout: go.Figure
     episodes: str
     log: str
+    live: bool  # queued or running: what Cancel acts on
     signature: str
 
 
@@ -129,23 +132,66 @@ def episodes_markdown(episodes: list[dict[str, Any]]) -> str:
 
 
 def run_view(store: Store, run_id: int | None) -> RunView:
-    """The selected run's status line, curves, latest episodes and log tail."""
+    """The selected run's status line (with a finished run's held-out success before -> after), curves, held-out
+    chart, latest episodes and log tail."""
     if run_id is None:
         figure, _ = curves_figure(store, None)
-        return RunView("Start a run, or pick one in the list.", figure, "", "", "none")
+        return RunView("Start a run, or pick one in the list.", figure, heldout_figure(None), "", "", False, "none")
     run = get_run(store, run_id)
     figure, points = curves_figure(store, run_id)
     episodes = latest_episodes(run_id, store.path, EPISODES_SHOWN)
     log = log_tail(run_id, store.path)
     saved = run_checkpoints(run, store.path)
+    result = run_result(run, store.path) if run.status == "finished" else None
+    version = run.config.get("curriculum_version")
     parts = [f"**Run #{run.id}** · {run.status}",
-             f"env `{run.config.get('env', '?')}`", f"curriculum `{run.config.get('curriculum', '?')}`",
+             f"env `{run.config.get('env', '?')}`",
+             f"curriculum `{run.config.get('curriculum', '?')}`" + (f" v{version}" if version else ""),
              f"max steps {run.config.get('max_steps', '?')}", f"pid {run.pid or '—'}",
              f"{len(saved)} checkpoint(s)" + (f", newest `{saved[-1].name}`" if saved else "")]
     status = " · ".join(parts) + (f"\n\nError: {_one_line(run.error, 1000)}" if run.error else "")
+    if result is not None:
+        status += "\n\n" + heldout_sentence(result)
     signature = json.dumps([run.id, run.status, run.error, run.pid, points, len(saved),
-                            [e.get("step") for e in episodes], len(log), log[-200:]])
-    return RunView(status, figure, episodes_markdown(episodes), log, signature)
+                            [e.get("step") for e in episodes], len(log), log[-200:], result is not None])
+    return RunView(status, figure, heldout_figure(result), episodes_markdown(episodes), log,
+                   run.status in LIVE_STATUSES, signature)
+
+
+def heldout_sentence(result: dict[str, Any]) -> str:
+    """A finished run's held-out success before -> after, judged by the simulators, overall and by family."""
+    before, after = result.get("heldout_success_before"), result.get("heldout_success_after")
+    if before is None or after is None:
+        return "Held-out success: unmeasured (no held-out scenario's world has a simulator to judge it)."
+    families = result.get("heldout_by_family") or {}
+    each = ", ".join(f"{name} {_share(pair[0])} → {_share(pair[1])}" for name, pair in families.items())
+    return (f"**Held-out success (judged by the simulators): {_share(before)} → {_share(after)}**"
+            + (f" · by family: {each}" if each else ""))
+
+
+def heldout_figure(result: dict[str, Any] | None) -> go.Figure:
+    """Held-out success before and after the run, overall and by family, as bars (empty before a run finishes)."""
+    figure = go.Figure()
+    if result is not None and result.get("heldout_success_after") is not None:
+        families = result.get("heldout_by_family") or {}
+        names = ["all", *families]
+        before = [result.get("heldout_success_before"), *(pair[0] for pair in families.values())]
+        after = [result.get("heldout_success_after"), *(pair[1] for pair in families.values())]
+        figure.add_trace(go.Bar(x=names, y=before, name="before (the start policy)", marker_color="#9ca3af"))
+        figure.add_trace(go.Bar(x=names, y=after, name="after the run", marker_color="#2563eb"))
+        figure.update_yaxes(range=[0, 1], tickformat=".0%")
+    else:
+        figure.add_annotation(text="Held-out success shows here when a run finishes", x=0.5, y=0.5, xref="paper",
+                              yref="paper", showarrow=False, font={"size": 14, "color": "gray"})
+        figure.update_xaxes(visible=False)
+        figure.update_yaxes(visible=False)
+    figure.update_layout(height=260, barmode="group", margin={"l": 40, "r": 10, "t": 30, "b": 40},
+                         title={"text": "Held-out success, judged by the simulators", "font": {"size": 13}})
+    return figure
+
+
+def _share(value: Any) -> str:
+    return f"{value:.1%}" if isinstance(value, (int, float)) else "—"
 
 
 # --- handlers: plain functions of the form values -------------------------------------------------------------
@@ -218,8 +264,9 @@ def resume_run(store: Store, run_id: Any) -> str:
 
 
 def refresh(store: Store, selected: Any, shown: str | None) -> list[Any]:
-    """Everything the timer updates: [table, run dropdown, status, curves, episodes, log, timer, shown], with
-    gr.skip() for the parts whose content is what the page already shows (`shown` says what that is)."""
+    """Everything the timer updates: [table, run dropdown, status, curves, held-out chart, episodes, log, Cancel,
+    timer, shown], with gr.skip() for the parts whose content is what the page already shows (`shown` says what
+    that is)."""
     refresh_jobs(store)
     rows, choices, live = runs_table(store)
     ids = [value for _, value in choices]
@@ -231,9 +278,11 @@ def refresh(store: Store, selected: Any, shown: str | None) -> list[Any]:
     same = {key: before.get(key) == json.loads(json.dumps(value)) for key, value in now.items()}
     table = gr.skip() if same["rows"] else rows
     dropdown = gr.skip() if same["choices"] and same["run"] else gr.update(choices=choices, value=run_id)
-    parts = [gr.skip()] * 4 if same["view"] and same["run"] else [view.status, view.figure, view.episodes, view.log]
+    parts = [gr.skip()] * 5 if same["view"] and same["run"] else \
+        [view.status, view.figure, view.heldout, view.episodes, view.log]
+    cancel = gr.update(interactive=view.live)  # Cancel acts on a queued or running run only
     timer = gr.skip() if same["live"] else gr.Timer(LIVE_REFRESH_S if live else IDLE_REFRESH_S)
-    return [table, dropdown, *parts, timer, json.dumps(now)]
+    return [table, dropdown, *parts, cancel, timer, json.dumps(now)]
 
 
 def _as_id(value: Any) -> int | None:
@@ -273,10 +322,11 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
         curriculum = gr.Dropdown(trainable_curricula(store), value=DEMO_CURRICULUM, label="Curriculum", scale=3,
                                  min_width=360, info="demo, adversarial, or any curriculum saved in Rollouts (a "
                                                      "run plays its scenarios)", elem_id="train-curriculum")
-        env = gr.Radio(list(ENVIRONMENTS), value="simulator", label="Environment", info=ENVIRONMENT_HELP, scale=3,
-                       elem_id="train-env")
+        env = gr.Radio(list(ENVIRONMENTS), value=GRPO_SPECS["env"].default, label="Environment",
+                       info=ENVIRONMENT_HELP, scale=3, elem_id="train-env")  # as `wmstudio train-grpo` starts
     with gr.Row(equal_height=True):
-        max_steps = gr.Textbox("20", label=f"Max steps (1 to {MAX_STEPS:,})", min_width=120, max_lines=1,
+        max_steps = gr.Textbox(str(GRPO_SPECS["max_steps"].default), label=f"Max steps (1 to {MAX_STEPS:,})",
+                               min_width=120, max_lines=1,
                                elem_id="train-max-steps")
         policy = gr.Textbox("", label="Policy (empty: the shipped agent-small)", min_width=160, max_lines=1,
                             placeholder="a policy folder, or a chat model's hub id", elem_id="train-policy")
@@ -290,11 +340,12 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     with gr.Row(equal_height=True):
         selected = gr.Dropdown([], label="Run", scale=3, allow_custom_value=True,  # runs other pages started
                                elem_id="train-run")
-        cancel = gr.Button("Cancel run", variant="stop", min_width=100, elem_id="train-cancel")
+        cancel = gr.Button("Cancel run", variant="stop", min_width=100, interactive=False, elem_id="train-cancel")
         resume = gr.Button("Resume from checkpoint", min_width=100, elem_id="train-resume")
         refresh_button = gr.Button("Refresh", min_width=80, elem_id="train-refresh")
     status = gr.Markdown(elem_id="train-status")
     curves = gr.Plot(label="Training curves", elem_id="train-curves")
+    heldout = gr.Plot(label="Held-out success", elem_id="train-heldout")
     with gr.Accordion("Latest episodes", open=True):
         episodes = gr.Markdown(elem_id="train-episodes", max_height=520)
     with gr.Accordion("Log", open=False):
@@ -302,7 +353,7 @@ def build_train_tab(ctx: StudioContext, studio: gr.Blocks) -> None:
     timer = gr.Timer(IDLE_REFRESH_S)
     shown = gr.State("")
 
-    watched = [table, selected, status, curves, episodes, log, timer, shown]
+    watched = [table, selected, status, curves, heldout, episodes, log, cancel, timer, shown]
 
     def on_refresh(run_id: Any, shown_now: str) -> list[Any]:
         try:

@@ -182,6 +182,7 @@ class GrpoResult:
     heldout_before: float | None  # None: no held-out scenario has a simulator to judge it
     heldout_after: float | None
     heldout_episodes: int
+    heldout_by_family: dict[str, list[float | None]] = field(default_factory=dict)  # family -> [before, after]
     model_answered_share: float | None = None
     reach: dict[str, Any] | None = None  # the probe before the run (reachability.Reach), None when none ran
 
@@ -219,7 +220,7 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
             raise InvalidInput(problems)
         if warning := reach.warnings(settings.min_reachable):
             log(warning)
-    before = _heldout_success(start, heldout)
+    before, families_before = _heldout_success(start, heldout)
     log(f"policy {settings.policy}: held-out success in the simulator {_success_text(before)}")
     counts = {"model": 0, "calls": 0}
 
@@ -286,18 +287,20 @@ def train_grpo(settings: GrpoSettings, folder: Path, backend: Backend | RemoteWo
     trained.name = "grpo"
     trained.model.eval()
     policy_folder = folder / "policy"
-    after = _heldout_success(trained, heldout)
+    after, families_after = _heldout_success(trained, heldout)
+    by_family = {name: [_rounded(families_before.get(name)), _rounded(share)] for name, share in families_after.items()}
     if trainer.accelerator.is_main_process:
         trained.save(policy_folder, {"kind": "agent-policy", "trained_by": "wmstudio train-grpo", "env": settings.env,
                                      "start": settings.policy, "steps": trainer.state.global_step,
-                                     "heldout_success_before": before, "heldout_success_after": after})
+                                     "heldout_success_before": before, "heldout_success_after": after,
+                                     "heldout_by_family": by_family})
     log(f"held-out success in the simulator: {_success_text(before)} -> {_success_text(after)}")
     if cache is not None:
         log(f"world model: {cache.summary()}")
     share = counts["model"] / counts["calls"] if counts["calls"] else None
     return GrpoResult(str(folder), str(policy_folder), settings.env, trainer.state.global_step,
                       round(time.perf_counter() - started, 1), _rounded(before), _rounded(after), len(heldout),
-                      None if share is None else round(share, 4), None if reach is None else reach.to_json())
+                      by_family, None if share is None else round(share, 4), None if reach is None else reach.to_json())
 
 
 def probe_reach(policy: TrainablePolicy, train: list[Scenario], settings: GrpoSettings,
@@ -349,12 +352,17 @@ def latest_checkpoint(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def _heldout_success(policy: TrainablePolicy, heldout: list[Scenario]) -> float | None:
-    """The policy's success on `heldout` judged by the simulators; None when there is none to judge."""
+def _heldout_success(policy: TrainablePolicy, heldout: list[Scenario]) -> tuple[float | None, dict[str, float]]:
+    """The policy's success on `heldout` judged by the simulators, overall and by family (a scenario of no family:
+    by its world); (None, {}) when there is none to judge."""
     if not heldout:
-        return None
+        return None, {}
     estimate = evaluate_policy(policy.act, heldout, None, SIMULATOR)
-    return sum(estimate.truths.values()) / max(1, sum(estimate.episodes.values()))
+    groups: dict[str, list[bool]] = {}
+    for outcome in estimate.outcomes:
+        groups.setdefault(outcome.family or outcome.world, []).append(outcome.truth)
+    shares = {name: sum(truths) / len(truths) for name, truths in sorted(groups.items())}
+    return sum(estimate.truths.values()) / max(1, sum(estimate.episodes.values())), shares
 
 
 def _success_text(share: float | None) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from wmstudio.locations import user_home
 from wmstudio.store import TrainingRun
+from wmstudio.train.agent.agent_config import POLICY_MARKER
 
 LOG_FILE, EPISODES_FILE, CHECKPOINTS_DIR, POLICY_DIR = "log.txt", "episodes.jsonl", "checkpoints", "policy"
 RECORD_FILE = "trainer.json"  # who trains the run (train/agent/run_owner.py writes it)
@@ -138,6 +139,17 @@ def latest_episodes(run_id: int, database: str | Path, n: int = 5) -> list[dict[
         if len(found) == n:
             break
     return found[::-1]
+
+
+def run_result(run: TrainingRun, database: str | Path) -> dict[str, Any] | None:
+    """What a finished run's final policy records of it (`policy.json`: steps, held-out success before and after,
+    overall and by family), or None before there is one."""
+    path = run_files_folder(run, database) / POLICY_DIR / POLICY_MARKER
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def log_tail(run_id: int, database: str | Path, lines: int = 30) -> str:
