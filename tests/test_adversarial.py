@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
+from tempfile import mkdtemp
 
 import pytest
 from typer.testing import CliRunner
@@ -28,7 +30,7 @@ from wmstudio.train.agent.grpo import train_grpo
 from wmstudio.train.agent.off_policy import evaluate_policy, report
 from wmstudio.train.agent.reachability import Reach
 from wmstudio.train.agent.scenarios import HELDOUT, TRAIN, batch_problems, demo_scenarios, split_of, succeeded
-from wmstudio.train.agent.scripted_policies import expert, recovering
+from wmstudio.train.agent.scripted_policies import expert, recovering, scripted_policy
 from wmstudio.ui.scenarios_panel import trainable_curricula
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -59,6 +61,22 @@ def test_only_an_agent_that_recovers_succeeds_where_the_first_try_fails():
         assert succeeded(scenario, recovered), scenario.id
         recovered.final_answer = f"Could not: {scenario.task}"  # recovered, then said it failed: not a success
         assert not succeeded(scenario, recovered), scenario.id
+
+
+def test_the_reflex_yardsticks_play_by_name_and_today_a_blind_retry_passes_every_held_out_scenario():
+    """`retry-once` (any non-ok answer: the same call again, a new sign-in after an expired session) and `tries-twice`
+    are the yardsticks a trained agent must beat ([grpo-world-matters]); on this curriculum version no retry is ever
+    wrong, so the reflex alone passes it, which the curriculum's next version must change."""
+    heldout = split_of(SCENARIOS, HELDOUT)
+    judged = {name: evaluate_policy(scripted_policy(name), heldout, None, SIMULATOR)
+              for name in ("expert", "tries-twice", "retry-once")}
+    shares = {name: sum(e.truths.values()) / len(heldout) for name, e in judged.items()}
+    assert shares["retry-once"] == 1.0 and shares["expert"] < shares["tries-twice"] < 1.0
+    result = CliRunner().invoke(app, ["evaluate", "--policy", "retry-once", "--curriculum", "adversarial", "--split",
+                                      "heldout", "--env", "simulator", "--db", str(Path(mkdtemp()) / "s.db"),
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ground_truth"] == 1.0
 
 
 def test_the_world_models_estimates_agree_with_the_simulator_family_by_family():

@@ -296,3 +296,39 @@ def test_a_new_token_keeps_its_siblings_length_and_alphabet_and_the_fields_patte
     token = new_ids(world, world.initial_state, Call("start_session", {"login": "priya69"}),
                     world.tool("start_session").response)["token"]
     assert token != old and len(token) == len(old) and re.fullmatch(r"at_[0-9a-f]{40}", token)
+
+
+def _tools(*names: str) -> list[dict]:
+    return [{"name": name, "description": "", "parameters": {"type": "object", "properties": {}}} for name in names]
+
+
+def test_what_is_left_goes_to_the_record_that_holds_it_and_a_transfer_sets_each_end():
+    """A write naming two records (a fixture it draws from, the player who draws) sets what is left on the record
+    whose field the answer names, never on the other's one number; a transfer sets `fromDosesLeft` and `toDosesLeft`
+    on the records its `from`- and `to`- arguments name (camelCase fields as the answer's words)."""
+    from wmstudio.world.spec import parse_world
+
+    state = {"fixtures": [{"fixture_id": "FIX-1", "capacity_left": 48}],
+             "players": [{"player_id": "PLR-7", "rank": 4}],
+             "containers": [{"containerId": "co_A", "dosesLeft": 85}, {"containerId": "co_B", "dosesLeft": 104}]}
+    world = parse_world({"name": "yard", "initial_state": state, "tools": _tools("consume_fixture", "moveContainer")})
+    consumed = HistoryStep(Call("consume_fixture", {"fixture_id": "FIX-1", "player_id": "PLR-7", "count": 4}),
+                           {"fixture_id": "FIX-1", "capacity_left_remaining": 28, "status": "ok"})
+    after = episode_state(world, [consumed]).state
+    assert after["fixtures"][0]["capacity_left"] == 28 and after["players"][0]["rank"] == 4
+    moved = HistoryStep(Call("moveContainer", {"fromContainerId": "co_A", "toContainerId": "co_B", "units": 36}),
+                        {"transferred": 36, "fromDosesLeft": 49, "toDosesLeft": 140, "status": "ok"})
+    ends = episode_state(world, [moved]).state["containers"]
+    assert [c["dosesLeft"] for c in ends] == [49, 140]
+
+
+def test_a_record_made_in_a_map_keyed_by_id_joins_the_map_under_its_new_id():
+    from wmstudio.world.spec import parse_world
+
+    state = {"vaccineLots": {"1092": {"nickname": "Old Lot", "state": "scheduled", "allowance": 10}}}
+    world = parse_world({"name": "pawcare", "initial_state": state, "tools": _tools("addVaccineLot")})
+    made = HistoryStep(Call("addVaccineLot", {"nickname": "Amber Bay", "allowance": 49}),
+                       {"vaccineLotId": "5521", "nickname": "Amber Bay", "state": "scheduled", "status": "ok"})
+    lots = episode_state(world, [made]).state["vaccineLots"]
+    assert lots["5521"] == {"nickname": "Amber Bay", "state": "scheduled", "allowance": 49}
+    assert lots["1092"] == state["vaccineLots"]["1092"]

@@ -107,7 +107,7 @@ def test_evaluate_prints_the_estimate_its_interval_and_the_ground_truth(tmp_path
     assert {"policy", "curriculum", "episodes", "estimate", "ci95", "ground_truth"} <= set(data)
     assert data["estimate"] == data["ground_truth"] == 1.0 and data["episodes"] == 5
     refused = CliRunner().invoke(app, ["evaluate", "--policy", "genius"])
-    assert refused.exit_code == 2 and "expert, recovering, noisy, random" in refused.output
+    assert refused.exit_code == 2 and "expert, recovering, tries-twice, retry-once, noisy, random" in refused.output
 
 
 def test_evaluate_judges_by_the_success_condition_saved_in_the_studio(tmp_path, monkeypatch):

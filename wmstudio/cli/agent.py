@@ -103,8 +103,9 @@ def runs_resume(
 
 @commands.command("evaluate")
 def evaluate_cmd(
-    policy: str = typer.Option(..., "--policy", help="A scripted policy (expert, recovering, noisy or random) or a "
-                                                     "trained policy's folder (train-agent, train-grpo)."),
+    policy: str = typer.Option(..., "--policy", help="A scripted policy (expert, recovering, tries-twice, "
+                                                     "retry-once, noisy or random) or a trained policy's folder "
+                                                     "(train-agent, train-grpo)."),
     curriculum: str = typer.Option("demo", "--curriculum", help="The scenarios: demo (the five simulated worlds), "
                                                                  "adversarial (recovering from a failed first try) or "
                                                                  "a saved curriculum with scenarios."),

@@ -54,7 +54,7 @@ def trained_model_folder(model: str) -> Path:
 
 def policy_for(policy: str, seed: int = 0):
     """The policy `evaluate` plays: a trained policy's folder (train-agent or train-grpo), played greedily, or a
-    scripted one (expert, recovering, noisy or random) by name."""
+    scripted one (expert, recovering, tries-twice, retry-once, noisy or random) by name."""
     if Path(policy).is_dir():
         from wmstudio.train.agent.agent_policy import load_policy
 

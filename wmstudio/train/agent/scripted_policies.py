@@ -7,7 +7,8 @@ ordinary episode whose error is fixed, part of the SFT data); `tries_twice` is t
 (an error, or a `partial` answer), tries the same call once more before it says it could not (in the SFT data only on
 the world's own refusals, which a second try never gets past: no recovery is shown); `recovering` is the expert that
 retries after a transient error or a partial answer and signs in again after an expired session (the adversarial
-curriculum's yardstick);
+curriculum's yardstick); `retry_once` is the one-line reflex a trained agent must beat: after any answer that is not
+ok, the same call once more (after an expired session, a new sign-in first);
 `noisy` is the expert with, on a seeded share of scenarios, one argument swapped for another value the state holds
 (a wrong id: the mistake that matters); `random` makes the simulators' scripted-agent calls (a plausible call,
 sometimes a malformed one) and stops. Each is a function `(scenario, trajectory) -> call or answer`."""
@@ -87,6 +88,30 @@ def recovering(scenario: Scenario, trajectory: Trajectory) -> Action:
     return answer(scenario, trajectory)
 
 
+def retry_once(scenario: Scenario, trajectory: Trajectory) -> Action:
+    """The expert with the reflex: a call answered other than ok is made once more (after TOKEN_EXPIRED and the like,
+    a new sign-in first), whatever the error; then the answer from the world's last reply."""
+    if trajectory.steps:
+        names = [step.call.name for step in trajectory.steps]
+        refused = _last_refused(trajectory)
+        if refused is not None and names.count(refused.call.name) < 2:
+            error = (json_or(refused.response, None) or {}).get("error")
+            if refused is trajectory.steps[-1] and error in SIGN_IN_AGAIN and scenario.needs_login:
+                return Call("login", dict(scenario.world.initial_state["login"]))
+            return _with_session(refused.call, trajectory)
+    return expert(scenario, trajectory)
+
+
+def _last_refused(trajectory: Trajectory):
+    """The last step, or the call before a sign-in that ends the trajectory, when it was answered other than ok."""
+    steps = trajectory.steps
+    step = steps[-2] if len(steps) >= 2 and steps[-1].call.name == "login" else steps[-1]
+    answered = json_or(step.response, None)
+    if step.call.name == "login" or not isinstance(answered, dict) or answered.get("status") == "ok":
+        return None
+    return step
+
+
 def answer(scenario: Scenario, trajectory: Trajectory) -> str:
     """The final answer an agent gives: done when its last call was answered ok, else that it could not."""
     last = json_or(trajectory.steps[-1].response, None) if trajectory.steps else None
@@ -122,6 +147,8 @@ def random_agent(seed: int = 0, calls: int = 2) -> Policy:
 
 
 POLICIES: dict[str, Callable[[int], Policy]] = {"expert": lambda seed: expert, "recovering": lambda seed: recovering,
+                                                "tries-twice": lambda seed: tries_twice,
+                                                "retry-once": lambda seed: retry_once,
                                                 "noisy": lambda seed: noisy(seed=seed),
                                                 "random": lambda seed: random_agent(seed=seed)}
 

@@ -101,31 +101,56 @@ def charged(tracked: EpisodeState, path: tuple, record: dict[str, Any], answer: 
 
 
 def drawn_by_amount(tracked: EpisodeState, path: tuple, record: dict[str, Any], arguments: dict[str, Any],
-                     answer: dict[str, Any], said: set[tuple]) -> list[Change]:
+                     answer: dict[str, Any], said: set[tuple], claimed: dict[str, int] | None = None) -> list[Change]:
     """What is left after a write took an amount (`remaining: 13` after `units: 5`): the record's number field the
-    key names less its left-word (`creditsRemaining` -> `credits`), else its one number field that the call's amount
-    moves to that value (`credits` 18 -> 13), else its one
-    quantity (a number of no unit: not cents, a price or an id)."""
-    amounts = [v for v in arguments.values() if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+    key names, left-words aside (`creditsRemaining` -> `credits`, `capacity_left_remaining` -> `capacity_left`), else
+    its one number field that the call's amount moves to that value (`credits` 18 -> 13), else its one quantity (a
+    number of no unit: not cents, a price or an id); of the records a call names, only those that hold the key the
+    surest way (`claimed`: by name, then by the amount, then by a guess) take it."""
     changes: list[Change] = []
     for key, value in answer.items():
-        if not set(words(key)) & LEFT_WORDS or field_for(key, record, path) is not None \
-                or not isinstance(value, (int, float)) or isinstance(value, bool):
-            continue
-        numbers = {name: have for name, have in record.items() if path + (name,) not in said
-                   and isinstance(have, (int, float)) and not isinstance(have, bool)}
-        rest = [w for w in words(key) if w not in LEFT_WORDS]
-        moved = [name for name in numbers if rest and words(name) == rest] or \
-            [name for name, have in numbers.items()
-             if any(have - amount == value or have + amount == value for amount in amounts)]
-        guessed = len(moved) != 1
-        if guessed and amounts:  # else the record's one quantity (no unit: not cents, a price, an id)
-            moved = [name for name, have in numbers.items() if not set(words(name)) & UNIT_WORDS]
-        if len(moved) == 1:
+        moved, sure = _left_field(path, record, key, value, arguments, said)
+        if len(moved) == 1 and sure >= (claimed or {}).get(key, sure):
             changes += set_field(tracked, path, record, moved[0], value)
-            if guessed:
+            if sure == GUESSED:
                 tracked.unsure.add(path + (moved[0],))  # likely, not stated: no check holds an answer to it
     return changes
+
+
+GUESSED, BY_AMOUNT, BY_NAME = 1, 2, 3  # how surely a what-is-left key names a record's field
+
+
+def claimed_left_keys(named: list[tuple[tuple, dict[str, Any]]], arguments: dict[str, Any],
+                      answer: dict[str, Any]) -> dict[str, int]:
+    """How surely the records a call names hold each of the answer's what-is-left keys, at best (`capacity_left_remaining`
+    held by name by the fixture: the player it also names does not take it as its one quantity)."""
+    best: dict[str, int] = {}
+    for key, value in answer.items():
+        for path, record in named:
+            moved, sure = _left_field(path, record, key, value, arguments, set())
+            if len(moved) == 1:
+                best[key] = max(best.get(key, 0), sure)
+    return best
+
+
+def _left_field(path: tuple, record: dict[str, Any], key: str, value: Any, arguments: dict[str, Any],
+                said: set[tuple]) -> tuple[list[str], int]:
+    """The record's fields an answer's what-is-left `key` may set (one, or it sets none), and how surely."""
+    if not set(words(key)) & LEFT_WORDS or field_for(key, record, path) is not None or not is_count(value):
+        return [], 0
+    amounts = [v for v in arguments.values() if is_count(v) and v > 0]
+    numbers = {name: have for name, have in record.items() if path + (name,) not in said and is_count(have)}
+    rest = [w for w in words(key) if w not in LEFT_WORDS]
+    named = [name for name in numbers if rest and [w for w in words(name) if w not in LEFT_WORDS] == rest]
+    if len(named) == 1:
+        return named, BY_NAME
+    moved = [name for name, have in numbers.items() if any(have - amount == value or have + amount == value
+                                                           for amount in amounts)]
+    if len(moved) == 1:
+        return moved, BY_AMOUNT
+    if amounts:  # else the record's one quantity (no unit: not cents, a price, an id)
+        return [name for name in numbers if not set(words(name)) & UNIT_WORDS], GUESSED
+    return [], 0
 
 
 def drawn_by_rule(tracked: EpisodeState, world: WorldSpec, call: Call, answer: dict[str, Any]) -> list[Change]:

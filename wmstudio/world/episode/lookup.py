@@ -67,11 +67,14 @@ def kind_of(path: tuple[str | int, ...]) -> str:
 
 
 def field_for(key: str, record: dict[str, Any], path: tuple[str | int, ...]) -> str | None:
-    """The record's field an answer's (or a write's argument's) `key` names: the same key, the key less the record's
-    kind (`order_status` -> `status`), or less a running-total word (`total_refunded_cents`, `new_flight`)."""
+    """The record's field an answer's (or a write's argument's) `key` names: the same key or words (`doses_left`,
+    `dosesLeft`), the key less the record's kind (`order_status` -> `status`), or less a running-total word (`total_refunded_cents`, `new_flight`)."""
     if key in record:
         return key
     said = words(key)
+    same = next((name for name in record if words(name) == said), None)  # `doses_left` names `dosesLeft`
+    if same is not None:
+        return same
     kind = words(kind_of(path))
     if kind and said[:len(kind)] == kind:
         rest = said[len(kind):]

@@ -53,6 +53,13 @@ def created(tracked: EpisodeState, world: WorldSpec, call: Call, answer: dict[st
             done.add(path)
             changes.append(Change("add", path + (len(items) - 1,), None, record))
             break
+        for path, entries in [] if changes else maps_keyed_by(state, key):
+            record, guessed = _new_record(world, state, path, list(entries.values()), key, key, value, call, answer)
+            record.pop(key, None)  # a map's entries hold their id as the key, not as a field
+            entries[value] = record
+            tracked.unsure |= {path + (value, name) for name in guessed}
+            changes.append(Change("add", path + (value,), None, record))
+            break
         if changes:
             break  # a write makes one record; its answer's other new ids name what it refers to
     if not changes and "created" in answer or set(words(call.name)) & {"mkdir", "create", "make", "add"}:
@@ -80,6 +87,20 @@ def collections_keyed_by(state: Any, key: str) -> Iterator[tuple[tuple, list, st
                     yield path, node, own
         elif not node and kind and said[:len(kind)] == kind and said[len(kind):] in (["id"], ["key"], ["token"]):
             yield path, node, key
+
+
+def maps_keyed_by(state: Any, key: str) -> Iterator[tuple[tuple, dict]]:
+    """(path, the map) of each map of records keyed by their ids whose kind an answer's `key` names with an id word
+    (`vaccineLotId` for `vaccineLots: {"1092...": {...}}`): where a write's new record goes by its new id."""
+    said = words(key)
+    for path, node in walk(state):
+        if not isinstance(node, dict) or not node or not path or not isinstance(path[-1], str):
+            continue
+        kind = words(kind_of(path))
+        if kind and said[:len(kind)] == kind and said[len(kind):] in (["id"], ["key"]) \
+                and all(isinstance(entry, dict) for entry in node.values()) \
+                and all(value not in entry.values() for value, entry in node.items()):
+            yield path, node
 
 
 def _new_record(world: WorldSpec, state: Any, path: tuple, items: list, own: str, key: str, value: str,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from wmstudio.world.episode.changes import Change, EpisodeState, set_field
-from wmstudio.world.episode.counters import charged, counters, drawn_by_amount, drawn_by_rule
+from wmstudio.world.episode.counters import charged, claimed_left_keys, counters, drawn_by_amount, drawn_by_rule
 from wmstudio.world.episode.lookup import (
     CREATE_VERBS,
     DELETE_VERBS,
@@ -81,7 +81,10 @@ def apply_step(tracked: EpisodeState, world: WorldSpec, call: Call, answer: Any)
     failed = {value for key, items in answer.items() if set(words(key)) & FAILED_WORDS and isinstance(items, list)
               for value in items if isinstance(value, str)}
     made = created(tracked, world, call, answer) if not reads else []
-    for path, record in named_records(state, call.arguments):
+    named = named_records(state, call.arguments)
+    ends = {key: value for key, value in answer.items() if not _role_of(key, call.arguments)}  # not a transfer's end
+    claimed = claimed_left_keys(named, call.arguments, ends) if not reads else {}
+    for path, record in named:
         if record.get("id") in failed or any(record.get(k) in failed for k in own_id_keys(path)):
             continue
         if (made or verbs & CREATE_VERBS) and not set(words(kind_of(path))) <= verbs:
@@ -91,8 +94,8 @@ def apply_step(tracked: EpisodeState, world: WorldSpec, call: Call, answer: Any)
         if not reads:
             changes += _arguments_into(tracked, path, record, call.arguments, verbs, stated)
             changes += charged(tracked, path, record, answer, stated | {c.path for c in changes})
-            changes += drawn_by_amount(tracked, path, record, call.arguments, answer,
-                                       stated | {c.path for c in changes})
+            changes += drawn_by_amount(tracked, path, record, call.arguments, ends,
+                                       stated | {c.path for c in changes}, claimed)
             sure = stated | {c.path for c in changes}
             tracked.unsure |= {path + (key,) for key in record if path + (key,) not in sure
                                and key not in own_id_keys(path)}
@@ -166,6 +169,13 @@ def _arguments_into(tracked: EpisodeState, path: tuple, record: dict[str, Any], 
             tracked.unsure.discard(path + (plural,))
             changes.append(Change("set", path + (plural,), before, list(record[plural])))
     return changes
+
+
+def _role_of(key: str, arguments: dict[str, Any]) -> bool:
+    """Whether an answer's `key` speaks of one end of a transfer the call names (`fromDosesLeft` beside
+    `fromContainerid`): roles_into sets it on that end's record, never on another."""
+    role = words(key)[:1]
+    return bool(role) and role[0] in ROLE_WORDS and any(words(name)[:1] == role for name in arguments)
 
 
 def roles_into(tracked: EpisodeState, arguments: dict[str, Any], answer: dict[str, Any]) -> list[Change]:
