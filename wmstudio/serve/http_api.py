@@ -168,7 +168,7 @@ def _chat(service: WorldModelService, body: Any) -> Any:
 
 def _chat_stream_response(service: WorldModelService, messages, max_tokens, settings, world) -> StreamingResponse:
     """Server-sent events: a role chunk, content deltas as the settled prefix grows (each saying its stage in
-`wmstudio.stage`: what the helpers wrote before denoising, then each denoising step), a stop chunk, [DONE]. The
+    `wmstudio.stage`: what the helpers wrote before denoising, then each denoising step), a stop chunk, [DONE]. The
     request is read and the first step run before the response starts, so a bad request is still a 422; a request
     that runs over its budget afterwards ends with an error event."""
     chunk_id, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
