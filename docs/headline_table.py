@@ -7,7 +7,9 @@ episodes: benchmarks/episode_bench.py), the model beside echo++ and the status r
     python benchmarks/episode_bench.py --episodes 20 --writes 10 --seed 91 --generated 15 --json episodes.json
     python docs/headline_table.py --assemble demo.json generated.json episodes.json   # headline.json + README
     python docs/headline_table.py           # rewrite the block between <!-- headline-table --> markers
-    python docs/headline_table.py --check   # exit 1 when the README's block is not what headline.json says
+    python docs/headline_table.py --check   # exit 1 when a block is not what headline.json says
+
+The block stands in README.md and at the top of docs/results.md.
 
 `tests/test_docs.py` runs the check."""
 
@@ -25,6 +27,7 @@ from readme_block import between, update
 ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = ROOT / "assets" / "models" / "wm-mdlm-small" / "headline.json"
 README = ROOT / "README.md"
+RESULTS = ROOT / "docs" / "results.md"  # opens with the same table, above the dated history
 START, END = "<!-- headline-table -->", "<!-- /headline-table -->"
 SINGLE_ROWS = (  # row, where a column's floor_bench figures hold it
     ("values copied from the state shown", ("field_accuracy", "copy_state")),
@@ -108,7 +111,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.assemble:
         HEADLINE.write_text(json.dumps(assemble(*args.assemble), indent=1) + "\n", encoding="utf-8")
-    return update(render(json.loads(HEADLINE.read_text(encoding="utf-8"))), START, END, args.check, README)
+    table = render(json.loads(HEADLINE.read_text(encoding="utf-8")))
+    return max(update(table, START, END, args.check, page) for page in (README, RESULTS))
 
 
 if __name__ == "__main__":

@@ -309,9 +309,10 @@ def test_an_outcome_a_rule_refuses_whatever_the_other_fields_hold_gives_way_to_t
 
 
 def test_a_guessed_failure_of_a_tool_never_seen_stands_only_where_something_could_explain_it():
-    """The generic scorer's codeless error (a tool the head never saw) refused ok writes of generated worlds with an
-    outage no one could foresee; it is dropped where the call fits its tool, names only ids the state holds, no
-    rule's cause holds and no directive asks for failures, and kept where any of those could explain it."""
+    """The generic scorer's unsure codeless error (a tool the head never saw) refused ok writes of generated worlds
+    with an outage no one could foresee; it is dropped where the call fits its tool, names only ids the state holds,
+    no rule's cause holds and no directive asks for failures, and kept where the head is sure or any of those could
+    explain it."""
     from wmstudio.model.heads.outcome_head import Outcome, without_unexplained_errors
 
     sim = get_simulator("synthetic:8:2")
@@ -320,6 +321,8 @@ def test_a_guessed_failure_of_a_tool_never_seen_stands_only_where_something_coul
                 if c.name == "submitSkiSet")
     guessed = [Outcome("error", None, 0.6), Outcome("ok", None, 0.4)]
     assert [o.status for o in without_unexplained_errors(guessed, world, call, [])] == ["ok"]
+    sure = [Outcome("error", None, 0.9), Outcome("ok", None, 0.1)]
+    assert without_unexplained_errors(sure, world, call, []) == sure  # a refusal of the record's state no rule words
     unknown = Call(call.name, {**call.arguments, "skiSetId": "ss_NOPE00000000"})
     assert without_unexplained_errors(guessed, world, unknown, []) == guessed  # a not-found may explain it
     steered = replace(world, directives=["inject_error: RATE_LIMITED"])

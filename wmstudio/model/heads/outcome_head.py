@@ -329,14 +329,17 @@ def with_stated_codes(ranked: Sequence[Outcome], world: WorldSpec, call: Call, h
     return [replace(o, error=code) if o.status == "error" and o.error is None else o for o in ranked]
 
 
+SURE_UNSEEN_ERROR = 0.8  # dev seed 8, 87 such calls: above it 10 of 10 were refusals, below it 70 of 77 went through
+
+
 def without_unexplained_errors(ranked: Sequence[Outcome], world: WorldSpec, call: Call,
                                history: Sequence[HistoryStep]) -> list[Outcome]:
-    """`ranked` without the generic scorer's codeless error (a tool the head never saw) where nothing would explain a
-    failure: the call fits its tool's parameters, every id it sends is one the episode's state holds, no rule's
-    stated cause holds and no directive asks the world to fail. There an API fails only by chance, an outage no one
-    can foresee; the head's guess refused ok writes of tools it never saw (answered SERVICE_UNAVAILABLE, the state
-    left as it was). Else `ranked` as it was."""
-    codeless = [o for o in ranked if o.status == "error" and o.error is None]
+    """`ranked` without the generic scorer's codeless error (a tool the head never saw) where it is unsure (below
+    SURE_UNSEEN_ERROR) and nothing would explain a failure: the call fits its tool's parameters, every id it sends is
+    one the episode's state holds, no rule's stated cause holds and no directive asks the world to fail. There its
+    unsure errors refused ok writes (answered SERVICE_UNAVAILABLE, the state left as it was); its sure ones are the
+    world's own refusals of a record's state no rule words (a wrong status). Else `ranked` as it was."""
+    codeless = [o for o in ranked if o.status == "error" and o.error is None and o.probability < SURE_UNSEEN_ERROR]
     if not codeless or len(codeless) == len(ranked) or world.directives:
         return list(ranked)
     tool = next((t for t in world.tools if t.name == call.name), None)
