@@ -12,14 +12,7 @@ import torch
 from wmstudio.model.canvas.canvas import OUTCOME_KEY
 from wmstudio.model.denoising.sampler import SamplerSettings
 from wmstudio.model.heads.call_echoes import call_identifiers
-from wmstudio.model.heads.outcome_head import (
-    MESSAGE_KEY,
-    Outcome,
-    with_stated_codes,
-    within_pins,
-    within_rules,
-    without_unexplained_errors,
-)
+from wmstudio.model.heads.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins, within_rules
 from wmstudio.model.serving.backends import Backend
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.heads.code_messages import composed_message
@@ -84,7 +77,7 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
     if settings.rule_outcomes:
         known = call_identifiers(call, schema) if settings.record_copy else {}
         ranked = within_rules(ranked, world, call, history, schema, known, written)
-    ranked = with_stated_codes(without_unexplained_errors(ranked, world, call, history), world, call, history, schema)
+    ranked = with_stated_codes(ranked, world, call, history, schema)
     if not ranked:
         return None
     messages = getattr(backend, "outcome_messages", None)

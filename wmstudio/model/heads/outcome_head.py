@@ -30,12 +30,9 @@ from wmstudio.model.canvas.canvas import OUTCOME_KEY, OUTCOME_VALUES
 from wmstudio.world.checks.decided import CODE, refusing_rule
 from wmstudio.world.checks.error_codes import allowed_codes, code_rules, outage_code
 from wmstudio.world.checks.explained_codes import explains
-from wmstudio.world.checks.report import argument_problems
-from wmstudio.world.episode.state import state_after
 from wmstudio.world.grounding import NONE, Grounding
-from wmstudio.world.heads.outcome_features import DIRECTIVE, as_date, outcome_features
+from wmstudio.world.heads.outcome_features import DIRECTIVE, outcome_features
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.records import json_leaves, needles_of
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.tools.linear_patterns import validator_for
@@ -327,30 +324,6 @@ def with_stated_codes(ranked: Sequence[Outcome], world: WorldSpec, call: Call, h
     if not code:
         return list(ranked)
     return [replace(o, error=code) if o.status == "error" and o.error is None else o for o in ranked]
-
-
-SURE_UNSEEN_ERROR = 0.8  # dev seed 8, 87 such calls: above it 10 of 10 were refusals, below it 70 of 77 went through
-
-
-def without_unexplained_errors(ranked: Sequence[Outcome], world: WorldSpec, call: Call,
-                               history: Sequence[HistoryStep]) -> list[Outcome]:
-    """`ranked` without the generic scorer's codeless error (a tool the head never saw) where it is unsure (below
-    SURE_UNSEEN_ERROR) and nothing would explain a failure: the call fits its tool's parameters, every id it sends is
-    one the episode's state holds, no rule's stated cause holds and no directive asks the world to fail. There its
-    unsure errors refused ok writes (answered SERVICE_UNAVAILABLE, the state left as it was); its sure ones are the
-    world's own refusals of a record's state no rule words (a wrong status). Else `ranked` as it was."""
-    codeless = [o for o in ranked if o.status == "error" and o.error is None and o.probability < SURE_UNSEEN_ERROR]
-    if not codeless or len(codeless) == len(ranked) or world.directives:
-        return list(ranked)
-    tool = next((t for t in world.tools if t.name == call.name), None)
-    if tool is None or argument_problems(tool, call) or allowed_codes(world, call, {OUTCOME_KEY: "error"}, history):
-        return list(ranked)
-    held = {leaf for leaf in json_leaves(state_after(world, history), keys=True) if isinstance(leaf, str)}
-    sent = [value for value in json_leaves(call.arguments) if isinstance(value, str)
-            and value in needles_of(value, strict=True) and as_date(value) is None]  # a date is no id
-    if any(value not in held for value in sent):
-        return list(ranked)  # an id the state lacks: a not-found the world may not state as a rule
-    return [o for o in ranked if o not in codeless]
 
 
 def within_rules(ranked: Sequence[Outcome], world: WorldSpec, call: Call, history: Sequence[HistoryStep],
