@@ -33,15 +33,8 @@ from wmstudio.model.canvas.response_schemas import (  # noqa: F401 - where a can
 from wmstudio.model.canvas.shape_canvas import WrittenSketch, read_sketch, shape_canvas
 from wmstudio.model.denoising.sampler import Frame, SamplerSettings, denoise, merged_frames
 from wmstudio.model.denoising.trace import DecodeTrace
-from wmstudio.model.generation.outcome_choice import (
-    ERROR,
-    choose_outcomes,
-    copied_under,
-    done_as_asked,
-    first_values,
-    outcome_groups,
-    rule_fixed,
-)
+from wmstudio.model.generation.helper_values import helpers_for
+from wmstudio.model.generation.outcome_choice import ERROR, first_values
 from wmstudio.model.generation.prompting import MIN_PROMPT_TOKENS, Prompt, prepare_prompt
 from wmstudio.model.generation.repair import (
     REPAIR_CANDIDATES,
@@ -54,26 +47,21 @@ from wmstudio.model.generation.repair import (
     problem_count,
     solve_by_rules,
 )
-from wmstudio.model.heads.call_echoes import call_echoes, call_identifiers, identifier_shape
+from wmstudio.model.heads.call_echoes import identifier_shape
 from wmstudio.model.heads.copy_head import copy_plan
 from wmstudio.model.heads.listing_copy import listing_copy
 from wmstudio.model.heads.outcome_head import Outcome
 from wmstudio.model.heads.record_copy import RecordCopy, with_record
-from wmstudio.model.heads.state_copy import state_copy
-from wmstudio.model.serving.ar_pins import top_level_pins
+from wmstudio.model.serving.ar_pins import path_pins
 from wmstudio.model.serving.backends import ArBaseline, Backend
 from wmstudio.problems import InvalidInput
 from wmstudio.world.checks.report import CheckReport, check_step
-from wmstudio.world.episode.answers import write_values
-from wmstudio.world.episode.made import new_ids
-from wmstudio.world.episode.state import state_after
 from wmstudio.world.heads.schema_sketch import sketch_world
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.json_types import json_or
 from wmstudio.world.jsonpath import format_path
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
-from wmstudio.world.tools.reading import read_only
 
 # where the schema a skeleton is laid out from came from
 FROM_SKETCH = "sketch"
@@ -254,25 +242,11 @@ def generate_stream(
             schema, schema_from = (sketch.schema, FROM_SKETCH) if canvas is not None else (None, None)
         except InvalidInput:
             canvas = None
-    copying = settings.record_copy and not settings.free
-    now = state_after(world, history) if copying else None  # the state the episode has reached, worked out once
-    written = write_values(world, now, the_call, schema) if copying and _writes(world, the_call) else {}
-    outcomes = choose_outcomes(backend, world, the_call, pinned, history, settings, schema, written)
-    copy = state_copy(world, the_call, history, schema, now) if copying else None
-    copy = fitted_listing(backend, world, the_call, pinned, history, schema, copy, now)
-    echoed = call_identifiers(the_call, schema) if copying else {}
-    done = call_echoes(the_call, schema, _parameters(world, the_call)) if copying and outcomes else {}
-    done_by = dict.fromkeys(done, "call")
-    if copying and outcomes and _writes(world, the_call):  # the record it makes, or the one it acts on, once written
-        taken = copy.values if copy is not None else ()
-        minted = new_ids(world, now, the_call, schema, taken)
-        done = {**minted, **written, **done}
-        done_by = {**dict.fromkeys([*minted, *written], "episode"), **done_by}
-    groups = outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
-    chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}
-    fixed = {key: rule_fixed(world, the_call, history, schema, pinned, outcome,
-                             {**echoed, **(done if done_as_asked(outcome) else {})}, settings.seed)
-             for key, outcome in chosen.items()} if settings.rule_fields and not settings.free else {}
+    helpers = helpers_for(backend, world, the_call, pinned, history, settings, schema,
+                          fit=lambda copy, now: fitted_listing(backend, world, the_call, pinned, history, schema,
+                                                               copy, now))
+    outcomes, copy, echoed, done = helpers.outcomes, helpers.copy, helpers.echoed, helpers.done
+    groups, chosen, fixed = helpers.groups, helpers.chosen, helpers.fixed
     refused = canvas  # the canvas of a sample the outcome head refuses: no record's shape (a sketch's canvas as is)
     if canvas is None:
         shape = copy.shape if copy is not None else None
@@ -284,22 +258,10 @@ def generate_stream(
         if (shape is not None or refused_held) and any(o is not None and o.status == ERROR for o in chosen.values()):
             refused = prepare_canvas(backend, world, the_call, pinned, history=history, schema=schema,
                                      shape=identifier_shape(None, schema, {**refused_held, **echoed}))
-    copied = copy.values if copy is not None and canvas.mode == SKELETON else {}
-    echoed = _as_paths(echoed) if canvas.mode == SKELETON else {}
-    done, done_by = (_as_paths(done), _as_paths(done_by)) if canvas.mode == SKELETON else ({}, {})
     canvases = {}
     for key, outcome in chosen.items():
         laid_out = refused if outcome is not None and outcome.status == ERROR and refused is not None else canvas
-        did = done if done_as_asked(outcome) else {}  # the call done as asked
-        parts = [(copied_under(copied, outcome), "state"), (echoed, "call"),  # the call's ids over the record's
-                 (did, "call"), (outcome.values(schema) if outcome is not None else {}, "outcome")]
-        if canvas.mode == SKELETON:  # over a copied record's value: a rule says what the call leaves there
-            parts.append((_as_paths(fixed.get(key, {})), "rule"))
-        values, by = {}, {}  # each value and who wrote it (Canvas.written_by: the view labels them)
-        for part, who in parts:
-            values.update(part)
-            by.update({path: done_by.get(path, who) if part is did else who for path in part})
-        canvases[key] = laid_out.with_values(values, by)
+        canvases[key] = laid_out.with_values(*helpers.values_for(key, skeleton=canvas.mode == SKELETON))
     canvas = canvases[next(iter(groups))]  # the first sample's: the one the view draws
     longest = max(len(c) for c in canvases.values())
     prompt = prepare_prompt(backend, world, the_call, history, longest, grounding=settings.grounding,
@@ -344,25 +306,6 @@ def generate_stream(
                      schema_from if canvas.mode == SKELETON else None, sketch, prompt.rendered.text)
 
 
-def _parameters(world: WorldSpec, call: Call) -> dict | None:
-    """The parameter schema of the tool `call` names (None for a tool the world lacks)."""
-    try:
-        return world.tool(call.name).parameters
-    except KeyError:
-        return None
-
-
-def _writes(world: WorldSpec, call: Call) -> bool:
-    """Whether the called tool may change the state (a tool the world lacks does not)."""
-    tool = next((t for t in world.tools if t.name == call.name), None)
-    return tool is not None and not read_only(tool)
-
-
-def _as_paths(values: dict[str, Any]) -> dict[str, Any]:
-    """Top-level `values` keyed as canvas paths."""
-    return {format_path([key]): value for key, value in values.items()}
-
-
 def generate(backend: Backend | ArBaseline, world: WorldSpec, call: Call, anchors: Sequence[Anchor] = (),
              history: Sequence[HistoryStep] = (), settings: SamplerSettings = SamplerSettings(),
              on_frame: Callable[[Frame], None] | None = None) -> Generation:
@@ -383,28 +326,55 @@ def anchors_as_directives(world: WorldSpec, anchors: Sequence[Anchor]) -> WorldS
 
 def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: list[Anchor],
                  history: Sequence[HistoryStep], settings: SamplerSettings, started: float) -> Generation:
-    """Anchors become directives, and top-level ones are written where the model opens their key (ar_pins.py); the
-    token budget is the skeleton's length (+16) or `free_length`."""
+    """Anchors become directives, and every anchor is written where the model opens its key (ar_pins.py). The
+    helpers the MDLM has that are not diffusion's own (helper_values.py: the outcome head, record and listing copy,
+    the call's ids, rule-fixed fields, under the same switches) are pins of the same kind, each sample those of the
+    outcome it drew, the user's own over them. The token budget is the skeleton's length (with the copied record's
+    shape, +16) or `free_length`."""
     steered = anchors_as_directives(world, anchors)
     tool = called_tool(world, call)
+    schema = response_schema(world, call, history, getattr(backend, "trained_schemas", None))
+    helpers = helpers_for(backend, world, call, anchors, history, settings, schema if not settings.free else None)
     budget = settings.free_length
-    if tool.response is not None and not settings.free:
+    if schema is not None and not settings.free:
         has_mask = backend.tokenizer.mask_token_id is not None
-        budget = len(build_canvas(backend.tokenizer, tool.response, anchors)) + 16 if has_mask else 256
+        shape = helpers.copy.shape if helpers.copy is not None else None
+        budget = len(_ar_skeleton(backend, schema, anchors, shape)) + 16 if has_mask else 256
+    elif tool.response is not None and not settings.free:
+        budget = 256
     prompt = prepare_prompt(backend, steered, call, history, budget, grounding=settings.grounding,
                             retrieval=settings.retrieval)
+    if helpers.copy is not None:
+        prompt.sources = with_record(prompt.sources, helpers.copy.sources)
     prompt_ids = prompt.ids
     check_fits(len(prompt_ids), budget, backend.max_length)
+    own = path_pins(anchors)
+    pins: list[dict[str, str]] = [own] * settings.samples
+    for key, members in helpers.groups.items():  # each sample gets the helpers' values of the outcome it drew
+        for k in members:
+            pins[k] = {**path_pins(helpers.as_anchors(key)), **own}
     outputs = backend.generate(prompt_ids, max_new_tokens=budget, temperature=settings.temperature,
                                repetition_penalty=settings.repetition_penalty, samples=settings.samples,
-                               seed=settings.seed, pins=top_level_pins(anchors))
+                               seed=settings.seed, pins=pins)
     results = []
-    for ids in outputs:
+    for k, ids in enumerate(outputs):
         text = backend.tokenizer.decode(ids, skip_special_tokens=True)
         report = check_step(world, call, text, anchors=anchors, history=history)
-        results.append(Sample(text, report, len(ids), ids))
+        results.append(Sample(text, report, len(ids), ids,
+                              outcome=helpers.outcomes[k] if helpers.outcomes else None))
     return Generation(backend.name, "autoregressive", results, settings, anchors, len(prompt_ids), None, [],
-                      (time.perf_counter() - started) * 1000, prompt.rendered.cut, prompt=prompt.rendered.text)
+                      (time.perf_counter() - started) * 1000, prompt.rendered.cut,
+                      helpers.outcomes[0] if helpers.outcomes else None, prompt=prompt.rendered.text)
+
+
+def _ar_skeleton(backend: ArBaseline, schema: dict[str, Any], anchors: list[Anchor], shape: Any) -> Canvas:
+    """The skeleton an MDLM would fill for the same answer (its length sizes the AR's token budget)."""
+    if shape is not None:
+        try:
+            return build_canvas(backend.tokenizer, schema, anchors, shape=shape)
+        except InvalidInput:
+            pass
+    return build_canvas(backend.tokenizer, schema, anchors)
 
 
 def _repair(backend: Backend, world: WorldSpec, call: Call, pinned: list[Anchor], history: Sequence[HistoryStep],

@@ -24,7 +24,7 @@ from wmstudio.model.network.canvas_pass import CanvasPass, prompt_buffers
 from wmstudio.model.network.sources import read_model_config, resolve_model_path
 from wmstudio.model.network.tokenizer import DEFAULT_PROMPT_TOKENS
 from wmstudio.model.network.trained_schemas import load_trained_schemas
-from wmstudio.model.serving.ar_pins import PinWriter
+from wmstudio.model.serving.ar_pins import PinWriter, closed_value
 from wmstudio.problems import InvalidInput
 
 LLADA_MASK_ID = 126336
@@ -224,11 +224,15 @@ class ArBaseline:
     """An autoregressive world model (`AutoModelForCausalLM`), generating left to right.
 
     It cannot see anchors that come later in the response: callers put them in the prompt as directives, and a pinned
-    top-level field's value is written for it where it opens that key (model/serving/ar_pins.py)."""
+    field's value is written for it where it opens that key (model/serving/ar_pins.py). The helpers that are not
+    diffusion's own (an outcome head, trained schemas) load from its folder as an MDLM's do."""
 
     kind = AR
 
     prompt_tokens: int = DEFAULT_PROMPT_TOKENS
+    outcome_head: Any = None
+    outcome_messages: Any = None
+    trained_schemas: Any = None
 
     def __init__(self, model: Any, tokenizer: Any, name: str, max_length: int):
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
@@ -239,9 +243,10 @@ class ArBaseline:
     @torch.inference_mode()
     def generate(self, prompt_ids: Sequence[int], max_new_tokens: int = 128, temperature: float = 0.0,
                  repetition_penalty: float = 1.0, samples: int = 1, seed: int = 0,
-                 pins: dict[str, str] | None = None) -> list[list[int]]:
+                 pins: dict[str, str] | Sequence[dict[str, str]] | None = None) -> list[list[int]]:
         """`samples` continuations of `prompt_ids` (eos excluded), with a seeded generator and a CTRL penalty;
-        `pins` (top-level key -> JSON value text) are written wherever a sample opens their key."""
+        `pins` (a field's path -> JSON value text; one dict for all samples or one per sample) are written wherever
+        a sample opens their key."""
         generator = torch.Generator(device="cpu").manual_seed(seed)
         ids = torch.as_tensor([list(prompt_ids)] * samples, dtype=torch.long, device=self.device)
         max_new_tokens = max(0, min(max_new_tokens, self.max_length - ids.shape[1]))
@@ -249,7 +254,8 @@ class ArBaseline:
         out = self.model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
         produced = torch.zeros((samples, 0), dtype=torch.long, device=self.device)
         finished = torch.zeros(samples, dtype=torch.bool, device=self.device)
-        writers = [PinWriter(pins, self.tokenizer) for _ in range(samples)] if pins else []
+        per_sample = [pins] * samples if isinstance(pins, dict) or pins is None else list(pins)
+        writers = [PinWriter(own, self.tokenizer) for own in per_sample] if any(per_sample) else []
         for _ in range(max_new_tokens):
             logits = out.logits[:, -1].float()
             if repetition_penalty != 1.0 and produced.shape[1]:
@@ -264,12 +270,22 @@ class ArBaseline:
             for row, writer in enumerate(writers):
                 if (forced := writer.next_forced(logits[row])) is not None:
                     token[row] = forced
+                if forced is None or writer.chose:  # the model's own choice: it may close what holds a pin
+                    choice = int(token[row])
+                    instead = writer.before_ending(writer.text) if choice == self.eos_id else \
+                        writer.before_closing(writer.text, self.tokenizer.decode([choice]))
+                    token[row] = instead if instead is not None else choice  # the pins first, then its close
             token = torch.where(finished, torch.full_like(token, self.eos_id), token)
             produced = torch.cat([produced, token.view(-1, 1)], dim=1)
-            for row, writer in enumerate(writers):
-                if writer.pending:  # once its pins are written, a sample's text is not decoded step by step
-                    writer.after(self.tokenizer.decode(produced[row].tolist(), skip_special_tokens=True))
             finished |= token == self.eos_id
+            for row in range(samples):  # an answer ends where its outermost bracket closes (a JSON grammar's end)
+                if bool(finished[row]):
+                    continue
+                text = self.tokenizer.decode(produced[row].tolist(), skip_special_tokens=True)
+                if writers and writers[row].reading:
+                    writers[row].after(text)
+                if closed_value(text):
+                    finished[row] = True
             if bool(finished.all()):
                 break
             out = self.model(input_ids=token.view(-1, 1), cache=cache, use_cache=True, logits_to_keep=1)
@@ -341,6 +357,10 @@ def _load(model_id_or_path: str | Path | None, trust_remote_code: bool, device: 
         if kind == AR:
             baseline = ArBaseline(model, tokenizer, source, max_length)
             baseline.prompt_tokens = int(config["wmstudio"].get("prompt_tokens", DEFAULT_PROMPT_TOKENS))
+            if Path(source).is_dir():  # the helpers that are not diffusion's own, where the folder has them
+                baseline.outcome_head = load_outcome_head(Path(source))
+                baseline.outcome_messages = load_outcome_messages(Path(source))
+                baseline.trained_schemas = load_trained_schemas(Path(source))
             return baseline
         marker = config["wmstudio"]
         if approximate_cache:

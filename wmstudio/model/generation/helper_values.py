@@ -1,0 +1,120 @@
+"""What the helpers write into an answer before any network does: the outcome head's status and code, the named
+record's values (record and listing copy), the call's own ids and arguments, the ids a write mints, what an ok write
+states on the episode's state, and the fields the world's rules fix under the chosen outcome.
+
+None of this is diffusion-specific: the MDLM writes these values into its canvas's slots before denoising; a
+left-to-right model is given them as pins, written where it opens their keys (model/serving/ar_pins.py). One function
+works them out for both, so the pair ([wm-pair]) is compared on equal terms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from wmstudio.model.denoising.sampler_settings import SamplerSettings
+from wmstudio.model.generation.outcome_choice import (
+    choose_outcomes,
+    copied_under,
+    done_as_asked,
+    outcome_groups,
+    rule_fixed,
+)
+from wmstudio.model.heads.call_echoes import call_echoes, call_identifiers
+from wmstudio.model.heads.outcome_head import Outcome
+from wmstudio.model.heads.record_copy import RecordCopy
+from wmstudio.model.heads.state_copy import state_copy
+from wmstudio.world.episode.answers import write_values
+from wmstudio.world.episode.made import new_ids
+from wmstudio.world.episode.state import state_after
+from wmstudio.world.history import HistoryStep
+from wmstudio.world.jsonpath import format_path
+from wmstudio.world.spec import Call, WorldSpec
+from wmstudio.world.steering.anchors import Anchor
+from wmstudio.world.tools.reading import read_only
+
+
+@dataclass
+class Helpers:
+    """The helpers' values for one call: `outcomes` per sample (None: no head chose), the record `copy`, the call's
+    `echoed` ids, what the call `done` as asked writes (and who: "call" or "episode"), and the rule-`fixed` top-level
+    fields per outcome group (keyed like `groups`: (status, code), or None when no head chose)."""
+
+    outcomes: list[Outcome] | None
+    copy: RecordCopy | None
+    echoed: dict[str, Any]
+    done: dict[str, Any]
+    done_by: dict[str, str]
+    groups: dict[Any, list[int]]
+    chosen: dict[Any, Outcome | None]
+    fixed: dict[Any, dict[str, Any]]
+    schema: dict[str, Any] | None
+
+    def values_for(self, key: Any, skeleton: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+        """The values (by canvas path) the helpers write for outcome group `key`, and who wrote each ("state",
+        "call", "episode", "outcome", "rule"). Off a skeleton only the outcome's own slots are written."""
+        outcome = self.chosen.get(key)
+        copied = self.copy.values if self.copy is not None and skeleton else {}
+        echoed = as_paths(self.echoed) if skeleton else {}
+        did = as_paths(self.done) if skeleton and done_as_asked(outcome) else {}  # the call done as asked
+        did_by = as_paths(self.done_by)
+        parts = [(copied_under(copied, outcome), "state"), (echoed, "call"),  # the call's ids over the record's
+                 (did, "call"), (outcome.values(self.schema) if outcome is not None else {}, "outcome")]
+        if skeleton:  # over a copied record's value: a rule says what the call leaves there
+            parts.append((as_paths(self.fixed.get(key, {})), "rule"))
+        values, by = {}, {}
+        for part, who in parts:
+            values.update(part)
+            by.update({path: did_by.get(path, who) if part is did else who for path in part})
+        return values, by
+
+    def as_anchors(self, key: Any) -> list[Anchor]:
+        """The values of `values_for(key)` as anchors: how a left-to-right model is handed them."""
+        return [Anchor(path, value) for path, value in self.values_for(key)[0].items()]
+
+
+def as_paths(values: dict[str, Any]) -> dict[str, Any]:
+    """Top-level `values` keyed as canvas paths."""
+    return {format_path([key]): value for key, value in values.items()}
+
+
+def _parameters(world: WorldSpec, call: Call) -> dict | None:
+    """The parameter schema of the tool `call` names (None for a tool the world lacks)."""
+    try:
+        return world.tool(call.name).parameters
+    except KeyError:
+        return None
+
+
+def writes(world: WorldSpec, call: Call) -> bool:
+    """Whether the called tool may change the state (a tool the world lacks does not)."""
+    tool = next((t for t in world.tools if t.name == call.name), None)
+    return tool is not None and not read_only(tool)
+
+
+def helpers_for(backend: Any, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
+                history: Sequence[HistoryStep], settings: SamplerSettings, schema: dict[str, Any] | None,
+                fit: Callable[[RecordCopy | None, Any], RecordCopy | None] | None = None) -> Helpers:
+    """Work out the helpers' values for `call` under the settings' switches (record_copy, outcome_head,
+    rule_fields); `fit` cuts a listing's copy to what the answer has room for (given the copy and the state)."""
+    copying = settings.record_copy and not settings.free
+    now = state_after(world, history) if copying else None  # the state the episode has reached, worked out once
+    written = write_values(world, now, call, schema) if copying and writes(world, call) else {}
+    outcomes = choose_outcomes(backend, world, call, pinned, history, settings, schema, written)
+    copy = state_copy(world, call, history, schema, now) if copying else None
+    if fit is not None:
+        copy = fit(copy, now)
+    echoed = call_identifiers(call, schema) if copying else {}
+    done = call_echoes(call, schema, _parameters(world, call)) if copying and outcomes else {}
+    done_by = dict.fromkeys(done, "call")
+    if copying and outcomes and writes(world, call):  # the record it makes, or the one it acts on, once written
+        taken = copy.values if copy is not None else ()
+        minted = new_ids(world, now, call, schema, taken)
+        done = {**minted, **written, **done}
+        done_by = {**dict.fromkeys([*minted, *written], "episode"), **done_by}
+    groups = outcome_groups(outcomes) if outcomes else {None: list(range(settings.samples))}
+    chosen = {key: outcomes[members[0]] if key else None for key, members in groups.items()}
+    fixed = {key: rule_fixed(world, call, history, schema, pinned, outcome,
+                             {**echoed, **(done if done_as_asked(outcome) else {})}, settings.seed)
+             for key, outcome in chosen.items()} if settings.rule_fields and not settings.free else {}
+    return Helpers(outcomes, copy, echoed, done, done_by, groups, chosen, fixed, schema)
