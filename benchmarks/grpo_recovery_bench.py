@@ -8,6 +8,9 @@ Each run is `wmstudio train-grpo --curriculum adversarial --env ENV [--model AR]
 policy is kept, so an interrupted bench continues. Prints a Markdown table and writes OUT/results.json.
 
     python benchmarks/grpo_recovery_bench.py --start assets/models/agent-ordinary --out /tmp/grpo-recovery
+
+`--mdlm` / `--ar` name the world models of the two world-model environments (the shipped MDLM and AR baseline by
+default; [wm-pair]'s comparison: `--mdlm assets/models/wm-mdlm-pair --ar assets/models/wm-ar-pair`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,14 @@ from wmstudio.train.agent.policy_card import recovery_table, write_recovery_card
 from wmstudio.train.agent.scenarios import HELDOUT, split_of  # noqa: E402
 
 ENVIRONMENTS = {"mdlm": (WORLD_MODEL, None), "ar": (WORLD_MODEL, DEFAULT_AR_MODEL), "simulator": (SIMULATOR, None)}
+
+
+def choose_models(mdlm: str | None, ar: str | None) -> None:
+    """Name the world model of the `mdlm` and `ar` environments (None: the shipped default)."""
+    if mdlm:
+        ENVIRONMENTS["mdlm"] = (WORLD_MODEL, mdlm)
+    if ar:
+        ENVIRONMENTS["ar"] = (WORLD_MODEL, ar)
 
 
 def train(start: str, out: Path, name: str, seed: int, steps: int, learning_rate: float) -> dict:
@@ -77,9 +88,12 @@ def main() -> None:
     parser.add_argument("--envs", nargs="+", default=list(ENVIRONMENTS), choices=list(ENVIRONMENTS))
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--learning-rate", type=float, default=5e-4)
+    parser.add_argument("--mdlm", default=None, help="the MDLM world model (default: the shipped one)")
+    parser.add_argument("--ar", default=None, help=f"the AR world model (default: {DEFAULT_AR_MODEL})")
     parser.add_argument("--ship", type=Path, default=None,
                         help="copy the first MDLM seed's policy here with its card (assets/models/agent-recovery)")
     args = parser.parse_args()
+    choose_models(args.mdlm, args.ar)
     args.out.mkdir(parents=True, exist_ok=True)
     heldout = split_of(adversarial_scenarios(), HELDOUT)
     started = time.perf_counter()
@@ -93,7 +107,8 @@ def main() -> None:
                                                  "cpu_seconds": run.get("cpu_seconds")}
             print(f"{name} seed {seed}: {figures['truth']:.1%} {figures['families']} "
                   f"({run['seconds']} s, {run.get('cpu_seconds')} CPU-s)", flush=True)
-    backend = load_backend()
+    results["world_models"] = {name: ENVIRONMENTS[name][1] for name in ("mdlm", "ar")}
+    backend = load_backend(ENVIRONMENTS["mdlm"][1])
     results["off_policy"] = {"sft": per_family(args.start, heldout, WORLD_MODEL, backend)}
     if "mdlm" in args.envs:
         first = results["runs"][f"mdlm-{args.seeds[0]}"]

@@ -15,7 +15,7 @@ ASSETS_DIR = REPO_ROOT / "assets"
 DEMO_WORLDS_DIR = ASSETS_DIR / "worlds"
 MODELS_DIR = ASSETS_DIR / "models"
 DEFAULT_MODEL = (MODELS_DIR / "wm-mdlm-small").relative_to(REPO_ROOT).as_posix()  # the embedded MDLM
-DEFAULT_AR_MODEL = (MODELS_DIR / "wm-ar-small").relative_to(REPO_ROOT).as_posix()  # its autoregressive baseline
+DEFAULT_AR_MODEL = (MODELS_DIR / "wm-ar-pair").relative_to(REPO_ROOT).as_posix()  # its autoregressive baseline
 
 
 def user_home() -> Path:

@@ -32,6 +32,9 @@ def corpus_stats(corpus: Path) -> dict:
     return {"rows": counts}
 
 
+PAIR_FILE = "pair.json"  # beside a model of the pair: what each of the two got (train/world_model/pair.py)
+
+
 def write_model_card(folder: Path) -> Path:
     """(Re)write `README.md` from `training.json` and, once evaluated, `quality.json` in the model folder.
 
@@ -71,10 +74,7 @@ def write_model_card(folder: Path) -> Path:
         "",
         f"# {name}",
         "",
-        ("The embedded default world model of wmstudio: a small transformers-native Llama used as a prefix-causal "
-         "masked denoiser that fills a tool response canvas around pinned anchors."
-         if arch == "mdlm" else
-         "The autoregressive baseline of wmstudio: the same size as the MDLM, left-to-right decoding (its rows below)."),
+        _intro(arch, folder),
         f"It loads with `AutoModelForCausalLM.from_pretrained(\"{name}\")` from its folder (no custom code); "
         "`config.json` carries a `wmstudio` marker with its kind and special token ids.",
         *_use_lines(arch, ((training.get("corpus") or {}).get("synthetic_worlds") or {}).get("train", 0)),
@@ -83,12 +83,7 @@ def write_model_card(folder: Path) -> Path:
         f"- corpus: `{Path(str(config['corpus'])).name}` ({corpus_summary(training.get('corpus', {}))}), simulated "
         "worlds of `wmstudio corpus`; training split only, the eval split for the loss curve, the test split for "
         "quality",
-        "- grounding (what a row's prompt holds beyond the five parts): `none` on about 60% of the rows (the initial "
-        "state and the history only; a listing's records found in the initial state by the call's arguments), "
-        "`oracle` on about 40% (the simulator's state after the earlier turns and its retrieval, labelled as the "
-        "oracle's); rows record theirs in `meta.grounding`" if _has_grounding(training) else
-        "- grounding: every row's prompt held the simulator's replayed state and retrieval (before grounding "
-        "`none` existed)",
+        _grounding_line(training),
         f"- {training['examples']:,} training examples; prompts rendered with `render_prompt` and encoded with "
         "`encode_prompt` exactly as at generation time",
         f"- tokenizer: byte-level BPE trained on the corpus, vocabulary {config['vocab_size']:,} (+ specials)",
@@ -96,7 +91,7 @@ def write_model_card(folder: Path) -> Path:
         "## Objective",
         objective + ".",
         *_copy_head_lines(folder, config, arch, evals),
-        *_outcome_head_lines(folder),
+        *_outcome_head_lines(folder, arch),
         *_message_template_lines(folder),
         *_trained_schema_lines(folder),
         "",
@@ -120,6 +115,7 @@ def write_model_card(folder: Path) -> Path:
     if evals:
         lines.append(f"- held-out loss: {evals[0]['eval_loss']:.3f} before training -> {evals[-1]['eval_loss']:.3f} "
                      f"after ({len(evals)} evaluations; full curve in `training.json`)")
+    lines += _pair_lines(folder)
     lines += ["", "## Measured quality", ""]
     lines += _quality_lines(quality) if quality else ["Not evaluated yet: run `wmstudio eval-wm`."]
     if oracle:
@@ -146,6 +142,52 @@ def _lineage_lines(lineage: list[dict]) -> list[str]:
     return lines
 
 
+def _intro(arch: str, folder: Path) -> str:
+    """The card's first sentence: what this model is for."""
+    if (folder / PAIR_FILE).exists():
+        twin = "wm-ar-pair" if arch == "mdlm" else "wm-mdlm-pair"
+        return (f"The {'masked diffusion' if arch == 'mdlm' else 'autoregressive'} half of the pair ([wm-pair]): "
+                f"trained from scratch beside `{twin}` on the same rows, tokenizer, shape and steps (`wmstudio model "
+                "train-pair`), one CPU thread each, for the paper's comparison of the two on equal terms"
+                + (" (the studio's default is `wm-mdlm-small`)." if arch == "mdlm" else
+                   "; the studio's *Compare with AR baseline* runs it."))
+    return ("The embedded default world model of wmstudio: a small transformers-native Llama used as a prefix-causal "
+            "masked denoiser that fills a tool response canvas around pinned anchors." if arch == "mdlm" else
+            "The autoregressive baseline of wmstudio: the same size as the MDLM, left-to-right decoding (its rows "
+            "below).")
+
+
+def _pair_lines(folder: Path) -> list[str]:
+    """What each model of the pair got (its `pair.json`, written by `wmstudio model train-pair`)."""
+    if not (folder / PAIR_FILE).exists():
+        return []
+    pair = json.loads((folder / PAIR_FILE).read_text(encoding="utf-8"))
+    lines = ["", "## The pair", "", "| | steps | tokens | training loop, CPU minutes | parameters | tokenizer |",
+             "|---|---|---|---|---|---|"]
+    for arch, model in pair["models"].items():
+        lines.append(f"| {model['folder']} | {model['steps']:,} | {model['tokens_seen']:,} | "
+                     f"{model['train_cpu_seconds'] / 60:.1f} | {model['parameters']:,} | {model['tokenizer_sha256']} |")
+    lines += ["", f"The same tokenizer: {pair['same_tokenizer']}; the same steps: {pair['same_steps']}; parameters "
+                  f"{pair['parameter_gap']:.1%} apart. The comparison is in docs/results.md (`python "
+                  "benchmarks/pair_bench.py`)."]
+    return lines
+
+
+def _grounding_line(training: dict) -> str:
+    """What the rows' prompts held beyond the five parts, as the corpus drew it."""
+    corpus = training.get("corpus") or {}
+    if corpus.get("oracle_share") == 0:
+        return ("- grounding: `none` on every row (the initial state and the history only; a listing's records found "
+                "in the initial state by the call's arguments): what it gets wherever it stands in for an environment")
+    if _has_grounding(training):
+        return ("- grounding (what a row's prompt holds beyond the five parts): `none` on about 60% of the rows (the "
+                "initial state and the history only; a listing's records found in the initial state by the call's "
+                "arguments), `oracle` on about 40% (the simulator's state after the earlier turns and its retrieval, "
+                "labelled as the oracle's); rows record theirs in `meta.grounding`")
+    return ("- grounding: every row's prompt held the simulator's replayed state and retrieval (before grounding "
+            "`none` existed)")
+
+
 def _has_grounding(training: dict) -> bool:
     """Whether the run's corpus drew grounding per row (`none` / `oracle`): every run since grounding existed."""
     return bool((training.get("corpus") or {}).get("oracle_grounding")) or bool(training.get("grounding_mix"))
@@ -156,9 +198,11 @@ def _use_lines(arch: str, synthetic: int = 0) -> list[str]:
     worlds = "the five demo worlds" + (f" and {synthetic} generated ones (`wmstudio worlds synth`)" if synthetic else "")
     if arch != "mdlm":
         return ["", "## Intended use", "The baseline the masked diffusion model is measured against in `wmstudio "
-                "eval-wm` and the studio's *Compare with AR baseline*: of the same size (its Data section names its rows), it writes the "
-                "response left to right and is told pinned fields as steering directives (it cannot see a field "
-                "before writing it)."]
+                "eval-wm` and the studio's *Compare with AR baseline*: of the same size (its Data section names its "
+                "rows), it writes the response left to right. Pinned fields are steering directives in its prompt "
+                "and are written where it opens their keys, as are the helpers' values (the outcome head's status "
+                "and code, the copied record, the call's ids, rule-fixed fields) where its folder has the heads "
+                "(model/serving/ar_pins.py); a field it writes before a pin did not see the pin."]
     return [
         "", "## Intended use",
         "- A stand-in environment for LLM agents on small tool sets: the Simulate tab, `wmstudio generate`, "
@@ -208,7 +252,7 @@ def _fitted_beside(folder: Path, name: str) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8")).get("fitted") or {}
 
 
-def _outcome_head_lines(folder: Path) -> list[str]:
+def _outcome_head_lines(folder: Path, arch: str = "mdlm") -> list[str]:
     """A line on the outcome head when one is saved beside the weights, with what its fit saw."""
     fitted = _fitted_beside(folder, "outcome_head.json")
     if fitted is None:
@@ -219,9 +263,13 @@ def _outcome_head_lines(folder: Path) -> list[str]:
             if fitted.get("rows") else "")
     return ["", "Beside it an outcome head, `outcome_head.safetensors`: a hashed linear scorer over named facts of "
                 "the call and the state (lookups, the named record's flags, dates' ages, number comparisons, "
-                f"argument checks, earlier turns on the same ids){seen}. Generation writes its choice of `status` and "
-                "`error` into their own canvas slots before denoising, and the model fills the rest under it "
-                "(sampler setting `outcome_head`; the canvas decides when it is off)."]
+                f"argument checks, earlier turns on the same ids){seen}. "
+                + ("Generation writes its choice of `status` and `error` into their own canvas slots before "
+                   "denoising, and the model fills the rest under it (sampler setting `outcome_head`; the canvas "
+                   "decides when it is off)." if arch == "mdlm" else
+                   "Generation writes its choice of `status` and `error` where the model opens those keys, or "
+                   "before it closes the answer without them (sampler setting `outcome_head`; the model decides "
+                   "when it is off).")]
 
 
 def _message_template_lines(folder: Path) -> list[str]:
@@ -233,8 +281,8 @@ def _message_template_lines(folder: Path) -> list[str]:
     return ["", f"Beside it `message_templates.json`: {fitted.get('templates', 0)} message templates learned from "
                 f"{fitted.get('rows', 0):,} training answers{source}, per tool and outcome (the values of the call and "
                 "of the record it names made slots). With its outcome the head writes that message, filled from the "
-                "call and the state the prompt shows (a tool or outcome with none: the denoiser writes it; off with "
-                "the outcome head). Without them the denoiser's messages named ids that exist nowhere."]
+                "call and the state the prompt shows (a tool or outcome with none: the model writes it; off with "
+                "the outcome head). Without them the model's messages named ids that exist nowhere."]
 
 
 def _trained_schema_lines(folder: Path) -> list[str]:

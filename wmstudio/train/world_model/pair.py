@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.train.world_model.model_card import PAIR_FILE
 from wmstudio.settings import setting, whole_in
 
 ARCHS = {"mdlm": "wm-mdlm-pair", "ar": "wm-ar-pair"}  # arch -> its folder under --out
@@ -99,7 +100,7 @@ def train_pair(config: PairConfig, log: Callable[[str], None] = print) -> dict[s
     if failed:
         raise InvalidInput(failed)
     summary = pair_summary(config, finished)
-    (config.out / "pair.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (config.out / PAIR_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
 
 
