@@ -8,8 +8,8 @@ them as pins written where it opens their keys), on the same held-out rows, besi
 
 Prints, per column: field accuracy by kind (value-weighted, and per row: the mean of each row's share of fields
 right), status, rule-consistent (and status), the Patronus protocol's exact, JSON-semantic and ROUGE-L match,
-diversity over K samples at temperature 1 (Self-BLEU, lower is more diverse; Distinct-2 of values) and seconds per
-answer. Pinned errors are benchmarks/pinned_error_coherence.py's (`--model` / `--ar` the pair's)."""
+diversity over K samples at temperature 1, with and without the helpers (Self-BLEU, lower is more diverse; Distinct-2,
+higher is) and seconds per answer. Pinned errors are benchmarks/pinned_error_coherence.py's (`--model` / `--ar` the pair's)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from wmstudio.model.serving.backends import load_backend
 from wmstudio.problems import InvalidInput
 from wmstudio.train.world_model.baselines import BASELINE_NAMES
 from wmstudio.train.world_model.chat_scoring import normalise, rouge_l, semantic_match
-from wmstudio.train.world_model.evaluation import EvalCase, EvalReport, Rates, _diversity, load_cases, \
+from wmstudio.train.world_model.evaluation import EvalCase, EvalReport, Rates, load_cases, sample_diversity, \
     score_baselines, training_answers
 from wmstudio.train.world_model.field_kinds import FieldScores, enum_options, prompt_values
 from wmstudio.train.world_model.field_kinds import parse as parse_answer
@@ -96,7 +96,9 @@ def measure(corpus: Path, pair: dict[str, str], rows: int, worlds: str, seed: in
                 continue
             columns[name].add(sample, case, time.perf_counter() - started)
     report = EvalReport()
-    diversity = {arch: _diversity(backend, cases[:diversity_calls], samples, seed, report, "none")
+    diversity = {f"{arch.upper()}{suffix}": sample_diversity(backend, cases[:diversity_calls], samples, seed, report, "none",
+                                                     base)
+                 for suffix, base in (("", SamplerSettings()), (", no helpers", HELPERS_OFF))
                  for arch, backend in backends.items()} if diversity_calls else {}
     result = {"corpus": str(corpus), "worlds": worlds, "rows": len(cases), "seed": seed, "pair": pair,
               "columns": {name: column.to_json() for name, column in columns.items()},
@@ -138,7 +140,7 @@ def table(result: dict[str, Any]) -> str:
     diversity = result.get("diversity") or {}
     for arch, values in diversity.items():
         if values:
-            lines.append(f"\nDiversity, {arch.upper()} ({values['calls']} calls × K samples at temperature 1): "
+            lines.append(f"\nDiversity, {arch} ({values['calls']} calls × K samples at temperature 1): "
                          f"Self-BLEU {values['self_bleu']:.3f} (values {values['values_self_bleu']:.3f}), "
                          f"Distinct-2 {values['distinct_2']:.3f} (values {values['values_distinct_2']:.3f})")
     return "\n".join(lines)

@@ -100,7 +100,7 @@ def setting_problems(config: Any) -> list[tuple[str, str]]:
     found = []
     for spec in setting_specs(type(config)):
         value = getattr(config, spec.name)
-        if value is None and spec.zero:
+        if value is None and (spec.zero or spec.default is None):  # off, automatic, or an optional setting left out
             continue
         problem = _problem(spec, value)
         if problem is not None:
@@ -120,12 +120,19 @@ def _problem(spec: SettingSpec, value: Any) -> str | None:
         low, high = int(spec.low) if spec.low is not None else None, int(spec.high) if spec.high is not None else None
         if whole_in(value, low, high):
             return None
-        return f"must be a whole number from {low} to {high}{empty}, got {value!r}"
+        return f"must be a whole number{_range(low, high)}{empty}, got {value!r}"
     if spec.kind == "number":
         if number_in(value, spec.low, spec.high) and not (spec.zero and value == 0):
             return None
-        return f"must be a number from {spec.low:g} to {spec.high:g}{empty}, got {value!r}"
+        return f"must be a number{_range(spec.low, spec.high)}{empty}, got {value!r}"
     return None
+
+
+def _range(low: float | None, high: float | None) -> str:
+    """` from 1 to 64`, ` from 0`, ` up to 9` or nothing, for a range with either end open (whole numbers as they
+    are, others as `g` writes them)."""
+    text = [(f"{end}" if isinstance(end, int) else f"{end:g}") if end is not None else None for end in (low, high)]
+    return (f" from {text[0]}" if text[0] else "") + (f" {'to' if text[0] else 'up to'} {text[1]}" if text[1] else "")
 
 
 def _base_type(hint: Any) -> Any:

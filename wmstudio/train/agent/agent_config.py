@@ -11,11 +11,13 @@ from typing import Any
 
 from wmstudio.locations import MODELS_DIR, REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.settings import number_in, setting, whole_in
+from wmstudio.settings import number_in, setting, setting_problems, whole_in
 from wmstudio.train.agent.environment_kinds import ENVIRONMENT_HELP, ENVIRONMENTS, environment_kind
 
 DEFAULT_POLICY = (MODELS_DIR / "agent-small").relative_to(REPO_ROOT).as_posix()  # the shipped SFT policy
 MAX_BATCH = 64  # scenarios a step, rollouts a scenario: a step plays their product, each a whole episode
+MAX_STEPS = 10_000  # GRPO steps of one run
+MAX_SEED = 2**31 - 1
 POLICY_MARKER = "policy.json"  # beside a policy's weights: says the folder is an agent policy, and how it reads
 
 
@@ -93,7 +95,8 @@ class GrpoSettings:
     world_model_url: str | None = setting(None, "Send the world model's calls to a `wmstudio serve-wm` at this "
                                                 "address (e.g. http://127.0.0.1:8000; its key from "
                                                 "WMSTUDIO_API_KEY) instead of loading one in each process.")
-    max_steps: int = setting(60, "GRPO steps (each plays --scenarios-per-step scenarios x --generations).")
+    max_steps: int = setting(60, "GRPO steps (each plays --scenarios-per-step scenarios x --generations).",
+                             label="Max steps", low=1, high=MAX_STEPS)
     minutes: float = setting(20.0, "Wall-clock budget; training stops at the first step past it.")
     generations: int = setting(8, "Rollouts per scenario (the group whose rewards are compared).",
                                label="Rollouts per scenario", low=2, high=MAX_BATCH)
@@ -106,40 +109,31 @@ class GrpoSettings:
                                         "a step would; the run is refused when fewer than this share of some "
                                         "family's groups have any success (GRPO learns nothing from a group that "
                                         "all fails). 0: no probe.")
-    save_every: int = setting(10, "Checkpoint every N steps (resume continues from the newest).")
-    seed: int = setting(0, "Seed of TRL, the sampling and the world model.")
+    save_every: int = setting(10, "Checkpoint every N steps (resume continues from the newest).", low=1)
+    seed: int = setting(0, "Seed of TRL, the sampling and the world model.", low=0, high=MAX_SEED)
     out: Path | None = setting(None, "Run folder (default: the run's folder in the studio's data folder).")
     db: Path | None = setting(None, "The studio database (default: WMSTUDIO_DB or the user data folder).")
     run_id: int | None = setting(None, "Report into this queued run (the studio's Train tab starts jobs so).")
     resume: bool = setting(False, "Continue the run from its newest checkpoint.")
-    threads: int = setting(1, "CPU threads for torch (one is fastest for these small models).")
+    threads: int = setting(1, "CPU threads for torch (one is fastest for these small models).", low=1)
     lora_rank: int = setting(0, "Train LoRA adapters of this rank (peft) instead of every weight; they are merged "
-                                "into the saved policy (0: full fine-tuning).")
+                                "into the saved policy (0: full fine-tuning).", low=0)
     json: bool = setting(False, "Print only the JSON result.")
 
     def __post_init__(self) -> None:
-        problems: list[Problem] = []
+        """Every field checked against its declaration (bounds, choices), then what a declaration cannot say."""
+        problems = [Problem(name, message) for name, message in setting_problems(self)]
         if not isinstance(self.curriculum, str) or not self.curriculum.strip():
             problems.append(Problem("curriculum", "give a curriculum name, e.g. demo"))
-        try:
-            environment_kind(self.env)
-        except InvalidInput as err:
-            problems += err.problems
-        for name in ("max_steps", "generations", "scenarios_per_step", "save_every", "threads"):
-            _positive(problems, name, getattr(self, name), whole=True)
-        for name in ("generations", "scenarios_per_step"):
-            if not problems and getattr(self, name) > MAX_BATCH:
-                problems.append(Problem(name, f"must be at most {MAX_BATCH}, got {getattr(self, name)!r}"))
-        if not whole_in(self.lora_rank, 0):
-            problems.append(Problem("lora_rank", f"must be a whole number from 0, got {self.lora_rank!r}"))
+        if not isinstance(self.policy, (str, Path)) or not str(self.policy).strip():
+            problems.append(Problem("policy", "give the folder of a policy `wmstudio train-agent` made, or a chat "
+                                              "model's hub id"))
         for name in ("minutes", "learning_rate", "temperature"):
             _positive(problems, name, getattr(self, name))
         if not number_in(self.min_reachable, 0, 1):
             problems.append(Problem("min_reachable", f"must be a share from 0 to 1, got {self.min_reachable!r}"))
         if not number_in(self.beta, 0):
             problems.append(Problem("beta", f"must be a number from 0, got {self.beta!r}"))
-        if not problems and self.generations < 2:
-            problems.append(Problem("generations", "must be at least 2: GRPO compares rollouts of one scenario"))
         if problems:
             raise InvalidInput(problems)
         self.out = None if self.out is None else Path(self.out)

@@ -24,7 +24,7 @@ from typing import Any
 
 from wmstudio.locations import REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.settings import whole_in
+from wmstudio.settings import setting_specs
 from wmstudio.store import (
     Curriculum,
     Store,
@@ -34,7 +34,7 @@ from wmstudio.store import (
     list_runs,
     update_run,
 )
-from wmstudio.train.agent.agent_config import MAX_BATCH, GrpoSettings
+from wmstudio.train.agent.agent_config import MAX_SEED, MAX_STEPS, GrpoSettings  # noqa: F401 - the bounds, named here too
 from wmstudio.train.agent.curriculum_scenarios import (
     DEMO_CURRICULUM,
     curriculum_row,
@@ -68,8 +68,6 @@ from wmstudio.train.agent.run_owner import (
 )
 from wmstudio.train.agent.scenarios import batch_problems, policy_words, tool_problems
 
-MAX_STEPS = 10_000
-MAX_SEED = 2**31 - 1
 ENDED_UNREPORTED = "the training process ended without reporting (killed?)"
 NEVER_STARTED = "the training process never started (the studio stopped while starting it?)"
 START_GRACE_S = 60.0  # a queued run without a process this long after it was made never got one
@@ -100,44 +98,29 @@ def training_command(run_id: int, config: Mapping[str, Any], db_path: str | Path
     return command + (["--resume"] if resume else [])
 
 
-def job_settings(curriculum: Any = DEMO_CURRICULUM, env: Any = "simulator", max_steps: Any = 20, seed: Any = 0,
-                 policy: Any = None, save_every: Any = None, scenarios_per_step: Any = None,
-                 generations: Any = None) -> dict[str, Any]:
-    """The settings of a run, checked: InvalidInput names each bad one and what to give instead. `policy`,
-    `save_every` and the batch (`scenarios_per_step`, `generations`) are left to train-grpo's defaults (the shipped
-    policy, its checkpoint interval, 4 x 8) when None."""
-    problems = []
-    for name, value, low in (("scenarios_per_step", scenarios_per_step, 1), ("generations", generations, 2)):
-        if value is not None and not whole_in(value, low, MAX_BATCH):
-            problems.append(Problem(name, f"must be a whole number from {low} to {MAX_BATCH}, got {value!r}"))
-    if policy is not None and (not isinstance(policy, (str, Path)) or not str(policy).strip()):
-        problems.append(Problem("policy", "give the folder of a policy `wmstudio train-agent` made, or leave it out"))
-    if save_every is not None and not whole_in(save_every, 1):
-        problems.append(Problem("save_every", f"must be a whole number of steps from 1, got {save_every!r}"))
-    if not isinstance(curriculum, str) or not curriculum.strip():
-        problems.append(Problem("curriculum", f"give a curriculum name, e.g. {DEMO_CURRICULUM!r}"))
-    try:
-        environment_kind(env)
-    except InvalidInput as err:
-        problems += err.problems
-    for name, value, high in (("max_steps", max_steps, MAX_STEPS), ("seed", seed, MAX_SEED)):
-        low = 1 if name == "max_steps" else 0
-        if not whole_in(value, low, high):
-            problems.append(Problem(name, f"must be a whole number from {low} to {high:,}, got {value!r}"))
-    if problems:
-        raise InvalidInput(problems)
-    settings = {"curriculum": curriculum.strip(), "env": env, "max_steps": max_steps, "seed": seed}
-    if policy is not None:
-        settings["policy"] = str(policy)
-    for name, value in (("save_every", save_every), ("scenarios_per_step", scenarios_per_step),
-                        ("generations", generations)):
-        if value is not None:
-            settings[name] = value
+_DEFAULTS = {spec.name: spec.default for spec in setting_specs(GrpoSettings)}  # the one declaration's
+
+
+def job_settings(curriculum: Any = _DEFAULTS["curriculum"], env: Any = _DEFAULTS["env"],
+                 max_steps: Any = _DEFAULTS["max_steps"], seed: Any = _DEFAULTS["seed"], policy: Any = None,
+                 save_every: Any = None, scenarios_per_step: Any = None, generations: Any = None) -> dict[str, Any]:
+    """The settings of a run, checked by GrpoSettings (the declaration `wmstudio train-grpo`, the Train tab and the
+    API share: its defaults, bounds and choices): InvalidInput names each bad one and what to give instead.
+    `policy`, `save_every` and the batch (`scenarios_per_step`, `generations`) are left to train-grpo's defaults
+    when None."""
+    settings = {"curriculum": curriculum.strip() if isinstance(curriculum, str) else curriculum, "env": env,
+                "max_steps": max_steps, "seed": seed}
+    settings.update({name: value for name, value in (("policy", policy), ("save_every", save_every),
+                                                     ("scenarios_per_step", scenarios_per_step),
+                                                     ("generations", generations)) if value is not None})
+    GrpoSettings(**settings)
+    if "policy" in settings:
+        settings["policy"] = str(settings["policy"])
     return settings
 
 
-def start_job(store: Store, *, curriculum: str = DEMO_CURRICULUM, env: str = "simulator", max_steps: int = 20,
-              seed: int = 0, db_path: str | Path | None = None, policy: str | Path | None = None,
+def start_job(store: Store, *, curriculum: str = _DEFAULTS["curriculum"], env: str = _DEFAULTS["env"],
+              max_steps: int = _DEFAULTS["max_steps"], seed: int = _DEFAULTS["seed"], db_path: str | Path | None = None, policy: str | Path | None = None,
               save_every: int | None = None, scenarios_per_step: int | None = None,
               generations: int | None = None) -> TrainingRun:
     """Record a run of these settings and start `wmstudio train-grpo` for it in the background (its own session,

@@ -211,7 +211,7 @@ def evaluate_world_model(mdlm: str | Path, ar: str | Path | None, corpus: Path, 
     diversity = {}
     for name, backend in (("mdlm", model), ("ar", baseline)):
         if backend is not None and diversity_calls:
-            diversity[name] = _diversity(backend, cases[:diversity_calls], samples, seed, report, grounding)
+            diversity[name] = sample_diversity(backend, cases[:diversity_calls], samples, seed, report, grounding)
     if progress:
         progress(total, total)
     report.settings = {"mdlm": str(mdlm), "ar": str(ar) if ar else None, "corpus": str(corpus), "split": split,
@@ -296,14 +296,15 @@ def _score_free(model, case: EvalCase, free: dict[str, int], report: EvalReport,
     free["canvas_same_keys"] += int(isinstance(written, dict) and isinstance(truth, dict) and set(written) == set(truth))
 
 
-def _diversity(backend, cases: list[EvalCase], samples: int, seed: int, report: EvalReport,
-               grounding: Grounding = NONE) -> dict[str, float]:
-    """Self-BLEU and Distinct-2 over K samples per call, of whole responses and of their values only."""
+def sample_diversity(backend, cases: list[EvalCase], samples: int, seed: int, report: EvalReport,
+                     grounding: Grounding = NONE, base: SamplerSettings = SamplerSettings()) -> dict[str, float]:
+    """Self-BLEU and Distinct-2 over K samples per call, of whole responses and of their values only; `base` the
+    other sampler settings (the helpers' switches)."""
     from wmstudio.model.generation.generation import generate
 
     whole, values = [], []
     for j, case in enumerate(cases):
-        settings = SamplerSettings(temperature=1.0, samples=samples, seed=seed + j, grounding=grounding)
+        settings = replace(base, temperature=1.0, samples=samples, seed=seed + j, grounding=grounding)
         try:
             texts = [s.response for s in generate(backend, case.world, case.call, (), case.history, settings).samples]
         except InvalidInput as err:
