@@ -117,7 +117,10 @@ def write_model_card(folder: Path) -> Path:
                      f"after ({len(evals)} evaluations; full curve in `training.json`)")
     lines += _pair_lines(folder)
     lines += ["", "## Measured quality", ""]
-    lines += _quality_lines(quality) if quality else ["Not evaluated yet: run `wmstudio eval-wm`."]
+    lines += _quality_lines(quality) if quality else [
+        "Measured beside its twin by `benchmarks/pair_bench.py` (field accuracy by kind with and without the helpers, "
+        "Patronus matches, diversity, speed) and `benchmarks/pinned_error_coherence.py`: docs/results.md, *The pair*."
+        if (folder / PAIR_FILE).exists() else "Not evaluated yet: run `wmstudio eval-wm`."]
     if oracle:
         lines += ["", "### With grounding `oracle` (the simulator's state in every prompt: not what a user gets)", ""]
         lines += _quality_lines(oracle)
