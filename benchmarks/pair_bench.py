@@ -96,10 +96,11 @@ def measure(corpus: Path, pair: dict[str, str], rows: int, worlds: str, seed: in
                 continue
             columns[name].add(sample, case, time.perf_counter() - started)
     report = EvalReport()
-    diversity = {f"{arch.upper()}{suffix}": sample_diversity(backend, cases[:diversity_calls], samples, seed, report, "none",
-                                                     base)
-                 for suffix, base in (("", SamplerSettings()), (", no helpers", HELPERS_OFF))
-                 for arch, backend in backends.items()} if diversity_calls else {}
+    diversity = {}
+    for suffix, base in (("", SamplerSettings()), (", no helpers", HELPERS_OFF)) if diversity_calls else ():
+        for arch, backend in backends.items():
+            diversity[f"{arch.upper()}{suffix}"] = sample_diversity(backend, cases[:diversity_calls], samples, seed,
+                                                                    report, "none", base)
     result = {"corpus": str(corpus), "worlds": worlds, "rows": len(cases), "seed": seed, "pair": pair,
               "columns": {name: column.to_json() for name, column in columns.items()},
               "baselines": {label: with_all_fields(base[name]) for name, label in BASELINES_SHOWN.items()},

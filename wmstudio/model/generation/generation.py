@@ -59,7 +59,6 @@ from wmstudio.world.checks.report import CheckReport, check_step
 from wmstudio.world.heads.schema_sketch import sketch_world
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.json_types import json_or
-from wmstudio.world.jsonpath import format_path
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
 

@@ -25,7 +25,7 @@ from wmstudio.world.steering.anchors import Anchor
 
 CLOSE = -1  # queued after a string value: the next token must close the string
 AFTER = -2  # queued after a number or literal: the next token must end the value (`,` `}` `]`)
-_CLOSERS: dict[tuple[int, bool | None], torch.Tensor] = {}  # per tokenizer (by id) and kind: the tokens that close a string and go on
+_CLOSERS: dict[tuple[int, str], torch.Tensor] = {}  # per tokenizer (by id) and kind: the tokens that end a value
 
 # where the text stands at a key (key_opening's phase)
 IN_NAME, NAMED, COLON, QUOTE = "name", "named", "colon", "quote"
@@ -192,10 +192,6 @@ class PinWriter:
         self.chose = True
         return int(choices[logits[choices.to(logits.device)].argmax()])
 
-    def unwritten_in(self, parent: list[str | int]) -> list[str]:
-        """The pins still to write that are fields of the object at `parent` itself, in the pins' order."""
-        return [path for path in self.pins if path not in self.written and parse_path(path)[:-1] == parent]
-
     def _unwritten_under(self, parent: list[str | int]) -> list[list[str | int]]:
         """The paths (as parts) of the pins still to write anywhere under `parent`, in the pins' order."""
         found = []
@@ -278,14 +274,8 @@ class PinWriter:
                                                         separators=(",", ":")) for key in keys]
         if not parts:
             return None
-        return self._queue(before + opener + ",".join(parts) + rest, leave_quote=False)
-
-    def _queue(self, text: str, leave_quote: bool = True) -> int:
-        """Queue `text`'s tokens (a closing string quote at its end left to the model); return the first."""
-        closed = leave_quote and text.endswith('"')  # the model closes a string itself, as it does a pin's
-        self.queued = list(self.tokenizer.encode(text[:-1] if closed else text, add_special_tokens=False))
-        self.queued += [CLOSE] if closed else []
-        return self.queued.pop(0)
+        self.queued = list(self.tokenizer.encode(before + opener + ",".join(parts) + rest, add_special_tokens=False))
+        return self.queued.pop(0)  # then the model's own close: its tokens join as they would have
 
     def after(self, text: str) -> None:
         """Read the text written so far; where it has just named a pinned field (or written its colon, or the
@@ -316,17 +306,17 @@ class PinWriter:
 
 def ending_tokens(tokenizer: Any) -> torch.Tensor:
     """The ids of the tokens that end a number or literal and go on (`,`, `}`, `],"`...)."""
-    if (id(tokenizer), None) not in _CLOSERS:
+    if (id(tokenizer), "scalar") not in _CLOSERS:
         found = [index for index in range(len(tokenizer)) if re.match(r"\s*[,}\]]", tokenizer.decode([index]))]
-        _CLOSERS[(id(tokenizer), None)] = torch.tensor(found, dtype=torch.long)
-    return _CLOSERS[(id(tokenizer), None)]
+        _CLOSERS[(id(tokenizer), "scalar")] = torch.tensor(found, dtype=torch.long)
+    return _CLOSERS[(id(tokenizer), "scalar")]
 
 
 def closing_tokens(tokenizer: Any) -> torch.Tensor:
     """The ids of the tokens that close a string and go on to the next key or the end (`","`, `",`, `"}`)."""
-    if (id(tokenizer), True) not in _CLOSERS:
+    if (id(tokenizer), "string") not in _CLOSERS:
         pieces = {index: tokenizer.decode([index]) for index in range(len(tokenizer))}
         found = [index for index, piece in pieces.items() if re.fullmatch(r'"\s*(,\s*"?|})', piece)]
-        _CLOSERS[(id(tokenizer), True)] = torch.tensor(found or [tokenizer.convert_tokens_to_ids('"')],
-                                                       dtype=torch.long)
-    return _CLOSERS[(id(tokenizer), True)]
+        _CLOSERS[(id(tokenizer), "string")] = torch.tensor(found or [tokenizer.convert_tokens_to_ids('"')],
+                                                           dtype=torch.long)
+    return _CLOSERS[(id(tokenizer), "string")]

@@ -12,7 +12,7 @@ from typing import Any
 from wmstudio.locations import MODELS_DIR, REPO_ROOT
 from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import number_in, setting, setting_problems, whole_in
-from wmstudio.train.agent.environment_kinds import ENVIRONMENT_HELP, ENVIRONMENTS, environment_kind
+from wmstudio.train.agent.environment_kinds import ENVIRONMENT_HELP, ENVIRONMENTS
 
 DEFAULT_POLICY = (MODELS_DIR / "agent-small").relative_to(REPO_ROOT).as_posix()  # the shipped SFT policy
 MAX_BATCH = 64  # scenarios a step, rollouts a scenario: a step plays their product, each a whole episode

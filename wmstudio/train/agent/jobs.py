@@ -34,8 +34,8 @@ from wmstudio.store import (
     list_runs,
     update_run,
 )
-from wmstudio.train.agent.agent_config import MAX_SEED, MAX_STEPS, GrpoSettings  # noqa: F401 - the bounds, named here too
-from wmstudio.train.agent.curriculum_scenarios import (
+from wmstudio.train.agent.agent_config import MAX_SEED, MAX_STEPS, GrpoSettings  # noqa: F401 - bounds named here
+from wmstudio.train.agent.curriculum_scenarios import (  # noqa: F401 - DEMO_CURRICULUM re-exported
     DEMO_CURRICULUM,
     curriculum_row,
     curriculum_scenarios,
@@ -120,7 +120,8 @@ def job_settings(curriculum: Any = _DEFAULTS["curriculum"], env: Any = _DEFAULTS
 
 
 def start_job(store: Store, *, curriculum: str = _DEFAULTS["curriculum"], env: str = _DEFAULTS["env"],
-              max_steps: int = _DEFAULTS["max_steps"], seed: int = _DEFAULTS["seed"], db_path: str | Path | None = None, policy: str | Path | None = None,
+              max_steps: int = _DEFAULTS["max_steps"], seed: int = _DEFAULTS["seed"],
+              db_path: str | Path | None = None, policy: str | Path | None = None,
               save_every: int | None = None, scenarios_per_step: int | None = None,
               generations: int | None = None) -> TrainingRun:
     """Record a run of these settings and start `wmstudio train-grpo` for it in the background (its own session,
