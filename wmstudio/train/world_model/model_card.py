@@ -11,6 +11,7 @@ from pathlib import Path
 
 from wmstudio.model.heads.copy_head import FEATURES
 from wmstudio.train.world_model.examples import SKELETON_COPIES
+from wmstudio.train.world_model.pair import PAIR_FILE
 from wmstudio.world.corpus.rows import SPLITS
 
 
@@ -30,9 +31,6 @@ def corpus_stats(corpus: Path) -> dict:
             with path.open(encoding="utf-8") as handle:
                 counts[split] = sum(1 for line in handle if line.strip())
     return {"rows": counts}
-
-
-PAIR_FILE = "pair.json"  # beside a model of the pair: what each of the two got (train/world_model/pair.py)
 
 
 def write_model_card(folder: Path) -> Path:

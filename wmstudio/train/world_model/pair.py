@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from wmstudio.problems import InvalidInput, Problem
-from wmstudio.train.world_model.model_card import PAIR_FILE
 from wmstudio.settings import setting, whole_in
 
 ARCHS = {"mdlm": "wm-mdlm-pair", "ar": "wm-ar-pair"}  # arch -> its folder under --out
+PAIR_FILE = "pair.json"  # what each of the two got; shipped beside each model, whose card renders it
 
 
 @dataclass
