@@ -279,10 +279,12 @@ class ArBaseline:
             produced = torch.cat([produced, token.view(-1, 1)], dim=1)
             finished |= token == self.eos_id
             for row in range(samples):  # an answer ends where its outermost bracket closes (a JSON grammar's end)
-                if bool(finished[row]):
-                    continue
+                reading = bool(writers) and writers[row].reading
+                if bool(finished[row]) or not (reading or any(c in self.tokenizer.decode([int(token[row])])
+                                                              for c in "}]")):
+                    continue  # the whole text is read only while pins are written or a bracket has just closed
                 text = self.tokenizer.decode(produced[row].tolist(), skip_special_tokens=True)
-                if writers and writers[row].reading:
+                if reading:
                     writers[row].after(text)
                 if closed_value(text):
                     finished[row] = True
