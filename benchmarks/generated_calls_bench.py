@@ -32,17 +32,20 @@ SIZE_WORDS = ("limit", "size", "max", "per_page", "perpage", "count")
 
 
 def grown(world: WorldSpec) -> WorldSpec:
-    """`world` with every list of records in its state grown to GROWN records (copies with fresh ids)."""
+    """`world` with every list of records in its state grown to GROWN records (copies with fresh ids: the record's
+    own id field, else its first text with a digit)."""
     state = copy.deepcopy(world.initial_state)
     for key, value in list(state.items()) if isinstance(state, dict) else []:
         if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
             base = list(value)
             while len(value) < GROWN:
                 record = copy.deepcopy(base[len(value) % len(base)])
-                for name, field in record.items():
-                    if isinstance(field, str) and any(ch.isdigit() for ch in field):
-                        record[name] = f"{field}x{len(value)}"
-                        break
+                name = next((name for name, field in record.items() if isinstance(field, str)
+                             and (name.lower() == "id" or name.lower().endswith(("_id", "id")))), None)
+                name = name or next((name for name, field in record.items() if isinstance(field, str)
+                                     and any(ch.isdigit() for ch in field)), None)
+                if name is not None:  # the copy's own id: a grown collection holds each record once
+                    record[name] = f"{record[name]}x{len(value)}"
                 value.append(record)
     return replace(world, initial_state=state)
 

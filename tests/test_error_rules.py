@@ -12,7 +12,7 @@ import pytest
 from wmstudio.world.checks.report import check_step, check_variables
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.rules.cel import Rule, evaluate_check, rule_codes, rule_tools, rules_for_tool
-from wmstudio.world.sims.base import argument_error
+from wmstudio.world.tools.arguments import argument_error
 from wmstudio.world.sims.preconditions import fits_parameters
 from wmstudio.world.simulators import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call

@@ -153,9 +153,18 @@ def plain_name(name: str) -> str:
 
 def pages_or_signs(name: str) -> bool:
     """Whether an argument pages or authenticates the call rather than filtering: a page size or number, a
-    token, or a session's credentials."""
+    token or cursor, or a session's credentials."""
     plain = plain_name(name)
-    return plain in SIZE_ARGS or plain in PAGE_ARGS or plain.endswith("token") or plain in CREDENTIALS
+    return plain in SIZE_ARGS or plain in PAGE_ARGS or plain.endswith("token") or plain in CREDENTIALS \
+        or page_token(name)
+
+
+def page_token(name: str) -> bool:
+    """Whether an argument passes back where an earlier page ended, as that page's answer said it (`page_token`,
+    `nextPageToken`, `cursor`, `starting_after`), not a session's token."""
+    plain = plain_name(name)
+    return plain.endswith("cursor") or plain in ("startingafter", "continuationtoken") \
+        or (plain.endswith("token") and ("page" in plain or "next" in plain))
 
 
 def understood(arguments: dict[str, Any], records: list[dict[str, Any]]) -> bool:

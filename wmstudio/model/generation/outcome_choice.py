@@ -15,6 +15,7 @@ from wmstudio.model.heads.call_echoes import call_identifiers
 from wmstudio.model.heads.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins, within_rules
 from wmstudio.model.serving.backends import Backend
 from wmstudio.world.checks.fixed_fields import fixed_fields
+from wmstudio.world.checks.refused_requests import refused_request, sign_in_refusal
 from wmstudio.world.heads.code_messages import composed_message
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call, WorldSpec
@@ -80,11 +81,12 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
     ranked = with_stated_codes(ranked, world, call, history, schema)
     if not ranked:
         return None
+    ranked = refused_first(ranked, world, call, history, pinned)
     messages = getattr(backend, "outcome_messages", None)
     if not any(anchor.path == MESSAGE_KEY for anchor in pinned) \
             and MESSAGE_KEY in ((schema.get("properties") or {})):  # written to the outcome
-        ranked = [replace(outcome, message=_message(messages, world, call, history, schema, outcome, settings))
-                  for outcome in ranked]
+        ranked = [replace(outcome, message=outcome.message or _message(messages, world, call, history, schema,
+                                                                       outcome, settings)) for outcome in ranked]
     if settings.temperature == 0 or len(ranked) == 1:
         return [ranked[0]] * settings.samples
     weights = torch.tensor([outcome.probability for outcome in ranked], dtype=torch.float64)
@@ -92,6 +94,19 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
     drawn = torch.multinomial(weights, settings.samples, replacement=True,
                               generator=torch.Generator().manual_seed(settings.seed))
     return [ranked[i] for i in drawn.tolist()]
+
+
+def refused_first(ranked: list[Outcome], world: WorldSpec, call: Call, history: Sequence[HistoryStep],
+                  pinned: Sequence[Anchor]) -> list[Outcome]:
+    """`ranked`, or the one error a request the world turns away before reading its state answers
+    (world/checks/refused_requests.py: arguments that break the tool's schema, a page token no answer gave), with
+    the world's code for it; a sign-in refusal the head ranks first still comes first, and a pinned ok is the
+    user's steering."""
+    if any(anchor.path == OUTCOME_KEY and anchor.value != ERROR for anchor in pinned) or \
+            (ranked[0].status == ERROR and sign_in_refusal(ranked[0].error)):
+        return ranked
+    refusal = refused_request(world, call, history)
+    return ranked if refusal is None else [Outcome(ERROR, refusal.code, 1.0, refusal.message)]
 
 
 def _message(messages: Any, world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: dict[str, Any],

@@ -20,10 +20,12 @@ from wmstudio.model.heads.state_copy import state_copy
 from wmstudio.train.world_model.field_kinds import parse
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.invention import read_only
+from wmstudio.world.checks.refused_requests import Refusal, refused_request, sign_in_refusal
 from wmstudio.world.checks.report import argument_problems
 from wmstudio.world.episode.answers import write_values
 from wmstudio.world.episode.made import new_ids
 from wmstudio.world.episode.state import state_after
+from wmstudio.world.heads.code_messages import composed_message
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import set_path
 from wmstudio.world.prompt.retrieval import find_listing
@@ -167,6 +169,10 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     text = _echo_plus(world, call, state, answers, history)
     value = parse(text)
     schema = _schema(world, call)
+    refusal = refused_request(world, call, history)
+    if refusal is not None and isinstance(value, dict) and \
+            not (value.get("status") == "error" and sign_in_refusal(value.get("error"))):
+        return _dump(_refused(world, call, state, refusal))
     whole = isinstance(schema, dict) and schema.get("type") in ("string", "array")  # the answer is the copy itself
     if not isinstance(schema, dict) or not whole and (not isinstance(value, dict) or value.get("status") == "error"):
         return text
@@ -193,6 +199,17 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     extra.update(fixed_fields(world, call, {**extra, **decided}, history, properties, 0))
     value.update({k: v for k, v in extra.items() if k in (schema.get("properties") or {})})
     return _dump(value)
+
+
+def _refused(world: WorldSpec, call: Call, state: Any, refusal: Refusal) -> Any:
+    """The error a request the world turns away answers (the model's refusal helper, with no model): the world's
+    code, the problem or the world's own words for the code, the arguments echoed as echo+ echoes a refusal's."""
+    value = _echoed(world, call, state, "error", refusal.code)
+    if isinstance(value, dict):
+        _echo_into(value, call.arguments)
+        if "message" in value:
+            value["message"] = refusal.message or composed_message(world, call, refusal.code)
+    return value
 
 
 def _assembled(document: Any, values: dict[str, Any]) -> Any:

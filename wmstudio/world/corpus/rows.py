@@ -15,13 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from wmstudio.problems import InvalidInput, Problem
+from wmstudio.world.checks.refused_requests import unissued_token
 from wmstudio.world.corpus.plan import SYNTHETIC_SHARE, corpus_plan, split_plan, split_themes, world_splits
 from wmstudio.world.corpus.stress import stress_episode
 from wmstudio.world.grounding import NONE, ORACLE, ORACLE_SHARE
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.prompt.render import render_chat
+from wmstudio.world.records import json_leaves
 from wmstudio.world.sims import Simulator
 from wmstudio.world.simulators import SIMULATORS
+from wmstudio.world.spec import Call
 from wmstudio.world.steering.directives import Directive
 from wmstudio.world.steering.presets import stress_preset
 from wmstudio.world.synth.registry import is_synthetic
@@ -29,7 +32,7 @@ from wmstudio.world.synth.registry import is_synthetic
 SPLITS = ("train", "eval", "test")
 SPLIT_SHARES = (0.8, 0.1, 0.1)
 MAX_ROWS = 1_000_000
-MAX_HISTORY = 6
+MAX_HISTORY = 6  # earlier steps the scripted agent plays; one more where the target pages on (with_issuing_page)
 INVALID_SHARE = 0.2  # target calls that are mistakes (missing/wrong-typed arguments, unknown ids, policy)
 HISTORY_INVALID_SHARE = 0.15
 DIRECTIVE_SHARE = 0.25  # rows steered by directives
@@ -167,6 +170,7 @@ def corpus_row(simulator: Simulator, rng: random.Random, preset: str | None = No
         history.append(HistoryStep(call=call, response=response))
     invalid = rng.random() < INVALID_SHARE
     call = simulator.agent_call(state, rng, invalid=invalid)
+    history = with_issuing_page(simulator, state, call, history)
     grounding = ORACLE if rng.random() < oracle_share else NONE  # drawn whatever the share: one seed, one state
     directives = sample_directives(simulator.name, rng, getattr(simulator, "injected_errors", None)) \
         if rng.random() < DIRECTIVE_SHARE else []
@@ -180,6 +184,19 @@ def corpus_row(simulator: Simulator, rng: random.Random, preset: str | None = No
                  "history": [step.to_json() for step in history],
                  "directives": directives, "grounding": grounding, "invalid_call": invalid},
     }
+
+
+def with_issuing_page(simulator: Simulator, state: Any, call: Call, history: list[HistoryStep]) -> list[HistoryStep]:
+    """`history` ending with the page that gave the page token `call` passes, when the scripted agent drew a
+    continuation whose first page no earlier step asked for: an agent pages on only with a token an answer gave it,
+    and the world refuses one it never issued (world/checks/refused_requests.py)."""
+    name = unissued_token(call, history)
+    if name is None:
+        return history
+    first = Call(call.name, {key: value for key, value in call.arguments.items() if key != name})
+    after, response = simulator.step(state, first)
+    issued = after == state and call.arguments[name] in json_leaves(response)
+    return [*history, HistoryStep(call=first, response=response)] if issued else history
 
 
 def _stress_row(simulator: Simulator, rng: random.Random, preset: str, oracle_share: float) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.sims.base import Simulator, argument_error
+from wmstudio.world.sims.base import Simulator
+from wmstudio.world.tools.arguments import argument_error
 from wmstudio.world.spec import Call
 from wmstudio.world.steering.presets import CASCADE_ERROR, stress_preset
 

@@ -27,6 +27,7 @@ from wmstudio.world.records import (  # noqa: F401 - matches and understood are 
     SIZE_ARGS,
     filtered_field,
     matches,
+    page_token,
     pages_or_signs,
     plain_name,
     singular,
@@ -76,8 +77,8 @@ def find_listing(tool: Tool | None, call: Call, state: Any, history: Sequence[Hi
     records = [record for record in found if matches(record, call.arguments)]
     records = _ordered(records, f"{tool.description} {_description(tool.response, key)}")
     size = _page_size(call.arguments, tool, key)
-    token = next((value for name, value in call.arguments.items() if name.lower().endswith("token")
-                  and "page" in name.lower() and isinstance(value, str) and value), None)
+    token = next((value for name, value in call.arguments.items() if page_token(name)
+                  and isinstance(value, str) and value), None)
     if token is not None:
         start = _after_token(token, key, records, history)
     else:

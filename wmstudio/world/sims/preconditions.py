@@ -52,7 +52,7 @@ def argument_rules(tools: list[Tool], invalid_also: dict[str, str] | None = None
 
 def fits_parameters(parameters: JSON) -> str:
     """CEL that holds when `call.arguments` fit a parameters schema in the subset the simulators check
-    (base.argument_error): each given argument's type, enum, bounds, lengths and item type, and no unknown names."""
+    (world/tools/arguments.py): each given argument's type, enum, bounds, lengths and item type, and no unknown names."""
     properties = parameters.get("properties", {})
     parts = []
     if parameters.get("additionalProperties") is False:
