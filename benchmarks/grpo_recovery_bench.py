@@ -1,5 +1,5 @@
-"""GRPO on the adversarial curriculum, the paper's comparison: one SFT start, three environments (the MDLM world
-model, the AR world model, the simulator), three seeds each, every policy judged on the held-out adversarial
+"""GRPO on the adversarial curriculum, the paper's comparison: one SFT start, four environments (the MDLM world
+model, the AR world model, the simulator, the echo world with no model), three seeds each, every policy judged on the held-out adversarial
 scenarios by the simulators (the truth), per family; and the off-policy estimates of the SFT and the GRPO policies
 in the MDLM world model (grounding `none`) beside that truth.
 
@@ -36,7 +36,8 @@ from wmstudio.train.agent.off_policy import evaluate_policy, report  # noqa: E40
 from wmstudio.train.agent.policy_card import recovery_table, write_recovery_card  # noqa: E402
 from wmstudio.train.agent.scenarios import HELDOUT, split_of  # noqa: E402
 
-ENVIRONMENTS = {"mdlm": (WORLD_MODEL, None), "ar": (WORLD_MODEL, DEFAULT_AR_MODEL), "simulator": (SIMULATOR, None)}
+ENVIRONMENTS = {"mdlm": (WORLD_MODEL, None), "ar": (WORLD_MODEL, DEFAULT_AR_MODEL), "simulator": (SIMULATOR, None),
+                "echo": ("echo", None)}  # no model (pins answered, every other call ok): the floor a world must beat
 
 
 def choose_models(mdlm: str | None, ar: str | None) -> None:

@@ -9,6 +9,12 @@ Each family's scenarios are ids `<family>-<world>-<split>-<n>`:
   Payments only (the one simulated world with sessions): held out by initial state.
 - `partial`: the first bulk tag answers `partial` (some ids failed); tagging them again succeeds. Records only (the
   one simulated task whose continuation is the same call): held out by initial state.
+- `refused`: the world itself refuses the task, from its state, with nothing steered (an order already delivered
+  cannot be cancelled, a flight without the seats, a tag the records do not allow, a charge too small): the one
+  right answer is to try once and say it could not be done; a second try of the same call fails the scenario, so the
+  reflex of retrying any error is wrong here. The world's answer decides the reward: a world that answers ok (an
+  echo) teaches "done". Trained in retail, airline and filesystem, held out in payments and records, where it is
+  half the held-out set.
 - `control`: feasible tasks with no steering, in every world, so a policy that only learns to retry is not rewarded
   for it where nothing failed.
 
@@ -21,12 +27,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from wmstudio.train.agent.scenarios import COULD_NOT, HELDOUT, TRAIN, Scenario, make_scenario
+from wmstudio.train.agent.scenarios import COULD_NOT, HELDOUT, TRAIN, Scenario, call_like, make_scenario
+from wmstudio.world.spec import Call
 from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.steering.occurrence import SteeringKey
 
 ADVERSARIAL_CURRICULUM = "adversarial"
-CONTROL = "control"
+CONTROL, REFUSED = "control", "refused"
 SEED_BASE = 700_000  # apart from the demo curriculum's seeds, so no adversarial state is a demo state
 ANSWERED = f"!trajectory.final_answer.startsWith({json.dumps(COULD_NOT)})"  # done, and not said to have failed
 FAILURES: dict[str, list[Anchor]] = {  # what the first try of the task's call answers, per family
@@ -35,15 +42,17 @@ FAILURES: dict[str, list[Anchor]] = {  # what the first try of the task's call a
     "expired": [Anchor("status", "error"), Anchor("error", "TOKEN_EXPIRED"),
                 Anchor("message", "The session has expired: log in again.")],
     "partial": [Anchor("status", "partial")],
+    "refused": [],  # the world's own refusal: nothing steered
 }
 WORLDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # family -> (training worlds, held-out worlds)
     "transient": (("retail", "airline", "filesystem"), ("payments", "records")),
     "expired": (("payments",), ("payments",)),
     "partial": (("records",), ("records",)),
     CONTROL: (("retail", "airline", "filesystem", "payments", "records"),) * 2,
+    REFUSED: (("retail", "airline", "filesystem"), ("payments", "records")),  # last: the others keep their seeds
 }
 COUNTS: dict[str, tuple[int, int]] = {  # family -> scenarios per world (training, held out)
-    "transient": (8, 8), "expired": (8, 6), "partial": (8, 6), CONTROL: (4, 2),
+    "transient": (8, 8), "expired": (8, 6), "partial": (8, 6), "refused": (8, 20), CONTROL: (4, 2),
 }
 FAMILIES = tuple(WORLDS)
 
@@ -82,6 +91,11 @@ def new_session(tool: str) -> str:
             f'd.{token} == c.{token}))')
 
 
+def tried_once(target: Call) -> str:
+    """CEL: exactly one call like `target` (its tool and task arguments) in the episode."""
+    return f"size(trajectory.calls.filter(c, {call_like(target)})) == 1"
+
+
 def _family_scenarios(family: str, world: str, split: str, count: int, base: int) -> list[Scenario]:
     """`count` scenarios of `family` in `world`: feasible tasks (a login first where the world needs one; only bulk
     tags for `partial`), seeded from `base` on."""
@@ -90,7 +104,7 @@ def _family_scenarios(family: str, world: str, split: str, count: int, base: int
     while len(made) < count:
         scenario = make_scenario(world, split, len(made), seed)
         seed += 1
-        if not scenario.feasible or (family == "partial" and scenario.target.name != "tag_records"):
+        if scenario.feasible == (family == REFUSED) or (family == "partial" and scenario.target.name != "tag_records"):
             continue
         if family == "expired" and not scenario.needs_login:
             continue
@@ -105,6 +119,8 @@ def _steered(scenario: Scenario, family: str, index: int) -> Scenario:
     success = f"{scenario.success} && {ANSWERED}"
     if family == CONTROL:
         return replace(scenario, id=key, success=success)
+    if family == REFUSED:  # tried once: a second try of a call the world refused is the reflex this family punishes
+        return replace(scenario, id=key, success=f"{scenario.success} && {tried_once(scenario.target)}")
     steering = {str(SteeringKey(scenario.target.name, 1)): list(FAILURES[family])}
     success = f"{success} && {new_session(scenario.target.name)}" if family == "expired" else success
     return replace(scenario, id=key, steering=steering, success=success)

@@ -101,18 +101,23 @@ def succeeded(scenario: Scenario, trajectory: Trajectory) -> bool:
 def success_condition(target: Call, feasible: bool = True) -> str:
     """CEL. Feasible: some call like `target` (each task argument equal) answered ok. Infeasible (the world refuses
     it): such a call answered with an error, none answered ok, and a final answer that says it could not be done."""
-    parts = [f"c.name == {json.dumps(target.name)}"]
-    for name, value in target.arguments.items():
-        if name != SESSION_ARGUMENT:
-            parts.append(f"c.arguments.{name} == {json.dumps(value)}" if not isinstance(value, list) else
-                         f"size(c.arguments.{name}) == {len(value)} && "
-                         f"{json.dumps(value)}.all(v, v in c.arguments.{name})")
-    like = " && ".join(parts)
+    like = call_like(target)
     if feasible:
         return f'trajectory.calls.exists(c, {like} && c.status == "ok")'
     return (f'trajectory.calls.exists(c, {like} && c.status == "error") && '
             f'!trajectory.calls.exists(c, {like} && c.status == "ok") && '
             f'trajectory.final_answer.startsWith({json.dumps(COULD_NOT)})')
+
+
+def call_like(target: Call, name: str = "c") -> str:
+    """CEL over a call `name`: the tool of `target` with each of its task arguments (a list: the same items)."""
+    parts = [f"{name}.name == {json.dumps(target.name)}"]
+    for argument, value in target.arguments.items():
+        if argument != SESSION_ARGUMENT:
+            parts.append(f"{name}.arguments.{argument} == {json.dumps(value)}" if not isinstance(value, list) else
+                         f"size({name}.arguments.{argument}) == {len(value)} && "
+                         f"{json.dumps(value)}.all(v, v in {name}.arguments.{argument})")
+    return " && ".join(parts)
 
 
 def demo_scenarios(per_world: int = 12, heldout_per_world: int = 6, seed: int = 0) -> list[Scenario]:
