@@ -65,6 +65,8 @@ from wmstudio.world.steering.anchors import Anchor
 # where the schema a skeleton is laid out from came from
 FROM_SKETCH = "sketch"
 
+AR_SLACK = 32  # tokens a left-to-right answer may run past its skeleton: its own key order and spacing, a long pin
+
 
 @dataclass
 class Sample:
@@ -329,7 +331,7 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
     helpers the MDLM has that are not diffusion's own (helper_values.py: the outcome head, record and listing copy,
     the call's ids, rule-fixed fields, under the same switches) are pins of the same kind, each sample those of the
     outcome it drew, the user's own over them. The token budget is the skeleton's length (with the copied record's
-    shape, +16) or `free_length`."""
+    shape, + AR_SLACK) or `free_length`."""
     steered = anchors_as_directives(world, anchors)
     tool = called_tool(world, call)
     schema = response_schema(world, call, history, getattr(backend, "trained_schemas", None))
@@ -338,7 +340,7 @@ def _generate_ar(backend: ArBaseline, world: WorldSpec, call: Call, anchors: lis
     if schema is not None and not settings.free:
         has_mask = backend.tokenizer.mask_token_id is not None
         shape = helpers.copy.shape if helpers.copy is not None else None
-        budget = len(_ar_skeleton(backend, schema, anchors, shape)) + 16 if has_mask else 256
+        budget = len(_ar_skeleton(backend, schema, anchors, shape)) + AR_SLACK if has_mask else 256
     elif tool.response is not None and not settings.free:
         budget = 256
     prompt = prepare_prompt(backend, steered, call, history, budget, grounding=settings.grounding,

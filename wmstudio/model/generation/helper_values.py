@@ -12,8 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wmstudio.model.canvas.canvas import OUTCOME_KEY
 from wmstudio.model.denoising.sampler_settings import SamplerSettings
 from wmstudio.model.generation.outcome_choice import (
+    ERROR,
     choose_outcomes,
     copied_under,
     done_as_asked,
@@ -21,7 +23,7 @@ from wmstudio.model.generation.outcome_choice import (
     rule_fixed,
 )
 from wmstudio.model.heads.call_echoes import call_echoes, call_identifiers
-from wmstudio.model.heads.outcome_head import Outcome
+from wmstudio.model.heads.outcome_head import ERROR_KEY, MESSAGE_KEY, Outcome
 from wmstudio.model.heads.record_copy import RecordCopy
 from wmstudio.model.heads.state_copy import state_copy
 from wmstudio.world.episode.answers import write_values
@@ -49,6 +51,8 @@ class Helpers:
     chosen: dict[Any, Outcome | None]
     fixed: dict[Any, dict[str, Any]]
     schema: dict[str, Any] | None
+    refused: dict[str, Any] | None = None  # the neutral fields of a refusal (refusal_fields), None: not worked out
+    pinned_error: bool = False  # the user pinned status "error"
 
     def values_for(self, key: Any, skeleton: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
         """The values (by canvas path) the helpers write for outcome group `key`, and who wrote each ("state",
@@ -58,7 +62,9 @@ class Helpers:
         echoed = as_paths(self.echoed) if skeleton else {}
         did = as_paths(self.done) if skeleton and done_as_asked(outcome) else {}  # the call done as asked
         did_by = as_paths(self.done_by)
-        parts = [(copied_under(copied, outcome), "state"), (echoed, "call"),  # the call's ids over the record's
+        refusal = self.pinned_error or (outcome is not None and outcome.status == ERROR)
+        neutral = as_paths(self.refused or {}) if skeleton and refusal else {}  # what a refused call did not produce
+        parts = [(neutral, "outcome"), (copied_under(copied, outcome), "state"), (echoed, "call"),
                  (did, "call"), (outcome.values(self.schema) if outcome is not None else {}, "outcome")]
         if skeleton:  # over a copied record's value: a rule says what the call leaves there
             parts.append((as_paths(self.fixed.get(key, {})), "rule"))
@@ -101,7 +107,8 @@ def helpers_for(backend: Any, world: WorldSpec, call: Call, pinned: Sequence[Anc
     now = state_after(world, history) if copying else None  # the state the episode has reached, worked out once
     written = write_values(world, now, call, schema) if copying and writes(world, call) else {}
     outcomes = choose_outcomes(backend, world, call, pinned, history, settings, schema, written)
-    copy = state_copy(world, call, history, schema, now) if copying else None
+    refused = any(anchor.path == OUTCOME_KEY and anchor.value == ERROR for anchor in pinned)  # a pinned refusal
+    copy = state_copy(world, call, history, schema, now) if copying and not refused else None  # its fields are its own
     if fit is not None:
         copy = fit(copy, now)
     echoed = call_identifiers(call, schema) if copying else {}
@@ -117,4 +124,29 @@ def helpers_for(backend: Any, world: WorldSpec, call: Call, pinned: Sequence[Anc
     fixed = {key: rule_fixed(world, call, history, schema, pinned, outcome,
                              {**echoed, **(done if done_as_asked(outcome) else {})}, settings.seed)
              for key, outcome in chosen.items()} if settings.rule_fields and not settings.free else {}
-    return Helpers(outcomes, copy, echoed, done, done_by, groups, chosen, fixed, schema)
+    neutral = refusal_fields(call, schema, pinned) if copying else None
+    return Helpers(outcomes, copy, echoed, done, done_by, groups, chosen, fixed, schema, neutral, refused)
+
+
+NEUTRAL = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": []}
+
+
+def refusal_fields(call: Call, schema: dict[str, Any] | None, pinned: Sequence[Anchor]) -> dict[str, Any]:
+    """{key: neutral value} of the top-level fields a refused call did not produce: every field the call does not
+    name (by an argument of the same key), with a plain type ("", 0, false, []), not pinned and not the outcome's
+    own. Every world the model trained on answers a refusal so (its ids and what the call sent may be echoed, the
+    rest is empty); the denoiser alone wrote values from the state there (`charge_amount_cents: 20600` for a refund
+    the world refused)."""
+    properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
+    sent = set(call.arguments) if isinstance(call.arguments, dict) else set()
+    held = {anchor.path for anchor in pinned} | {OUTCOME_KEY, ERROR_KEY, MESSAGE_KEY}
+    neutral = {}
+    for key, node in (properties or {}).items() if isinstance(properties, dict) else ():
+        kind = node.get("type") if isinstance(node, dict) else None
+        enum = node.get("enum") if isinstance(node, dict) else None
+        if key in sent or format_path([key]) in held or key in held or kind not in NEUTRAL:
+            continue
+        if isinstance(enum, list) and NEUTRAL[kind] not in enum:
+            continue  # an enum without an empty member: the model chooses
+        neutral[key] = list(NEUTRAL[kind]) if kind == "array" else NEUTRAL[kind]
+    return neutral
