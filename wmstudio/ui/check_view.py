@@ -105,7 +105,7 @@ def _badge(state: str, text: str) -> str:
 def outcome_sentence(generation: Generation) -> str | None:
     """What the outcome head did, as the Simulate status and report say it; None when the canvas decided."""
     summary = generation.outcome_summary()
-    return f"The outcome head {summary} from the call and the state; the canvas was denoised under it." \
+    return f"The outcome head {summary} from the call and the state; the rest of the answer follows it." \
         if summary else None
 
 

@@ -87,6 +87,9 @@ def written_summary(canvas: Canvas) -> str:
         return f'<div class="wm-written">The model writes every masked token ({left}).</div>'
     said = " · ".join(f'<u class="w-{who}">{html.escape(WRITERS.get(who, who))}</u> {count}'
                       for who, count in counts.items())
+    if not left:
+        return (f'<div class="wm-written">Written before the model, in tokens: {said}; every slot is decided, so no '
+                'denoising step is left (Model only shows what the model writes alone).</div>')
     return (f'<div class="wm-written">Written before the model, in tokens: {said}; the model writes the '
             f'{left} masked token(s) left.</div>')
 

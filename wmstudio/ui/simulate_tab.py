@@ -247,8 +247,9 @@ def finished_view(simulation: Simulation) -> tuple:
     canvas = simulation.canvas
     before = sum(1 for position in canvas.written_by if canvas.tokens[position] != canvas.pad_id)
     by_model = len(canvas.masked_positions)
+    left = f"the model denoised the {by_model} left." if by_model else "nothing was left for the model to denoise."
     helped = (f" Before the model's first step the helpers wrote {before} token(s) (coloured by who wrote them); "
-              f"the model denoised the {by_model} left." if before else "")
+              f"{left}" if before else "")
     status = (f"Done: {frames} step(s), {len(simulation.canvas)}-token canvas ({generation.mode}), "
               f"{len(generation.samples)} sample(s), {passed} pass every check, {generation.elapsed_ms:.0f} ms."
               f"{helped}{outcome}{copies}{steered}{warnings}")
