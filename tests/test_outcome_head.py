@@ -232,7 +232,9 @@ def test_at_a_temperature_each_sample_draws_its_outcome_and_is_denoised_under_it
         response = json.loads(sample.response)
         assert (response["status"], response["error"]) == (sample.outcome.status, sample.outcome.error)
         committed = sorted(p for frame in drawn.frames for p in frame.unmasked[k])
-        assert committed == drawn.canvas.masked_positions  # each of its slots committed once, in merged frames
+        assert len(committed) == len(set(committed))  # each slot committed once, in merged frames
+        if sample.outcome == drawn.samples[0].outcome:  # the view's canvas is the first group's: all its slots
+            assert committed == drawn.canvas.masked_positions
     assert drawn.frames[-1].done and sum(f.done for f in drawn.frames) == 1
 
 

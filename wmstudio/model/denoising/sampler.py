@@ -267,9 +267,11 @@ def choose(confidence: torch.Tensor, eligible: torch.Tensor, quota: list[int], t
     return chosen
 
 
-def merged_frames(runs: list[tuple[list[int], Iterator[Frame]]], samples: int) -> Iterator[Frame]:
+def merged_frames(runs: list[tuple[list[int], Iterator[Frame]]], samples: int,
+                  start: list[list[int]] | None = None) -> Iterator[Frame]:
     """One frame sequence for all samples from the groups' own, each group stepped once per merged frame (so a
-    view streams them as they come); a group that finished early keeps its last canvas, committing nothing more.
+    view streams them as they come); a group that finished early keeps its last canvas, committing nothing more,
+    and one with nothing to denoise (its helpers decided every slot) keeps its `start` tokens (each group's canvas).
     A frame is yielded once the next is known, so the last one says it is done."""
     last: list[Frame | None] = [None] * len(runs)
 
@@ -285,6 +287,8 @@ def merged_frames(runs: list[tuple[list[int], Iterator[Frame]]], samples: int) -
         for g, (members, _) in enumerate(runs):
             frame = last[g]
             if frame is None:
+                for k in members:
+                    tokens[k] = list(start[g]) if start is not None else []
                 continue
             for j, k in enumerate(members):
                 tokens[k] = frame.tokens[j]

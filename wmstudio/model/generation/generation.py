@@ -285,11 +285,11 @@ def generate_stream(
             plan = copy_plan_for(backend, own, prompt) if settings.copy_head else None
             group_settings = replace(settings, samples=len(members), seed=settings.seed + number)
             runs.append((members, denoise(backend, prompt_ids, own, group_settings, copy=plan)))
-        for frame in merged_frames(runs, settings.samples):
+        for frame in merged_frames(runs, settings.samples, [list(canvases[key].tokens) for key in groups]):
             frames.append(frame)
             yield frame
-    final = frames[-1].tokens if frames else [list(canvas.tokens)] * settings.samples
     sample_canvas = {k: canvases[key] for key, members in groups.items() for k in members}
+    final = frames[-1].tokens if frames else [list(sample_canvas[k].tokens) for k in range(settings.samples)]
     results = []
     for k, tokens in enumerate(final):
         text = sample_canvas[k].decode(tokens)
