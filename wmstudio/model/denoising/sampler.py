@@ -268,7 +268,7 @@ def choose(confidence: torch.Tensor, eligible: torch.Tensor, quota: list[int], t
 
 
 def merged_frames(runs: list[tuple[list[int], Iterator[Frame]]], samples: int,
-                  start: list[list[int]] | None = None) -> Iterator[Frame]:
+                  start: list[list[int]]) -> Iterator[Frame]:
     """One frame sequence for all samples from the groups' own, each group stepped once per merged frame (so a
     view streams them as they come); a group that finished early keeps its last canvas, committing nothing more,
     and one with nothing to denoise (its helpers decided every slot) keeps its `start` tokens (each group's canvas).
@@ -288,7 +288,7 @@ def merged_frames(runs: list[tuple[list[int], Iterator[Frame]]], samples: int,
             frame = last[g]
             if frame is None:
                 for k in members:
-                    tokens[k] = list(start[g]) if start is not None else []
+                    tokens[k] = list(start[g])
                 continue
             for j, k in enumerate(members):
                 tokens[k] = frame.tokens[j]
