@@ -1,6 +1,7 @@
-"""A refused call's answer holds what the refusal says and nothing it did not produce: the fields the call does not
-name are neutral ("", 0, false, []), as every world the model trained on answers a refusal, whether the error was
-pinned by the user or chosen by the outcome head; the ids the call names are echoed."""
+"""A refused call's answer holds what the refusal says and nothing it did not produce: its fields are neutral ("",
+0, false, [], an object of those), as every world the model trained on answers a refusal, whether the error was
+pinned by the user or chosen by the outcome head; what the call names a record by (an id, a path) is echoed, a name
+it looked up is not."""
 
 from __future__ import annotations
 
@@ -34,7 +35,14 @@ def test_the_fields_a_refusal_leaves_neutral_are_those_the_call_does_not_name():
         "refunded": {"type": "boolean"}, "items": {"type": "array"}, "kind": {"type": "string", "enum": ["a", "b"]},
         "status": {"type": "string"}, "error": {"type": "string"}, "message": {"type": "string"}}}
     call = Call("refund_charge", {"charge_id": "ch_1", "currency": "usd"})
-    assert refusal_fields(call, schema, [Anchor("refunded", True)]) == {"amount_cents": 0, "items": []}
+    assert refusal_fields(call, schema, [Anchor("refunded", True)]) == {"amount_cents": 0, "currency": "",
+                                                                        "items": []}
+    nested = {"type": "object", "properties": {"customer": {"type": "object", "properties": {
+        "customer_id": {"type": "string"}, "full_name": {"type": "string"}, "tier": {"type": "string",
+                                                                                      "enum": ["gold"]}}},
+        "status": {"type": "string"}}}
+    looked_up = Call("find_customer_by_name", {"full_name": "Nobody At All", "path": "/home/ana"})
+    assert refusal_fields(looked_up, nested, []) == {"customer": {"customer_id": "", "full_name": ""}}
 
 
 def test_a_pinned_refusal_writes_nothing_from_the_record_it_names():

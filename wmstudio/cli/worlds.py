@@ -186,12 +186,16 @@ def worlds_synth(
     out: Path = typer.Option(..., "--out", help="Folder for the world files."),
     count: int = typer.Option(10, "--count", min=1, help="How many worlds."),
     seed: int = typer.Option(0, "--seed", min=0, help="Generator seed: same seed, same files."),
+    shapes: bool = typer.Option(False, "--shapes", help="Also a tool of each shape a user's own world has: a lookup "
+                                                        "by a name or an email, a record with its own records, a "
+                                                        "union answer, a text answer, a nested filter."),
 ) -> None:
-    """Write COUNT procedurally generated worlds; each names its generic simulator (synthetic:<seed>:<index>)."""
+    """Write COUNT procedurally generated worlds; each names its generic simulator (synthetic:<seed>:<index>, with
+    :shapes after it for --shapes)."""
     from wmstudio.world.synth.worlds import write_worlds
 
     check_out_folder(out)
-    emit(write_worlds(out, count=count, seed=seed))
+    emit(write_worlds(out, count=count, seed=seed, shapes=shapes))
 
 
 @history_app.command("import")

@@ -36,11 +36,20 @@ def named_record(state: Any, call: Call) -> dict[str, Any] | None:
 
 
 def named_record_at(state: Any, call: Call) -> tuple[tuple[str | int, ...], dict[str, Any]] | None:
-    """(its key path in `state`, the record) for named_record; a record keyed by the id gets it as `id`."""
-    needles = {n for n in needles_of(call.arguments, strict=True) if isinstance(n, str)}
-    if not needles:
-        return None
-    queue: list[tuple[tuple[str | int, ...], Any]] = [((), state)]
+    """(its key path in `state`, the record) for named_record; a record keyed by the id gets it as `id`. The
+    record an id-like value the call sends names; else the one record holding an argument's value under the
+    argument's own key, compared as a lookup by that field compares it (found_by_field); only then the one a
+    session or page token names (a lookup by a name sends the session too; it is not about the session)."""
+    arguments = call.arguments if isinstance(call.arguments, dict) else {"": call.arguments}
+    signs = {key for key in arguments if pages_or_signs(key)}
+    return _holding(state, [arguments[key] for key in arguments if key not in signs]) \
+        or found_by_field(state, call.arguments) or _holding(state, [arguments[key] for key in signs])
+
+
+def _holding(state: Any, values: list) -> tuple[tuple[str | int, ...], dict[str, Any]] | None:
+    """The first record (breadth first) holding an id-like string of `values`, or keyed by one."""
+    needles = {n for value in values for n in needles_of(value, strict=True) if isinstance(n, str)}
+    queue: list[tuple[tuple[str | int, ...], Any]] = [((), state)] if needles else []
     while queue:
         path, node = queue.pop(0)
         if isinstance(node, dict):
@@ -53,6 +62,39 @@ def named_record_at(state: Any, call: Call) -> tuple[tuple[str | int, ...], dict
         elif isinstance(node, list):
             queue.extend((path + (index,), child) for index, child in enumerate(node))
     return None
+
+
+def found_by_field(state: Any, arguments: Any) -> tuple[tuple[str | int, ...], dict[str, Any]] | None:
+    """The one record whose field of an argument's key (`displayName` for `display_name`) holds the argument's
+    value in any case and spacing, a phone number by its digits: a lookup by a name, an email or a phone. Never by
+    an id (ids are exact), and None where two records hold the value (it names neither)."""
+    if not isinstance(arguments, dict) or not isinstance(state, (dict, list)):
+        return None
+    wanted = {(plain_name(key), normalised(value)) for key, value in arguments.items()
+              if isinstance(value, str) and len(value.strip()) >= 2 and not plain_name(key).endswith("id")
+              and not pages_or_signs(key)}
+    if not wanted:
+        return None
+    hits: dict[tuple[str | int, ...], dict[str, Any]] = {}
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), state)]
+    while stack and len(hits) < 2:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            if any(isinstance(v, str) and (plain_name(k), normalised(v)) in wanted for k, v in node.items()):
+                at, record = _enclosing_record(state, path, node)
+                hits[at] = record
+            stack.extend((path + (key,), child) for key, child in node.items() if isinstance(child, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((path + (index,), child) for index, child in enumerate(node)
+                         if isinstance(child, (dict, list)))
+    return next(iter(hits.items())) if len(hits) == 1 else None
+
+
+def normalised(value: object) -> str:
+    """A value as a lookup by it compares it: any case and spacing; a phone number by its digits."""
+    text = " ".join(str(value).split()).casefold()
+    digits = "".join(ch for ch in text if ch.isdigit())
+    return digits if len(digits) >= 7 and not set(text) - set("0123456789+-(). ") else text
 
 
 def _enclosing_record(state: Any, path: tuple, node: dict[str, Any]) -> tuple[tuple[str | int, ...], dict[str, Any]]:
@@ -72,6 +114,9 @@ def _enclosing_record(state: Any, path: tuple, node: dict[str, Any]) -> tuple[tu
             return outer, found
         if isinstance(part, str) and cut > 0 and re.search(r"\d", part) and part in needles_of(part, strict=True):
             return outer, {"id": part, **found}
+    key = path[-1] if path else None
+    if isinstance(key, str) and len(path) >= 2 and re.search(r"\d", key) and key in needles_of(key, strict=True):
+        return path, {"id": key, **node}  # a record a map keys by its id
     return path, node
 
 

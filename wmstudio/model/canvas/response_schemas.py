@@ -1,5 +1,6 @@
-"""Which response schema a canvas is laid out from: the called tool's own, else the one its earlier answers in the
-history fit, else the one the model was trained with for it (none: a free canvas)."""
+"""Which response schema a canvas is laid out from: the called tool's own (of a union, the branch of the record the
+call names: world/tools/unions.py), else the one its earlier answers in the history fit, else the one the model was
+trained with for it (none: a free canvas)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from typing import Any
 from wmstudio.model.canvas.canvas import OUTCOME_KEY, OUTCOME_VALUES
 from wmstudio.model.network.trained_schemas import TrainedSchemas
 from wmstudio.problems import InvalidInput
+from wmstudio.world.episode.state import state_after
 from wmstudio.world.history import HistoryStep
+from wmstudio.world.records import named_record_at
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools.schema_inference import history_answers, sized_schema
+from wmstudio.world.tools.unions import answer_branch, object_branches
 
 FROM_TOOL, FROM_HISTORY, FROM_TRAINING = "tool", "history", "training"
 MAX_OTHER_OUTCOMES, MAX_OUTCOME_CHARS = 3, 16  # a status besides ok / error that is still an outcome word
@@ -29,6 +33,9 @@ def schema_and_source(world: WorldSpec, call: Call, history: Sequence[HistorySte
     """(response_schema, where it came from: FROM_TOOL, FROM_HISTORY or FROM_TRAINING; None when there is none)."""
     tool = called_tool(world, call)
     if tool.response is not None:
+        if object_branches(tool.response):  # a union: the branch of the record the call names
+            found = named_record_at(state_after(world, history), call)
+            return answer_branch(tool.response, found[1] if found is not None else None), FROM_TOOL
         return tool.response, FROM_TOOL
     answers = history_answers(call.name, history)
     if answers:

@@ -21,6 +21,7 @@ from wmstudio.model.canvas.canvas import (
     build_canvas,
     check_fits,
 )
+from wmstudio.model.canvas.layout import ExactItems
 from wmstudio.model.canvas.response_schemas import (  # noqa: F401 - where a canvas's schema comes from, named here too
     FROM_HISTORY,
     FROM_TOOL,
@@ -256,9 +257,15 @@ def generate_stream(
                                 history=history, schema=schema, shape=identifier_shape(shape, schema,
                                                                                        {**held, **done, **echoed}))
         refused_held = first_values(fixed, chosen, error=True)
-        if (shape is not None or refused_held) and any(o is not None and o.status == ERROR for o in chosen.values()):
+        emptied = [key for key, value in (helpers.refused or {}).items() if value == []]  # a refusal lists nothing
+        if (shape is not None or refused_held or emptied) and \
+                any(o is not None and o.status == ERROR for o in chosen.values()):
+            refused_shape = identifier_shape(None, schema, {**refused_held, **echoed})
+            if emptied and isinstance(schema.get("properties"), dict):
+                refused_shape = {**(refused_shape or dict.fromkeys(schema["properties"])),
+                                 **{key: ExactItems([]) for key in emptied}}
             refused = prepare_canvas(backend, world, the_call, pinned, history=history, schema=schema,
-                                     shape=identifier_shape(None, schema, {**refused_held, **echoed}))
+                                     shape=refused_shape)
     canvases = {}
     for key, outcome in chosen.items():
         laid_out = refused if outcome is not None and outcome.status == ERROR and refused is not None else canvas

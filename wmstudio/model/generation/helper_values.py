@@ -22,7 +22,7 @@ from wmstudio.model.generation.outcome_choice import (
     outcome_groups,
     rule_fixed,
 )
-from wmstudio.model.heads.call_echoes import call_echoes, call_identifiers
+from wmstudio.model.heads.call_echoes import call_echoes, call_identifiers, names_a_record
 from wmstudio.model.heads.outcome_head import ERROR_KEY, MESSAGE_KEY, Outcome
 from wmstudio.model.heads.record_copy import RecordCopy
 from wmstudio.model.heads.state_copy import state_copy
@@ -31,6 +31,7 @@ from wmstudio.world.episode.made import new_ids
 from wmstudio.world.episode.state import state_after
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
+from wmstudio.world.records import needles_of, normalised
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.anchors import Anchor
 from wmstudio.world.tools.reading import read_only
@@ -59,11 +60,11 @@ class Helpers:
         "call", "episode", "outcome", "rule"). Off a skeleton only the outcome's own slots are written."""
         outcome = self.chosen.get(key)
         copied = self.copy.values if self.copy is not None and skeleton else {}
-        echoed = as_paths(self.echoed) if skeleton else {}
-        did = as_paths(self.done) if skeleton and done_as_asked(outcome) else {}  # the call done as asked
+        echoed = _as_held(as_paths(self.echoed), copied) if skeleton else {}
+        did = _as_held(as_paths(self.done), copied) if skeleton and done_as_asked(outcome) else {}  # done as asked
         did_by = as_paths(self.done_by)
         refusal = self.pinned_error or (outcome is not None and outcome.status == ERROR)
-        neutral = as_paths(self.refused or {}) if skeleton and refusal else {}  # what a refused call did not produce
+        neutral = leaf_paths(self.refused or {}) if skeleton and refusal else {}  # what a refused call did not produce
         parts = [(neutral, "outcome"), (copied_under(copied, outcome), "state"), (echoed, "call"),
                  (did, "call"), (outcome.values(self.schema) if outcome is not None else {}, "outcome")]
         if skeleton:  # over a copied record's value: a rule says what the call leaves there
@@ -77,6 +78,14 @@ class Helpers:
     def as_anchors(self, key: Any) -> list[Anchor]:
         """The values of `values_for(key)` as anchors: how a left-to-right model is handed them."""
         return [Anchor(path, value) for path, value in self.values_for(key)[0].items()]
+
+
+def _as_held(echoed: dict[str, Any], copied: dict[str, Any]) -> dict[str, Any]:
+    """The call's values but where the copied record holds the same value in another form (`NADIA VARGA` looked up,
+    `Nadia Varga` held): an API answers what it holds."""
+    return {path: value for path, value in echoed.items() if not (
+        path in copied and isinstance(value, str) and isinstance(copied[path], str) and value != copied[path]
+        and normalised(value) == normalised(copied[path]))}
 
 
 def as_paths(values: dict[str, Any]) -> dict[str, Any]:
@@ -132,21 +141,47 @@ NEUTRAL = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [
 
 
 def refusal_fields(call: Call, schema: dict[str, Any] | None, pinned: Sequence[Anchor]) -> dict[str, Any]:
-    """{key: neutral value} of the top-level fields a refused call did not produce: every field the call does not
-    name (by an argument of the same key), with a plain type ("", 0, false, []), not pinned and not the outcome's
-    own. Every world the model trained on answers a refusal so (its ids and what the call sent may be echoed, the
-    rest is empty); the denoiser alone wrote values from the state there (`charge_amount_cents: 20600` for a refund
-    the world refused)."""
+    """{key: neutral value} of the top-level fields a refused call did not produce: every field with a plain type
+    ("", 0, false, []; an object, each of its fields so), not pinned and not the outcome's own, but for those the
+    call names by an argument of the same key that names a record (an id, a path, a code: a value with a digit,
+    `/`, `@`, `-` or `_`). Every world the model trained on answers a refusal so (the ids it was asked about echoed,
+    the rest empty); the denoiser alone wrote values from the state there (`charge_amount_cents: 20600` for a refund
+    the world refused), and a lookup by a name echoed the name into the record it did not find."""
     properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
-    sent = set(call.arguments) if isinstance(call.arguments, dict) else set()
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    echoed = {key for key, value in arguments.items()
+              if names_a_record(key) or (isinstance(value, str) and value in needles_of(value, strict=True))}
     held = {anchor.path for anchor in pinned} | {OUTCOME_KEY, ERROR_KEY, MESSAGE_KEY}
     neutral = {}
     for key, node in (properties or {}).items() if isinstance(properties, dict) else ():
-        kind = node.get("type") if isinstance(node, dict) else None
-        enum = node.get("enum") if isinstance(node, dict) else None
-        if key in sent or format_path([key]) in held or key in held or kind not in NEUTRAL:
+        if key in echoed or format_path([key]) in held or key in held:
             continue
-        if isinstance(enum, list) and NEUTRAL[kind] not in enum:
-            continue  # an enum without an empty member: the model chooses
-        neutral[key] = list(NEUTRAL[kind]) if kind == "array" else NEUTRAL[kind]
+        value = _neutral(node)
+        if value is not None:
+            neutral[key] = value
     return neutral
+
+
+def _neutral(node: Any) -> Any:
+    """A field's neutral value ("", 0, false, [], an object of those), None where it has none (an enum without an
+    empty member: the model chooses; a type it cannot tell)."""
+    if not isinstance(node, dict):
+        return None
+    kind, enum = node.get("type"), node.get("enum")
+    if kind == "object" and isinstance(node.get("properties"), dict):
+        inner = {key: _neutral(child) for key, child in node["properties"].items()}
+        return {key: value for key, value in inner.items() if value is not None} or None
+    if kind not in NEUTRAL or (isinstance(enum, list) and NEUTRAL[kind] not in enum):
+        return None
+    return list(NEUTRAL[kind]) if kind == "array" else NEUTRAL[kind]
+
+
+def leaf_paths(values: dict[str, Any], prefix: tuple = ()) -> dict[str, Any]:
+    """Nested `values` as canvas paths of their leaves (an empty list is a leaf)."""
+    found = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and value:
+            found.update(leaf_paths(value, (*prefix, key)))
+        else:
+            found[format_path([*prefix, key])] = value
+    return found

@@ -16,6 +16,9 @@ from wmstudio.model.heads.outcome_head import MESSAGE_KEY, Outcome, with_stated_
 from wmstudio.model.serving.backends import Backend
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.refused_requests import refused_request, sign_in_refusal
+from wmstudio.world.checks.error_codes import outage_code
+from wmstudio.world.checks.unfound import held_in_another_form, unfound_code
+from wmstudio.world.episode.state import state_after
 from wmstudio.world.heads.code_messages import composed_message
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.spec import Call, WorldSpec
@@ -66,18 +69,19 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
     (`within_pins`: with status "error" pinned, the code whose cause holds). `schema` is the response schema
     generation lays out; `written` what an ok write's answer states on the episode's state (world/episode/answers.py:
     a running total above what a rule allows refuses the ok). None when the head is switched off, the
-    model has none, the user pinned the error code (their steering is whole), the schema has no status, or the head
-    never saw the tool."""
+    model has none, the user pinned the error code (their steering is whole), the schema has no outcome status
+    (is_outcome), or the head never saw the tool."""
     head = getattr(backend, "outcome_head", None)
     if head is None or not settings.outcome_head or settings.free:
         return None
-    if not isinstance(schema, dict) or OUTCOME_KEY not in (schema.get("properties") or {}):
+    if not isinstance(schema, dict) or not is_outcome(schema):
         return None
     ranked = within_pins(head.distribution(world, call, history, schema, settings.grounding), pinned, world, call,
                          history, schema)
     if settings.rule_outcomes:
         known = call_identifiers(call, schema) if settings.record_copy else {}
         ranked = within_rules(ranked, world, call, history, schema, known, written)
+    ranked = unfound_first(ranked, world, call, history, pinned)
     ranked = with_stated_codes(ranked, world, call, history, schema)
     if not ranked:
         return None
@@ -96,6 +100,17 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
     return [ranked[i] for i in drawn.tolist()]
 
 
+def is_outcome(schema: dict[str, Any]) -> bool:
+    """Whether a response's top-level `status` is an outcome: it offers ok or error, or the answer also has an
+    `error` field; a record's own status (a line's "suspended", in a union's branch) is no outcome."""
+    properties = schema.get("properties") or {}
+    status = properties.get(OUTCOME_KEY)
+    if not isinstance(status, dict):
+        return False
+    options = status.get("enum")
+    return bool({"ok", "error"} & set(options)) if isinstance(options, list) else "error" in properties
+
+
 def refused_first(ranked: list[Outcome], world: WorldSpec, call: Call, history: Sequence[HistoryStep],
                   pinned: Sequence[Anchor]) -> list[Outcome]:
     """`ranked`, or the one error a request the world turns away before reading its state answers
@@ -107,6 +122,26 @@ def refused_first(ranked: list[Outcome], world: WorldSpec, call: Call, history: 
         return ranked
     refusal = refused_request(world, call, history)
     return ranked if refusal is None else [Outcome(ERROR, refusal.code, 1.0, refusal.message)]
+
+
+def unfound_first(ranked: list[Outcome], world: WorldSpec, call: Call, history: Sequence[HistoryStep],
+                  pinned: Sequence[Anchor]) -> list[Outcome]:
+    """`ranked` with a lookup's outcome as the world's records decide it (world/checks/unfound.py), where the head
+    answers without a cause the world states (a tool it never saw: its refusal has no code, or the outage's): a
+    lookup by values the world holds nowhere answers first the not-found error its tool states; one whose value a
+    record holds in another case or format (an email typed in capitals) is no refusal. A pinned outcome and a
+    world steered to fail are the user's."""
+    if not ranked or any(anchor.path == OUTCOME_KEY for anchor in pinned) or \
+            (ranked[0].status == ERROR and ranked[0].error not in (None, outage_code(world))):
+        return ranked
+    state = state_after(world, history)
+    code = unfound_code(world, call, history, state)
+    if code is not None:
+        return [Outcome(ERROR, code, 1.0, None), *ranked]
+    if ranked[0].status == ERROR and not world.directives and held_in_another_form(world, call, history, state):
+        kept = [outcome for outcome in ranked if outcome.status == "ok"]
+        return [*(kept or [Outcome("ok", None, 1.0)])[:1], *ranked]
+    return ranked
 
 
 def _message(messages: Any, world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: dict[str, Any],

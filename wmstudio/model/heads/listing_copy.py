@@ -65,12 +65,11 @@ def listing_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], s
         records = records[:steer.page_size]
     if max_items is not None:
         records = records[:max(max_items, 0)]
-    items = [{name: value for name in fields if (value := item_field(record, name)) is not None}
-             for record in records]
-    page = ExactItems([{name: Holds(item[name]) if name in item else None for name in fields} for item in items])
+    laid = [laid_out(fields, record) for record in records]
+    page = ExactItems([shape for shape, _ in laid])
     at = [key] if key else []  # "": the response is the array itself
-    values = {format_path([*at, index, name]): value for index, item in enumerate(items)
-              for name, value in item.items()}
+    values = {format_path([*at, index, *path]): value for index, (_, held) in enumerate(laid)
+              for path, value in held.items()}
     if key:
         shape: Any = {**dict.fromkeys((schema.get("properties") or {})), key: page}
         values.update(page_values(schema, key, 0 if steer.empty_result else matching, len(records), call,
@@ -131,6 +130,26 @@ def listing_steering(world: WorldSpec) -> Steering:
         return steering(world.directives)
     except InvalidInput:
         return Steering()
+
+
+def laid_out(fields: dict[str, Any], record: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple, Any]]:
+    """A listed record as an item of `fields` (the item schema's properties): its shape, and its values by path
+    within the item; an object field (`address`) laid out by its own fields, the record's object copied into them."""
+    shape: dict[str, Any] = {}
+    held: dict[tuple, Any] = {}
+    for name, schema in fields.items():
+        inner = record.get(name) if isinstance(record.get(name), dict) else None
+        parts = schema.get("properties") if isinstance(schema, dict) else None
+        if inner is not None and isinstance(parts, dict) and parts:
+            nested, values = laid_out(parts, inner)
+            shape[name] = nested
+            held.update({(name, *path): value for path, value in values.items()})
+            continue
+        value = item_field(record, name)
+        shape[name] = Holds(value) if value is not None else None
+        if value is not None:
+            held[(name,)] = value
+    return shape, held
 
 
 def item_field(record: dict[str, Any], name: str) -> str | int | float | None:

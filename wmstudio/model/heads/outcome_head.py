@@ -30,6 +30,7 @@ from wmstudio.model.canvas.canvas import OUTCOME_KEY, OUTCOME_VALUES
 from wmstudio.world.checks.decided import CODE, refusing_rule
 from wmstudio.world.checks.error_codes import allowed_codes, code_rules, outage_code
 from wmstudio.world.checks.explained_codes import explains
+from wmstudio.world.checks.unfound import missing_code
 from wmstudio.world.grounding import NONE, Grounding
 from wmstudio.world.heads.outcome_features import DIRECTIVE, outcome_features
 from wmstudio.world.history import HistoryStep
@@ -62,6 +63,8 @@ class Outcome:
         chosen = {OUTCOME_KEY: self.status}
         if self.error is not None and _admits(properties.get(ERROR_KEY), self.error):
             chosen[ERROR_KEY] = self.error
+        elif self.error is None and self.status == "ok" and _admits(properties.get(ERROR_KEY), ""):
+            chosen[ERROR_KEY] = ""  # an ok answer states no error code, whoever chose the status
         if self.message is not None and _admits(properties.get(MESSAGE_KEY), self.message):
             chosen[MESSAGE_KEY] = self.message
         return chosen
@@ -314,13 +317,14 @@ def with_stated_codes(ranked: Sequence[Outcome], world: WorldSpec, call: Call, h
                       schema: dict[str, Any] | None) -> list[Outcome]:
     """`ranked` with each error outcome that has no code (the generic scorer's, for a tool the head never saw)
     given the first code whose cause, as the world's rules state it, holds for the call, the state and the history,
-    else the world's outage code; as a pinned error gets its code (`within_pins`). Without it the denoiser wrote
+    else the not-found code its tool states where the call names nothing the world holds, else the world's outage
+    code; as a pinned error gets its code (`within_pins`). Without it the denoiser wrote
     codes no rule names (`INVALID_NOT_NOT_`) or none."""
     if not any(o.status == "error" and o.error is None for o in ranked) or \
             ERROR_KEY not in ((schema or {}).get("properties") or {}):
         return list(ranked)
     holding = allowed_codes(world, call, {OUTCOME_KEY: "error"}, history)
-    code = holding[0] if holding else outage_code(world)
+    code = holding[0] if holding else missing_code(world, call, history) or outage_code(world)
     if not code:
         return list(ranked)
     return [replace(o, error=code) if o.status == "error" and o.error is None else o for o in ranked]

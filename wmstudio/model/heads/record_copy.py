@@ -47,7 +47,9 @@ from wmstudio.world.records import (
     named_record_at,
     needles_of,
     own_id_keys,
+    plain_name,
     record_with_id,
+    singular,
 )
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools.reading import read_only
@@ -70,6 +72,7 @@ class NamedRecord:
     arguments: dict[str, Any] = field(default_factory=dict)  # the call's scalar arguments, by key
     aliases: dict[str, str] = field(default_factory=dict)  # response keys naming the record's fields (`order_id`)
     joined: dict[str, Any] = field(default_factory=dict)  # response keys naming a referenced record's fields
+    owned: dict[str, list] = field(default_factory=dict)  # a read's records that refer to it, by their collection
 
     def touches(self, key: str) -> bool:
         """Whether a write may change a field named `key`: its key words meet the call's argument keys'."""
@@ -121,7 +124,32 @@ def _named(world: WorldSpec, call: Call, path: tuple, record: dict[str, Any], st
     arguments = {key: value for key, value in (call.arguments if isinstance(call.arguments, dict) else {}).items()
                  if isinstance(value, (str, int, float)) and not isinstance(value, bool)}
     return NamedRecord(path, record, reads, needles, frozenset() if reads else _changes(call, record), arguments,
-                       aliases, joined_fields(path, record, needles, state))
+                       aliases, joined_fields(path, record, needles, state),
+                       owned_records(path, record, state) if reads else {})
+
+
+def owned_records(path: tuple, record: dict[str, Any], state: Any) -> dict[str, list[dict[str, Any]]]:
+    """{a collection's name, plain: its records that refer to the record at `path` by its id} (a customer's bills,
+    by their `customer_id`; none is an empty list), in the state's order, each with its own id under `id` and
+    `<kind>_id` / `<kind>Id`: a lookup answering a record with its own records copies them whole."""
+    own = next((record[key] for key in own_id_keys(path) if isinstance(record.get(key), str)), None)
+    if not isinstance(own, str) or not own or not isinstance(state, dict):
+        return {}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name, held in state.items():
+        entries = held.items() if isinstance(held, dict) else enumerate(held) if isinstance(held, list) else ()
+        children, records = [], False
+        for key, child in entries:
+            records = records or isinstance(child, dict)
+            if not isinstance(child, dict) or (path[:1] == (name,) and (len(path) < 2 or path[1] == key)):
+                continue  # the named record itself
+            mine = own_id_keys((name,))
+            if any(value == own for field_name, value in child.items() if field_name not in mine):
+                its = key if isinstance(key, str) else next((child[k] for k in mine if k in child), None)
+                children.append({**dict.fromkeys(mine, its), **child} if its is not None else child)
+        if records and (name,) != path[:1]:
+            found[plain_name(name)] = children
+    return found
 
 
 def _owners(world: WorldSpec, call: Call, named: NamedRecord, state: Any) -> list[NamedRecord]:
@@ -153,11 +181,11 @@ def referenced_records(path: tuple, record: dict[str, Any], needles: frozenset, 
 def joined_fields(path: tuple, record: dict[str, Any], needles: frozenset, state: Any) -> dict[str, Any]:
     """Response keys naming a field of a record the named one refers to, by that record's kind, with its value:
     `dock_station_label` for the referenced dock station's `label`, `rider_full_name` for its rider's `full_name`
-    (snake_case or camelCase). A lookup often answers with them, and a big state's prompt leaves those records out."""
+    (snake_case, camelCase, or any casing of those words). A lookup often answers with them, and a big state's prompt leaves those records out."""
     joined: dict[str, Any] = {}
     for target_path, target in referenced_records(path, record, needles, state):
         collection = next((p for p in reversed(target_path) if isinstance(p, str) and p != target.get("id")), "")
-        kind = collection[:-1] if collection.endswith("s") else collection
+        kind = singular(collection)
         if not kind:
             continue
         for key, value in target.items():
@@ -165,6 +193,7 @@ def joined_fields(path: tuple, record: dict[str, Any], needles: frozenset, state
                     target_path):
                 joined.setdefault(f"{kind}_{key}", value)
                 joined.setdefault(f"{kind}{key[:1].upper()}{key[1:]}", value)
+                joined.setdefault(plain_name(f"{kind}{key}"), value)  # `agentDisplayname`, however it is cased
     return {key: value for key, value in joined.items() if key not in record}
 
 
@@ -173,7 +202,7 @@ def _kind_aliases(path: tuple, record: dict[str, Any]) -> dict[str, str]:
     for `status` when the record sits under `orders`; `broadcast_slot_id` and `broadcastSlotId` under
     `broadcastSlots`."""
     collection = next((p for p in reversed(path) if isinstance(p, str) and p != record.get("id")), "")
-    kind = collection[:-1] if collection.endswith("s") else collection
+    kind = singular(collection)
     if not kind:
         return {}
     snake = CAMEL_HUMP.sub("_", kind).lower()
@@ -229,7 +258,7 @@ def _record_scalars(schema: Any, named: NamedRecord, root: dict, prefix: list, o
     properties = resolve_schema(schema, root).get("properties") or {}
     found: list[tuple[str, Any]] = []
     for name, sub in properties.items():
-        value = _field(named.record, name, named.aliases, named.joined)
+        value = _field(named.record, name, named.aliases, named.joined, named.owned)
         if value is _MISSING or (outcome and name in ENVELOPE_FIELDS):
             continue
         if named.reads or isinstance(value, (dict, list)) or names_a_record(name):
@@ -248,7 +277,7 @@ def identity_values(named: NamedRecord, call: Call, schema: Any) -> dict[str, An
     made = set(key_words(call.name))
     found = {}
     for key in properties:
-        value = _field(named.record, key, named.aliases, named.joined)
+        value = _field(named.record, key, named.aliases, named.joined, named.owned)
         if key in ENVELOPE_FIELDS or key in named.arguments or not names_a_record(key) \
                 or not isinstance(value, (str, int)) or isinstance(value, bool) or set(key_words(key)[:-1]) <= made:
             continue
@@ -316,20 +345,23 @@ def _reads_as_record(schema: dict, named: NamedRecord, root: dict) -> bool:
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return False
-    found = {key: _field(named.record, key, named.aliases, named.joined) is not _MISSING
+    found = {key: _field(named.record, key, named.aliases, named.joined, named.owned) is not _MISSING
              for key in properties if key not in ENVELOPE_FIELDS}
     counted = [key for key, there in found.items() if there or not nullable(properties[key], root)]
     shared = sum(found.values())
     return shared >= 2 and shared >= MIN_SHARED * len(counted)
 
 
-def _field(record: dict[str, Any], key: str, aliases: dict[str, str], joined: dict[str, Any]) -> Any:
+def _field(record: dict[str, Any], key: str, aliases: dict[str, str], joined: dict[str, Any],
+           owned: dict[str, list] | None = None) -> Any:
     """The record's value for a response key (the same key, else the field an alias names, else a referenced
-    record's field the key names), or _MISSING."""
+    record's field the key names, else the records of the collection the key names that refer to it), or
+    _MISSING."""
     found = key if key in record else aliases.get(key)
     if found is not None and found in record:
         return record[found]
-    return joined.get(key, _MISSING)
+    plain = plain_name(key)
+    return joined.get(key, joined.get(plain, (owned or {}).get(plain, _MISSING)))
 
 
 def _project_record(schema: Any, named: NamedRecord, root: dict) -> dict[str, Any]:
@@ -337,7 +369,7 @@ def _project_record(schema: Any, named: NamedRecord, root: dict) -> dict[str, An
     properties = resolve_schema(schema, root).get("properties") or {}
     shaped = {}
     for key, sub in properties.items():
-        value = _field(named.record, key, named.aliases, named.joined)
+        value = _field(named.record, key, named.aliases, named.joined, named.owned)
         shaped[key] = _project(sub, None if value is _MISSING else value, root, named, key)
     return shaped
 
@@ -364,6 +396,7 @@ def _project(schema: Any, value: Any, root: dict, named: NamedRecord, key: str) 
         return None
     if isinstance(value, list) and kinds in (None, "array"):
         items = resolved.get("items") if isinstance(resolved.get("items"), dict) else {}
+        value = _as_items(value, items, root)
         shaped = [_project(items, child, root, named, key) for child in value]
         return ExactItems(shaped) if kept else AtLeastItems(shaped)
     if not kept and key in named.arguments:
@@ -386,6 +419,7 @@ def _scalars(schema: Any, value: Any, root: dict, path: list, named: NamedRecord
         return []
     if isinstance(value, list):
         items = resolved.get("items") if isinstance(resolved.get("items"), dict) else {}
+        value = _as_items(value, items, root)
         return [found for index, child in enumerate(value)
                 for found in _scalars(items, child, root, path + [index], named)]
     key = next((str(p) for p in reversed(path) if isinstance(p, str)), "")
@@ -396,6 +430,13 @@ def _scalars(schema: Any, value: Any, root: dict, path: list, named: NamedRecord
         # record already lists (an order's earlier payments) stay as they are
         return [(format_path(path), named.arguments[key])] if key in named.arguments else []
     return [(format_path(path), value)]
+
+
+def _as_items(value: list, items: Any, root: dict) -> list:
+    """An array's items as its schema lists them: records that an array of ids lists, by their ids."""
+    if resolve_schema(items, root).get("type") in ("string", "integer"):
+        return [child.get("id", child) if isinstance(child, dict) else child for child in value]
+    return value
 
 
 def _branch(schema: Any, value: dict[str, Any], root: dict, depth: int = 0) -> dict | None:

@@ -22,6 +22,7 @@ from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.invention import read_only
 from wmstudio.world.checks.refused_requests import Refusal, refused_request, sign_in_refusal
 from wmstudio.world.checks.report import argument_problems
+from wmstudio.world.checks.unfound import held_in_another_form, unfound_code
 from wmstudio.world.episode.answers import write_values
 from wmstudio.world.episode.made import new_ids
 from wmstudio.world.episode.state import state_after
@@ -29,10 +30,11 @@ from wmstudio.world.heads.code_messages import composed_message
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import set_path
 from wmstudio.world.prompt.retrieval import find_listing
-from wmstudio.world.records import named_record, needles_of
+from wmstudio.world.records import named_record, named_record_at, needles_of
 from wmstudio.world.sims.base import neutral_value
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.directives import parse_directive
+from wmstudio.world.tools.unions import answer_branch, object_branches
 
 ERROR_DIRECTIVES = ("inject_error", "rate_limit", "auth_failure")
 OK = ("ok", "")
@@ -125,7 +127,7 @@ def _ruled_outcome(world: WorldSpec, call: Call, state: Any, answers: TrainingAn
 
 
 def _echo_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswers,
-               history: Sequence[HistoryStep] = ()) -> str:
+               history: Sequence[HistoryStep] = (), outcome: tuple[str, str] | None = None) -> str:
     """Everything the model's prompt gives, with no model: a read-only call the history already answered, with no
     write since, answers the same; else the status rule reading the history too, the call's arguments echoed (on an
     error too), the record the call names as the newest earlier answer naming it shows it, and a listing's records
@@ -138,7 +140,7 @@ def _echo_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswer
         if wrote is None and tool is not None and read_only(tool) and step.call.name == call.name \
                 and step.call.arguments == call.arguments and isinstance(step.response_value(), dict):
             return _dump(step.response_value())
-    status, error = _ruled_outcome(world, call, state, answers, history)
+    status, error = outcome or _ruled_outcome(world, call, state, answers, history)
     value = _echoed(world, call, state, status, error)
     if not isinstance(value, dict):
         return _dump(value)
@@ -151,7 +153,7 @@ def _echo_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingAnswer
     _echo_into(value, newest or {})
     _echo_into(value, call.arguments)
     listed = find_listing(tool, call, state, history, as_history_left(world, tool, history)) if tool else None
-    schema = _schema(world, call) or {}
+    schema = _schema(world, call, state, history) or {}
     for key, prop in (schema.get("properties") or {}).items():
         if listed and listed.page is not None and isinstance(prop, dict) and prop.get("type") == "array":
             item = neutral_value(prop.get("items")) if isinstance(prop.get("items"), dict) else None
@@ -168,11 +170,20 @@ def _echo_plus_plus(world: WorldSpec, call: Call, state: Any, answers: TrainingA
     record it acts on (world/episode/)."""
     text = _echo_plus(world, call, state, answers, history)
     value = parse(text)
-    schema = _schema(world, call)
+    if isinstance(value, dict) and value.get("status") == "error" and not value.get("error") \
+            and not world.directives and held_in_another_form(world, call, history, state_after(
+                replace(world, initial_state=state), history)):  # a lookup value in another case: no refusal
+        text = _echo_plus(world, call, state, answers, history, ("ok", ""))
+        value = parse(text)
+    schema = _schema(world, call, state, history)
     refusal = refused_request(world, call, history)
     if refusal is not None and isinstance(value, dict) and \
             not (value.get("status") == "error" and sign_in_refusal(value.get("error"))):
         return _dump(_refused(world, call, state, refusal))
+    unfound = unfound_code(world, call, history, state_after(replace(world, initial_state=state), history)) \
+        if isinstance(value, dict) and (value.get("status") != "error" or not value.get("error")) else None
+    if unfound is not None:  # a lookup of nothing the world holds: its tool's not-found code
+        return _dump(_refused(world, call, state, Refusal(unfound, None, "")))
     whole = isinstance(schema, dict) and schema.get("type") in ("string", "array")  # the answer is the copy itself
     if not isinstance(schema, dict) or not whole and (not isinstance(value, dict) or value.get("status") == "error"):
         return text
@@ -246,6 +257,8 @@ def _echoed(world: WorldSpec, call: Call, state: Any, status: str, error: str) -
     """The schema's fields with `status`: on anything but an error, each call argument into the same-named field and
     the record a call id names into the fields still empty."""
     schema = _schema(world, call)
+    if object_branches(schema):  # a union: the named record's branch, a refusal's the error branch
+        schema = answer_branch(schema, named_record(state, call) if status != "error" else None)
     value = _neutral(schema, status, error)
     if status not in ("error",):  # a refused call leaves its fields neutral, as an API's error does
         record = named_record(state, call)
@@ -362,11 +375,16 @@ def _outcome(value: Any) -> tuple[str, str] | None:
     return value["status"], error if isinstance(error, str) else ""
 
 
-def _schema(world: WorldSpec, call: Call) -> Any:
+def _schema(world: WorldSpec, call: Call, state: Any = None, history: Sequence[HistoryStep] = ()) -> Any:
+    """The tool's response schema; of a union, given the state, the branch of the record the call names."""
     try:
-        return world.tool(call.name).response
+        schema = world.tool(call.name).response
     except KeyError:
         return None
+    if state is None or not object_branches(schema):
+        return schema
+    found = named_record_at(state_after(replace(world, initial_state=state), history), call)
+    return answer_branch(schema, found[1] if found is not None else None)
 
 
 def _same_type(a: Any, b: Any) -> bool:

@@ -12,12 +12,12 @@ from wmstudio.world.spec import Call
 from wmstudio.world.steering.directives import Steering
 from wmstudio.world.synth import names
 from wmstudio.world.synth.blueprint import JSON, Blueprint, Entity, ToolPlan
-from wmstudio.world.synth.handlers import matching, page_window, search
+from wmstudio.world.synth.handlers import field_at, matching, page_window, search
 from wmstudio.world.synth.naming import parse_stamp, stamp, thing_label
 from wmstudio.world.synth.records import each
 
 WEIGHTS = {"get": 3, "search": 3, "action": 3, "create": 1.5, "update": 1.2, "delete": 0.8, "transfer": 1,
-           "batch": 1}
+           "batch": 1, "find": 2, "owned": 2, "union": 2, "text": 2}
 
 
 def live_token(bp: Blueprint, state: JSON) -> str | None:
@@ -56,7 +56,7 @@ def valid_call(bp: Blueprint, state: JSON, rng: random.Random) -> Call:
     plans = [t for t in bp.tools if t.family != "login"]
     plan = rng.choices(plans, weights=[WEIGHTS[t.family] for t in plans])[0]
     args = MAKERS[plan.family](bp, plan, state, rng, True)
-    return Call(plan.name, _with_session(bp, plan, state, args))
+    return Call(plan.name, with_session(bp, plan, state, args))
 
 
 def login_call(bp: Blueprint, state: JSON, secret: str | None = None) -> Call:
@@ -66,7 +66,8 @@ def login_call(bp: Blueprint, state: JSON, secret: str | None = None) -> Call:
                                auth["secret"]: held[auth["secret"]] if secret is None else secret})
 
 
-def _with_session(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON) -> JSON:
+def with_session(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON) -> JSON:
+    """`args` with the newest session token (a live one where there is one) first, where the tool takes one."""
     if bp.login is None or "session" not in plan.params:
         return args
     token = live_token(bp, state) or state[bp.login["sessions_key"]][0][bp.login["token_key"]]
@@ -87,7 +88,7 @@ def invalid_call(bp: Blueprint, state: JSON, rng: random.Random) -> Call:
     plans = [t for t in bp.tools if t.family != "login"]
     plan = rng.choice(plans)
     args = MAKERS[plan.family](bp, plan, state, rng, False)
-    return Call(plan.name, _with_session(bp, plan, state, args))
+    return Call(plan.name, with_session(bp, plan, state, args))
 
 
 # --- arguments per family (`fair`: a reasonable call; else a mistake) -------------------------------------------
@@ -107,7 +108,7 @@ def search_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, 
         if rng.random() < 0.35:
             field = entity.field(key)
             if records and (field.kind == "ref" or rng.random() < 0.8):
-                args[param] = rng.choice(records)[key]
+                args[param] = field_at(rng.choice(records), key)
             elif field.values:
                 args[param] = rng.choice(field.values)
     if plan.contains[0] and rng.random() < 0.15 and records:
@@ -271,9 +272,29 @@ def login_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, f
     return login_call(bp, state, None if fair else "wrong-password").arguments
 
 
+def find_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, fair: bool) -> JSON:
+    """A value of a record's field as a user types it (its case changed, a phone written another way), or one no
+    record holds."""
+    entity, key = bp.entities[plan.entity], plan.params["by"]
+    values = [record[key] for _, record in each(state, entity) if isinstance(record.get(key), str)]
+    if not fair or not values:
+        return {key: rng.choice(["nobody@example.org", "555-000-0000", "Unknown Name"])}
+    value = rng.choice(values)
+    digits = "".join(ch for ch in value if ch.isdigit())
+    typed = rng.choice([value, value, value.lower(), value.upper(),
+                        f"({digits[:3]}) {digits[3:6]}-{digits[6:]}" if len(digits) == 10 else value])
+    return {key: typed}
+
+
+def union_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, fair: bool) -> JSON:
+    entity = bp.entities[rng.choice(plan.out["kinds"].split(","))]
+    make = _record_id if fair else _unknown_id
+    return {plan.params["id"]: make(bp, entity, state, rng)}
+
+
 MAKERS = {"get": get_args, "search": search_args, "create": create_args, "update": update_args,
           "delete": delete_args, "action": action_args, "transfer": transfer_args, "batch": batch_args,
-          "login": login_args}
+          "login": login_args, "find": find_args, "owned": get_args, "union": union_args, "text": get_args}
 
 
 _NO_STEER = Steering()  # the agent reads pages as the world serves them by default

@@ -60,7 +60,10 @@ class Entity:
     immutable: tuple[str, ...] = ()  # fields no tool ever changes (the rules compare them with the state)
 
     def field(self, key: str) -> Field:
-        return next(f for f in self.fields if f.key == key)
+        """The field of this key; `address.city`, a part of an object field."""
+        outer, _, inner = key.partition(".")
+        found = next(f for f in self.fields if f.key == (outer if inner else key))
+        return next(p for p in found.parts if p.key == inner) if inner else found
 
 
 @dataclass(frozen=True)
@@ -142,12 +145,13 @@ class Blueprint:
     money: str = "cents"  # the word money fields end in
     token_style: str = "b64"  # how page tokens are written: b64, prefixed or hex
     large_share: float = 0.0  # share of initial states with one long listing (50+ records)
+    shapes: bool = False  # also the tools of shapes.py (a `:shapes` world)
 
     @property
     def ref(self) -> str:
         from wmstudio.world.synth.registry import synthetic_ref
 
-        return synthetic_ref(self.seed, self.index)
+        return synthetic_ref(self.seed, self.index, self.shapes)
 
     def tool(self, name: str) -> ToolPlan:
         return next(t for t in self.tools if t.name == name)

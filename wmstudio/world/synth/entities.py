@@ -93,6 +93,11 @@ def _add(entity: Entity, field: Field) -> str:
     return field.key
 
 
+def add_field(entity: Entity, field: Field) -> Field:
+    """Add `field` to the entity's records (unless it has one of that key); the entity's field of that key."""
+    return entity.field(_add(entity, field))
+
+
 def _add_extra(rng: random.Random, style: Style, entity: Entity, money_suffix: str) -> None:
     """One more field of a random kind."""
     kind = rng.choices(["enum", "bool", "int", "money", "code", "contact", "object", "tags", "map", "float", "time"],

@@ -14,8 +14,9 @@ from wmstudio.world.synth.entities import make_entities
 from wmstudio.world.synth.messages import VOICES
 from wmstudio.world.synth.naming import Style, code_word
 from wmstudio.world.synth.schemas import with_definitions
-from wmstudio.world.synth.sessions import draw_login
-from wmstudio.world.synth.tools import plan_tools
+from wmstudio.world.synth.sessions import draw_login, require_session
+from wmstudio.world.synth.shapes import plan_shapes
+from wmstudio.world.synth.tools import errors_note, plan_tools
 
 GENERATOR = "wmstudio-synth/1"  # the stream every blueprint is drawn from; change it and every world changes
 LARGE_SHARE = 0.06  # initial states with one long listing (50+ records)
@@ -27,8 +28,9 @@ def theme_of(seed: int, index: int) -> names.Theme:
     return random.Random(f"{GENERATOR}/{seed}/{index}").choice(names.THEMES)
 
 
-def generate_blueprint(seed: int, index: int) -> Blueprint:
-    """The blueprint of synthetic world `index` of `seed`: theme, style, entities, tools, auth and words."""
+def generate_blueprint(seed: int, index: int, shapes: bool = False) -> Blueprint:
+    """The blueprint of synthetic world `index` of `seed`: theme, style, entities, tools, auth and words; with
+    `shapes`, also a tool of each shape of shapes.py, drawn from a stream of their own (the rest is the same)."""
     rng = random.Random(f"{GENERATOR}/{seed}/{index}")
     theme = rng.choice(names.THEMES)
     style = Style(case=rng.choice(["snake", "snake", "camel"]), voice=rng.choice(VOICES))
@@ -53,4 +55,21 @@ def generate_blueprint(seed: int, index: int) -> Blueprint:
     if rng.random() < DEFINITIONS_SHARE:
         for plan in bp.tools:
             plan.response = with_definitions(plan.response, bp.entities)
+    if shapes:
+        _add_shapes(bp)
     return bp
+
+
+def _add_shapes(bp: Blueprint) -> None:
+    """The shapes' tools, with the world's session parameter and error notes like every other tool."""
+    bp.shapes = True
+    bp.name += "-shapes"
+    added: list = []
+    for plan in plan_shapes(random.Random(f"{GENERATOR}/shapes/{bp.seed}/{bp.index}"), bp):
+        if all(plan.name != other.name for other in [*bp.tools, *added]):
+            added.append(plan)
+    if bp.login is not None:
+        require_session(bp, added)
+    for plan in added:
+        plan.description += errors_note(bp, plan)
+    bp.tools += added

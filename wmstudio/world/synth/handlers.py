@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 
+from wmstudio.world.records import normalised
 from wmstudio.world.sims.base import OK, PARTIAL, Reply, fail
 from wmstudio.world.steering.directives import Steering
 from wmstudio.world.synth import formulas
@@ -51,6 +52,11 @@ def get(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering)
     found = find(state, entity, record_id)
     if found is None or steer.empty_result:
         return _missing(bp, plan, entity, record_id)
+    return _got(bp, plan, state, entity, record_id, found)
+
+
+def _got(bp: Blueprint, plan: ToolPlan, state: JSON, entity: Entity, record_id: str, found: JSON) -> Reply:
+    """A record as a lookup answers it: the plan's view, its neighbours' values, under `nested` where it says."""
     shown = view(entity, record_id, found, plan.view)
     for key, ref, target_field in plan.joins:
         target = bp.entities[entity.field(ref).target]
@@ -60,14 +66,69 @@ def get(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering)
                  message=say(bp.style.voice, "got", id=record_id, **_words(bp, entity)))
 
 
+def find_by(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering) -> Reply:
+    """The first record whose field equals the given value (normalised), else the not-found error."""
+    entity, key = bp.entities[plan.entity], plan.params["by"]
+    wanted = normalised(args[key])
+    hit = next(((record_id, record) for record_id, record in each(state, entity)
+                if normalised(record.get(key, "")) == wanted), None)
+    if hit is None or steer.empty_result:
+        return _missing(bp, plan, entity, args[key])
+    return _got(bp, plan, state, entity, *hit)
+
+
+def owned(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering) -> Reply:
+    """A record with every record of the child kind whose reference names it, in the state's order."""
+    entity, child = bp.entities[plan.entity], bp.entities[plan.params["child"]]
+    record_id = args[plan.params["id"]]
+    found = find(state, entity, record_id)
+    if found is None or steer.empty_result:
+        return _missing(bp, plan, entity, record_id)
+    own = tuple(k for k in plan.view if k in found)
+    theirs = tuple(f.key for f in child.fields if f.key in plan.view)
+    items = [view(child, child_id, record, theirs) for child_id, record in each(state, child)
+             if record.get(plan.params["ref"]) == record_id]
+    return Reply({**view(entity, record_id, found, own), plan.out["items"]: items},
+                 message=say(bp.style.voice, "got", id=record_id, **_words(bp, entity)))
+
+
+def union(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering) -> Reply:
+    """The record of whichever kind holds the id, every field of it."""
+    record_id = args[plan.params["id"]]
+    for name in plan.out["kinds"].split(","):
+        entity = bp.entities[name]
+        found = find(state, entity, record_id)
+        if found is not None and not steer.empty_result:
+            return Reply(view(entity, record_id, found, tuple(f.key for f in entity.fields)),
+                         message=say(bp.style.voice, "got", id=record_id, **_words(bp, entity)))
+    return fail(plan.errors["not_found"], say(bp.style.voice, "not_found", id=record_id, entity="record",
+                                              plural="records", actor=bp.actor))
+
+
+def text(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering) -> Reply:
+    """One field of the record, as text (the simulator writes the reply out as a string)."""
+    entity = bp.entities[plan.entity]
+    record_id = args[plan.params["id"]]
+    found = find(state, entity, record_id)
+    if found is None or steer.empty_result:
+        return _missing(bp, plan, entity, record_id)
+    return Reply({"text": str(found[plan.view[0]])})
+
+
 def matching(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON) -> list[tuple[str, JSON]]:
     """The records a search with these arguments pages through, in the state's order."""
     entity = bp.entities[plan.entity]
     needle_key, field = plan.contains
     needle = str(args.get(needle_key, "")).lower() if needle_key else ""
     return [(record_id, record) for record_id, record in each(state, entity)
-            if all(param not in args or record[key] == args[param] for param, key in plan.filters)
+            if all(param not in args or field_at(record, key) == args[param] for param, key in plan.filters)
             and (not needle or needle in str(record[field]).lower())]
+
+
+def field_at(record: JSON, key: str) -> object:
+    """A record's field, or a field of one of its objects (`address.city`)."""
+    outer, _, inner = key.partition(".")
+    return record[key] if not inner else (record.get(outer) or {}).get(inner)
 
 
 def query_of(plan: ToolPlan, args: JSON) -> JSON:
@@ -322,4 +383,5 @@ def session_token(bp: Blueprint, text: str) -> str:
 
 
 FAMILIES = {"get": get, "search": search, "create": create, "update": update, "delete": delete, "action": action,
-            "transfer": transfer, "batch": batch, "login": login}
+            "transfer": transfer, "batch": batch, "login": login, "find": find_by, "owned": owned, "union": union,
+            "text": text}

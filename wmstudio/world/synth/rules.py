@@ -21,10 +21,12 @@ SCALARS = ("label", "person", "email", "phone", "code", "int", "money", "enum", 
 def world_rules(bp: Blueprint) -> list[Rule]:
     """The outcome rule, one rule per tool (what it answers and when it refuses), and the session rule."""
     codes = bp.codes
+    texts = [plan.name for plan in bp.tools if plan.family == "text"]
+    skip = f"call.name in [{', '.join(map(_q, texts))}] || " if texts else ""  # text has no status to read
     rules = [Rule(f"A failed call answers status \"error\" and its code (a missing argument {codes['missing']}, a "
                   f"malformed one {codes['invalid']}, an unknown tool {codes['unknown_tool']}); otherwise error is "
                   '""',
-                  '(response.status == "error") == (response.error != "")')]
+                  f'{skip}(response.status == "error") == (response.error != "")')]
     for plan in bp.tools:
         parts = RULES[plan.family](bp, plan)
         if parts:
@@ -38,7 +40,7 @@ def world_rules(bp: Blueprint) -> list[Rule]:
             f"Every tool but {auth['tool']} needs the {auth['token_key']} of an earlier successful {auth['tool']} as "
             f"its {auth['session']} (none: {codes['no_auth']}, unknown: {codes['bad_token']}, expired: "
             f"{codes['expired']})",
-            f'call.name == {_q(auth["tool"])} || response.status == "error" ? true : '
+            f'{skip}call.name == {_q(auth["tool"])} || response.status == "error" ? true : '
             f'has(call.arguments.{auth["session"]}) && history.filter(h, h.call.name == {_q(auth["tool"])}).exists('
             f'h, h.response.status == "ok" && h.response.{auth["token_key"]} == call.arguments.{auth["session"]})'))
     return rules
@@ -241,6 +243,12 @@ def login_rule(bp: Blueprint, plan: ToolPlan) -> list[tuple[str, str]]:
              f"timestamp({expires}) - timestamp(state.{bp.now_key}) == duration(\"{auth['ttl']}s\")")]
 
 
+def no_rule(bp: Blueprint, plan: ToolPlan) -> list[tuple[str, str]]:
+    """The shapes' tools (shapes.py) say what they answer in their descriptions."""
+    return []
+
+
 RULES = {"get": get_rule, "search": search_rule, "create": create_rule, "update": update_rule, "delete": delete_rule,
-         "action": action_rule, "transfer": transfer_rule, "batch": batch_rule, "login": login_rule}
+         "action": action_rule, "transfer": transfer_rule, "batch": batch_rule, "login": login_rule,
+         "find": no_rule, "owned": no_rule, "union": no_rule, "text": no_rule}
 __all__ = ["world_rules", "RFC3339_PATTERN"]

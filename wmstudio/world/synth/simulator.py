@@ -24,6 +24,7 @@ from wmstudio.world.synth.handlers import handle, matching, page_window, session
 from wmstudio.world.synth.messages import say
 from wmstudio.world.synth.naming import random_now, stamp
 from wmstudio.world.synth.records import shaped, view
+from wmstudio.world.synth.shapes import ERROR_TEXT
 from wmstudio.world.synth.rules import world_rules
 from wmstudio.world.tools import Tool
 
@@ -143,13 +144,27 @@ class SyntheticSimulator(Simulator):
         spec.name = self.blueprint.name
         return spec
 
-    def step(self, state: JSON, call: Call | JSON, directives: Iterable[str | Directive] = ()) -> tuple[JSON, JSON]:
+    def step(self, state: JSON, call: Call | JSON, directives: Iterable[str | Directive] = ()) -> tuple[JSON, Any]:
         """The base step, with the base's own words (argument errors, unknown tools, rate limits, injected faults)
         said in this world's codes and voice."""
         new_state, response = super().step(state, call, directives)
+        call = call if isinstance(call, Call) else Call.from_json(call)
         if response.get("status") == "error":
-            self._reword(response, call if isinstance(call, Call) else Call.from_json(call), directives)
+            self._reword(response, call, directives)
+        plan = self._plans.get(call.name)
+        if plan is not None and plan.family == "text":  # a text tool writes its reply out as a string
+            return new_state, response.get("text", "") if response["status"] != "error" else \
+                f"{ERROR_TEXT}{response['message']}"
         return new_state, response
+
+    def _response(self, tool_name: str, reply: Reply) -> JSON:
+        """A union's answer is its variant's fields as the record gives them (an error: its three fields alone); a
+        text tool's, the reply itself until step writes it out; any other tool's, the base's."""
+        plan = self._plans.get(tool_name)
+        if plan is None or plan.family not in ("union", "text"):
+            return super()._response(tool_name, reply)
+        fields = {} if reply.status == "error" else dict(reply.fields)
+        return {**fields, "error": reply.error, "message": reply.message, "status": reply.status}
 
     def _reword(self, response: JSON, call: Call, directives: Iterable[str | Directive]) -> None:
         bp, code, message = self.blueprint, response["error"], response["message"]

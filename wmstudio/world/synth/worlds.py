@@ -12,7 +12,7 @@ from wmstudio.problems import InvalidInput, Problem
 from wmstudio.settings import whole_in
 from wmstudio.world.spec import save_world
 from wmstudio.world.synth.generate import generate_blueprint
-from wmstudio.world.synth.registry import parse_ref, synthetic_ref
+from wmstudio.world.synth.registry import has_shapes, parse_ref, synthetic_ref
 from wmstudio.world.synth.simulator import SyntheticSimulator
 
 MAX_WORLDS = 100_000
@@ -24,14 +24,15 @@ def synthetic_simulator(name: str):
     parsed = parse_ref(name)
     if parsed is None:
         raise KeyError(f"{name!r} is not a synthetic world's simulator (synthetic:<seed>:<index>)")
-    return SyntheticSimulator(generate_blueprint(*parsed))
+    return SyntheticSimulator(generate_blueprint(*parsed, shapes=has_shapes(name)))
 
 
-def write_worlds(out: Path, count: int, seed: int) -> dict[str, Any]:
-    """Write worlds 0..count-1 of `seed` as `<name>.json` under `out`; return what was written.
+def write_worlds(out: Path, count: int, seed: int, shapes: bool = False) -> dict[str, Any]:
+    """Write worlds 0..count-1 of `seed` as `<name>.json` under `out` (with the shapes' tools, `shapes`); return
+    what was written.
 
     Each file is a normal world file (`wmstudio validate` reads it) whose `simulator` names its generator seed and
-    index; the same count and seed write byte-identical files."""
+    index; the same count, seed and shapes write byte-identical files."""
     problems = []
     if not whole_in(count, 1, MAX_WORLDS):
         problems.append(Problem("count", f"must be a whole number from 1 to {MAX_WORLDS:,}, got {count!r}"))
@@ -45,11 +46,11 @@ def write_worlds(out: Path, count: int, seed: int) -> dict[str, Any]:
     started = time.perf_counter()
     written, tools, rules = [], 0, 0
     for index in range(count):
-        simulator = synthetic_simulator(synthetic_ref(seed, index))
+        simulator = synthetic_simulator(synthetic_ref(seed, index, shapes))
         world = simulator.world()
         path = save_world(world, out / f"{world.name}.json")
         written.append(path.name)
         tools += len(world.tools)
         rules += len(world.rules)
-    return {"out": str(out), "seed": seed, "worlds": count, "files": written, "tools": tools, "rules": rules,
-            "seconds": round(time.perf_counter() - started, 2)}
+    return {"out": str(out), "seed": seed, "shapes": shapes, "worlds": count, "files": written, "tools": tools,
+            "rules": rules, "seconds": round(time.perf_counter() - started, 2)}
