@@ -17,11 +17,12 @@ from wmstudio.cli import app
 from wmstudio.model.generation.generation import generate
 from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.checks.report import check_step
+from wmstudio.world.corpus.rows import write_corpus
 from wmstudio.world.checks.unfound import unfound_code
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.records import found_by_field, named_record_at
 from wmstudio.world.simulators import get_simulator
-from wmstudio.world.spec import Call, load_world
+from wmstudio.world.spec import Call, load_world, parse_world
 from wmstudio.world.synth.agent import MAKERS, login_call, with_session
 from wmstudio.world.synth.handlers import field_at
 from wmstudio.world.synth.records import each, find
@@ -212,3 +213,33 @@ def test_the_shipped_model_answers_the_shapes_it_never_saw_as_the_simulator_does
                     right += all(answer.get(key) == value for key, value in truth.items() if key not in skip)
                     total += 1
     assert total >= 20 and right >= 0.9 * total, (right, total)
+
+
+def test_a_corpus_over_shapes_worlds_holds_their_calls_text_answers_included(tmp_path):
+    stats = write_corpus(tmp_path / "c", rows=300, seed=3, synthetic=6, synthetic_seed=7, shapes=True)
+    assert stats["synthetic_shapes"] is True
+    rows = [json.loads(line) for split in ("train", "eval", "test")
+            for line in (tmp_path / "c" / f"{split}.jsonl").read_text().splitlines()]
+    synthetic = [row for row in rows if row["meta"]["world"].startswith("synthetic:")]
+    assert synthetic and all(row["meta"]["world"].endswith(":shapes") for row in synthetic)
+    texts = [row for row in synthetic if get_simulator(row["meta"]["world"]).blueprint.tool(
+        row["meta"]["call"]["name"]).family == "text"]
+    assert texts and all(not row["messages"][-1]["content"].startswith("{") for row in texts)
+
+
+def test_a_record_with_more_records_than_the_context_holds_answers_its_first_ones():
+    bills = {f"B{i:03d}": {"bill_id": f"B{i:03d}", "customer_id": "C1", "amount_due": 10 + i, "memo": f"Bill {i}"}
+             for i in range(160)}
+    bill = {"type": "object", "properties": {"bill_id": {"type": "string"}, "customer_id": {"type": "string"},
+                                             "amount_due": {"type": "number"}, "memo": {"type": "string"}}}
+    world = parse_world({"name": "billing", "initial_state": {
+        "customers": [{"customer_id": "C1", "full_name": "Ana Ruiz"}], "bills": bills}, "tools": [{
+            "name": "get_customer_with_bills", "description": "A customer with all of their bills.",
+            "parameters": {"type": "object", "properties": {"customer_id": {"type": "string"}}},
+            "response": {"type": "object", "properties": {
+                "customer_id": {"type": "string"}, "full_name": {"type": "string"},
+                "bills": {"type": "array", "items": bill}}}}]})
+    answer = json.loads(generate(load_backend(), world, Call("get_customer_with_bills", {"customer_id": "C1"}))
+                        .samples[0].response)
+    assert answer["full_name"] == "Ana Ruiz" and 10 <= len(answer["bills"]) < 160
+    assert answer["bills"] == list(bills.values())[:len(answer["bills"])]  # the first ones, whole, in order

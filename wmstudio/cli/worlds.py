@@ -154,13 +154,16 @@ def corpus(
     oracle_share: float = typer.Option(ORACLE_SHARE, "--oracle-share", min=0.0, max=1.0,
                                        help="Share of rows whose prompt holds the simulator's state (grounding oracle); "
                                             "the rest are grounding none, as the world model is used (0: all none)."),
+    shapes: bool = typer.Option(False, "--shapes", help="Give the synthetic worlds the shapes' tools: lookups by a "
+                                                        "name or an email, records with their own records, union "
+                                                        "and text answers, nested filters."),
 ) -> None:
     """Write a world-model corpus from the simulated worlds (and synthetic ones), in the public chat format."""
     from wmstudio.world.corpus.rows import write_corpus
 
     check_parents(out)
     emit(write_corpus(out, rows=rows, seed=seed, synthetic=synthetic, synthetic_seed=synthetic_seed,
-                      synthetic_share=synthetic_share, preset=preset, oracle_share=oracle_share))
+                      synthetic_share=synthetic_share, preset=preset, oracle_share=oracle_share, shapes=shapes))
 
 
 @commands.command("presets")

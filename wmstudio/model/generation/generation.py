@@ -21,7 +21,7 @@ from wmstudio.model.canvas.canvas import (
     build_canvas,
     check_fits,
 )
-from wmstudio.model.canvas.layout import ExactItems
+from wmstudio.model.canvas.layout import ExactItems, resolve_schema
 from wmstudio.model.canvas.response_schemas import (  # noqa: F401 - where a canvas's schema comes from, named here too
     FROM_HISTORY,
     FROM_TOOL,
@@ -186,12 +186,12 @@ def fitted_listing(backend: Backend, world: WorldSpec, call: Call, anchors: Sequ
                    state: Any = None) -> RecordCopy | None:
     """A listing's copy cut to the first records whose canvas leaves the prompt a quarter of its budget: a page too
     long for the context is answered as a real API pages one (its first records, the count, a has-more flag or a
-    next-page token), never refused."""
-    if copy is None or copy.listed <= 1 or not isinstance(schema, dict):
+    next-page token), never refused; a record's own records (a customer's bills) are cut to their first ones so."""
+    if copy is None or not isinstance(schema, dict) or (copy.listed <= 1 and not _lays_items(copy.shape)):
         return copy
     room = min(MAX_CANVAS_TOKENS, backend.max_length - max(MIN_PROMPT_TOKENS, (backend.prompt_tokens or 0) // 4))
     options = dict(mode=SKELETON, vocab_size=backend.vocab_size, mask_id=backend.mask_id, pad_id=backend.span_pad_id)
-    shown = copy.listed
+    whole, shown = copy, copy.listed or _most_items(copy.shape)
     while True:
         try:
             size: int | None = len(build_canvas(backend.tokenizer, schema, anchors, shape=copy.shape, **options))
@@ -200,10 +200,32 @@ def fitted_listing(backend: Backend, world: WorldSpec, call: Call, anchors: Sequ
         if (size is not None and size <= room) or shown <= 1:
             return copy
         shown = min(shown - 1, shown * room // size) if size else shown // 2
+        if not whole.listed:  # a record's own records: the first of each array (record_copy.owned_records)
+            copy = whole.items_cut(max(shown, 1))
+            continue
         cut = listing_copy(world, call, history, schema, max_items=max(shown, 1), state=state)
         if cut is None:
             return copy
         copy = RecordCopy(cut.shape, cut.values, copy.sources, cut.listed)
+
+
+def _of_records(node: Any, root: dict[str, Any]) -> bool:
+    """Whether a property is an array of objects (a page of records, a record's own records)."""
+    items = resolve_schema(node.get("items"), root) if isinstance(node, dict) else None
+    return isinstance(items, dict) and (items.get("type") == "object" or isinstance(items.get("properties"), dict))
+
+
+def _lays_items(shape: Any) -> bool:
+    return _most_items(shape) > 1
+
+
+def _most_items(shape: Any) -> int:
+    """The most items any array of `shape` lays out one by one."""
+    if isinstance(shape, ExactItems):
+        return max([len(shape), *(_most_items(item) for item in shape)])
+    if isinstance(shape, dict):
+        return max([0, *(_most_items(child) for child in shape.values())])
+    return 0
 
 
 def write_sketch(backend: Backend, world: WorldSpec, call: Call) -> WrittenSketch:
@@ -257,10 +279,11 @@ def generate_stream(
                                 history=history, schema=schema, shape=identifier_shape(shape, schema,
                                                                                        {**held, **done, **echoed}))
         refused_held = first_values(fixed, chosen, error=True)
-        emptied = [key for key, value in (helpers.refused or {}).items() if value == []]  # a refusal lists nothing
+        emptied = [key for key, value in (helpers.refused or {}).items()  # a refusal lists no records
+                   if value == [] and _of_records((schema.get("properties") or {}).get(key), schema)]
         if (shape is not None or refused_held or emptied) and \
                 any(o is not None and o.status == ERROR for o in chosen.values()):
-            refused_shape = identifier_shape(None, schema, {**refused_held, **echoed})
+            refused_shape = identifier_shape(None, schema, {**refused_held, **(helpers.kept or {}), **echoed})
             if emptied and isinstance(schema.get("properties"), dict):
                 refused_shape = {**(refused_shape or dict.fromkeys(schema["properties"])),
                                  **{key: ExactItems([]) for key in emptied}}

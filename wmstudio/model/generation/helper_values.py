@@ -54,6 +54,7 @@ class Helpers:
     schema: dict[str, Any] | None
     refused: dict[str, Any] | None = None  # the neutral fields of a refusal (refusal_fields), None: not worked out
     pinned_error: bool = False  # the user pinned status "error"
+    kept: dict[str, Any] | None = None  # what a refusal may echo of the call, its slots sized (refusal_echoes)
 
     def values_for(self, key: Any, skeleton: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
         """The values (by canvas path) the helpers write for outcome group `key`, and who wrote each ("state",
@@ -134,10 +135,30 @@ def helpers_for(backend: Any, world: WorldSpec, call: Call, pinned: Sequence[Anc
                              {**echoed, **(done if done_as_asked(outcome) else {})}, settings.seed)
              for key, outcome in chosen.items()} if settings.rule_fields and not settings.free else {}
     neutral = refusal_fields(call, schema, pinned) if copying else None
-    return Helpers(outcomes, copy, echoed, done, done_by, groups, chosen, fixed, schema, neutral, refused)
+    kept = refusal_echoes(call, schema, pinned) if copying else None
+    return Helpers(outcomes, copy, echoed, done, done_by, groups, chosen, fixed, schema, refused=neutral,
+                   pinned_error=refused, kept=kept)
 
 
 NEUTRAL = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": []}
+
+
+def refusal_echoes(call: Call, schema: dict[str, Any] | None, pinned: Sequence[Anchor]) -> dict[str, Any]:
+    """{key: the call's value} of the top-level text fields a refusal may echo: those the call names a record by
+    under the same key (an id, a path, a code; see refusal_fields), not pinned, where the schema takes the value.
+    A refusal's canvas sizes their slots to hold them; whether a world echoes them is the model's to write."""
+    properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    held = {anchor.path for anchor in pinned} | {OUTCOME_KEY, ERROR_KEY, MESSAGE_KEY}
+    return {key: value for key, value in arguments.items()
+            if isinstance(properties, dict) and isinstance(properties.get(key), dict)
+            and properties[key].get("type") == "string" and not properties[key].get("enum")
+            and _names_a_record(key, value) and key not in held and format_path([key]) not in held}
+
+
+def _names_a_record(key: str, value: Any) -> bool:
+    """Whether a call's argument names a record (an id by its key, or a value with a digit, `/`, `@`, `-`, `_`)."""
+    return names_a_record(key) or (isinstance(value, str) and value in needles_of(value, strict=True))
 
 
 def refusal_fields(call: Call, schema: dict[str, Any] | None, pinned: Sequence[Anchor]) -> dict[str, Any]:
@@ -149,8 +170,7 @@ def refusal_fields(call: Call, schema: dict[str, Any] | None, pinned: Sequence[A
     the world refused), and a lookup by a name echoed the name into the record it did not find."""
     properties = (schema or {}).get("properties") if isinstance(schema, dict) else None
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
-    echoed = {key for key, value in arguments.items()
-              if names_a_record(key) or (isinstance(value, str) and value in needles_of(value, strict=True))}
+    echoed = {key for key, value in arguments.items() if _names_a_record(key, value)}
     held = {anchor.path for anchor in pinned} | {OUTCOME_KEY, ERROR_KEY, MESSAGE_KEY}
     neutral = {}
     for key, node in (properties or {}).items() if isinstance(properties, dict) else ():

@@ -41,7 +41,7 @@ from wmstudio.world.episode.lookup import records_holding
 from wmstudio.world.episode.state import state_after
 from wmstudio.world.heads.copy_sources import CopySource, shown_leaves
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.jsonpath import format_path
+from wmstudio.world.jsonpath import format_path, parse_path
 from wmstudio.world.records import (
     ENVELOPE_FIELDS,
     named_record_at,
@@ -88,6 +88,36 @@ class RecordCopy:
     values: dict[str, Any]
     sources: list[CopySource]
     listed: int = 0  # a listing's records laid out (0 for a named record's copy)
+
+    def items_cut(self, keep: int) -> RecordCopy:
+        """This copy with every array it lays out item by item cut to its first `keep` items, their values too
+        (a record's own records too many for the context, answered as an API pages them)."""
+        values = {path: value for path, value in self.values.items() if _kept(self.shape, parse_path(path), keep)}
+        return replace(self, shape=_cut(self.shape, keep), values=values)
+
+
+def _cut(shape: Any, keep: int) -> Any:
+    if isinstance(shape, ExactItems):
+        return ExactItems(_cut(item, keep) for item in shape[:keep])
+    if isinstance(shape, Chosen):
+        return Chosen({key: _cut(child, keep) for key, child in shape.items()}, shape.branch)
+    if type(shape) is dict:
+        return {key: _cut(child, keep) for key, child in shape.items()}
+    return shape
+
+
+def _kept(shape: Any, path: list, keep: int) -> bool:
+    """Whether the value at `path` stays once the shape's item-by-item arrays are cut to `keep` items."""
+    for part in path:
+        if isinstance(shape, ExactItems) and isinstance(part, int):
+            if part >= keep:
+                return False
+            shape = shape[part]
+        elif isinstance(shape, dict) and part in shape:
+            shape = shape[part]
+        else:
+            return True
+    return True
 
 
 def record_copy(world: WorldSpec, call: Call, history: Sequence[HistoryStep], schema: Any,

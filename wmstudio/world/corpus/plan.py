@@ -41,8 +41,9 @@ def split_plan(rows: int, seed: int) -> list[str]:
     return labels
 
 
-def world_splits(count: int, seed: int) -> dict[str, list[str]]:
-    """Synthetic worlds 0..count-1 of generator seed `seed` by split, held out by theme (module docstring).
+def world_splits(count: int, seed: int, shapes: bool = False) -> dict[str, list[str]]:
+    """Synthetic worlds 0..count-1 of generator seed `seed` by split, held out by theme (module docstring); with
+    `shapes`, the same worlds with the shapes' tools (world/synth/shapes.py).
 
     The worlds' themes, in a seeded order, go to test until it holds 10% of the worlds, then to eval until it does,
     then to train. With so few worlds that train would get none, the worlds themselves split 10/10/80."""
@@ -63,7 +64,7 @@ def world_splits(count: int, seed: int) -> dict[str, list[str]]:
         shuffled = list(range(count))
         random.Random(f"wmstudio-synthetic-splits/{seed}").shuffle(shuffled)
         chosen = {"test": shuffled[:held], "eval": shuffled[held: 2 * held], "train": shuffled[2 * held:]}
-    return {split: [synthetic_ref(seed, i) for i in sorted(indexes)] for split, indexes in chosen.items()}
+    return {split: [synthetic_ref(seed, i, shapes) for i in sorted(indexes)] for split, indexes in chosen.items()}
 
 
 def split_themes(count: int, seed: int) -> dict[str, list[str]]:
@@ -74,7 +75,7 @@ def split_themes(count: int, seed: int) -> dict[str, list[str]]:
 
 
 def corpus_plan(rows: int, seed: int, synthetic: int = 0, synthetic_seed: int = 0,
-                synthetic_share: float = SYNTHETIC_SHARE) -> list[RowPlan]:
+                synthetic_share: float = SYNTHETIC_SHARE, shapes: bool = False) -> list[RowPlan]:
     """The world and split of every row (see the module docstring); without synthetic worlds, the demo corpus."""
     demo = sorted(SIMULATORS)
     if not synthetic:
@@ -82,8 +83,8 @@ def corpus_plan(rows: int, seed: int, synthetic: int = 0, synthetic_seed: int = 
     check_synthetic(synthetic, synthetic_seed, synthetic_share)
     is_synthetic = [int((i + 1) * synthetic_share) > int(i * synthetic_share) for i in range(rows)]
     demo_splits = iter(split_plan(max(3, rows - sum(is_synthetic)), seed))
-    by_world = {ref: split for split, refs in world_splits(synthetic, synthetic_seed).items() for ref in refs}
-    refs = [synthetic_ref(synthetic_seed, i) for i in range(synthetic)]
+    by_world = {ref: split for split, refs in world_splits(synthetic, synthetic_seed, shapes).items() for ref in refs}
+    refs = [synthetic_ref(synthetic_seed, i, shapes) for i in range(synthetic)]
     plan, made, turn = [], 0, 0
     for synthetic_row in is_synthetic:
         if synthetic_row:

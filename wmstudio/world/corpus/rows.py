@@ -66,7 +66,8 @@ class GeneratedRow:
 
 def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = None, synthetic: int = 0,
                  synthetic_seed: int = 0, synthetic_share: float = SYNTHETIC_SHARE,
-                 preset: str | None = None, oracle_share: float = ORACLE_SHARE) -> dict[str, Any]:
+                 preset: str | None = None, oracle_share: float = ORACLE_SHARE, shapes: bool = False
+                 ) -> dict[str, Any]:
     """Write `train.jsonl`, `eval.jsonl` and `test.jsonl` (80/10/10) under `out`, and `stats.json` (what a model
     card trained on it cites); return the stats.
 
@@ -74,7 +75,7 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
     worlds (of generator seed `synthetic_seed`) give `synthetic_share` of the rows, held out whole (corpus_plan.py;
     `synthetic_worlds.json` lists each split's worlds); `preset` makes every row a stress preset's (presets.py);
     `oracle_share` of the rows are rendered with grounding `oracle`, the rest `none` (0: every row as the world model
-    is used by default).
+    is used by default); `shapes` gives the synthetic worlds the shapes' tools (world/synth/shapes.py).
     Stats: rows per split and per world (synthetic worlds counted together), invalid calls, rows with directives
     and with grounding oracle, seconds."""
     started = time.perf_counter()
@@ -87,7 +88,8 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
         "invalid_calls": 0, "error_responses": 0, "with_directives": 0, "oracle_grounding": 0,
     }
     try:
-        for row in iter_corpus(rows, seed, synthetic, synthetic_seed, synthetic_share, preset, oracle_share):
+        for row in iter_corpus(rows, seed, synthetic, synthetic_seed, synthetic_share, preset, oracle_share,
+                               shapes):
             handles[row.split].write(json.dumps(row.data, ensure_ascii=False) + "\n")
             meta = row.data["meta"]
             stats["rows"] += 1
@@ -111,11 +113,13 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
         path.replace(out / f"{split}.jsonl")
     if synthetic:
         themes = split_themes(synthetic, synthetic_seed)
-        held = {"seed": synthetic_seed, **world_splits(synthetic, synthetic_seed), "themes": themes}
+        held = {"seed": synthetic_seed, **world_splits(synthetic, synthetic_seed, shapes), "themes": themes}
         (out / "synthetic_worlds.json").write_text(json.dumps(held, indent=1) + "\n", encoding="utf-8")
         stats["synthetic_worlds"] = {split: len(held[split]) for split in SPLITS}
         stats["synthetic_themes"] = {split: len(themes[split]) for split in SPLITS}
         stats["synthetic_seed"] = synthetic_seed  # a card cites it: the same worlds come back only with it
+        if shapes:
+            stats["synthetic_shapes"] = True
     if preset:
         stats["preset"] = preset
     if oracle_share != ORACLE_SHARE:
@@ -129,14 +133,14 @@ def write_corpus(out: Path, rows: int, seed: int, progress: Progress | None = No
 
 def iter_corpus(rows: int, seed: int, synthetic: int = 0, synthetic_seed: int = 0,
                 synthetic_share: float = SYNTHETIC_SHARE, preset: str | None = None,
-                oracle_share: float = ORACLE_SHARE) -> Iterator[GeneratedRow]:
+                oracle_share: float = ORACLE_SHARE, shapes: bool = False) -> Iterator[GeneratedRow]:
     """The corpus rows in order, each with its split; row i depends only on the arguments and i.
 
     Worlds take turns; splits come from a seeded shuffle so each holds every demo world, and synthetic worlds are
     held out whole (corpus_plan.py); a row whose text repeats an earlier row is drawn again, so no row is in two
     splits."""
     _check_request(Path("."), rows, seed)
-    plan = corpus_plan(rows, seed, synthetic, synthetic_seed, synthetic_share)
+    plan = corpus_plan(rows, seed, synthetic, synthetic_seed, synthetic_share, shapes)
     if preset is not None:
         stress_preset(preset)  # an unknown name is refused before any row is made
     seen: set[bytes] = set()

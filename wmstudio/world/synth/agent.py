@@ -109,7 +109,7 @@ def search_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, 
             field = entity.field(key)
             if records and (field.kind == "ref" or rng.random() < 0.8):
                 args[param] = field_at(rng.choice(records), key)
-            elif field.values:
+            elif field.kind in ("enum", "status"):  # a nested code or number: no list of values to draw from
                 args[param] = rng.choice(field.values)
     if plan.contains[0] and rng.random() < 0.15 and records:
         label = str(rng.choice(records)[plan.contains[1]])
