@@ -35,7 +35,7 @@ from wmstudio.world.checks.report import check_step
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
-from wmstudio.world.synth.agent import MAKERS, with_session, login_call
+from wmstudio.world.synth.agent import MAKERS, login_call, with_session
 from wmstudio.world.synth.registry import synthetic_ref
 
 SHAPES = ("find", "owned", "union", "text", "nested")

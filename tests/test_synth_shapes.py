@@ -10,15 +10,14 @@ import json
 import random
 
 import pytest
-
 from typer.testing import CliRunner
 
 from wmstudio.cli import app
 from wmstudio.model.generation.generation import generate
 from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.checks.report import check_step
-from wmstudio.world.corpus.rows import write_corpus
 from wmstudio.world.checks.unfound import unfound_code
+from wmstudio.world.corpus.rows import write_corpus
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.records import found_by_field, named_record_at
 from wmstudio.world.simulators import get_simulator

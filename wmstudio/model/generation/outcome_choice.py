@@ -14,9 +14,9 @@ from wmstudio.model.denoising.sampler import SamplerSettings
 from wmstudio.model.heads.call_echoes import call_identifiers
 from wmstudio.model.heads.outcome_head import MESSAGE_KEY, Outcome, with_stated_codes, within_pins, within_rules
 from wmstudio.model.serving.backends import Backend
+from wmstudio.world.checks.error_codes import outage_code
 from wmstudio.world.checks.fixed_fields import fixed_fields
 from wmstudio.world.checks.refused_requests import refused_request, sign_in_refusal
-from wmstudio.world.checks.error_codes import outage_code
 from wmstudio.world.checks.unfound import held_in_another_form, unfound_code
 from wmstudio.world.episode.state import state_after
 from wmstudio.world.heads.code_messages import composed_message

@@ -211,7 +211,8 @@ def referenced_records(path: tuple, record: dict[str, Any], needles: frozenset, 
 def joined_fields(path: tuple, record: dict[str, Any], needles: frozenset, state: Any) -> dict[str, Any]:
     """Response keys naming a field of a record the named one refers to, by that record's kind, with its value:
     `dock_station_label` for the referenced dock station's `label`, `rider_full_name` for its rider's `full_name`
-    (snake_case, camelCase, or any casing of those words). A lookup often answers with them, and a big state's prompt leaves those records out."""
+    (snake_case, camelCase, or any casing of those words). A lookup often answers with them, and a big state's
+    prompt leaves those records out."""
     joined: dict[str, Any] = {}
     for target_path, target in referenced_records(path, record, needles, state):
         collection = next((p for p in reversed(target_path) if isinstance(p, str) and p != target.get("id")), "")
@@ -448,6 +449,8 @@ def _scalars(schema: Any, value: Any, root: dict, path: list, named: NamedRecord
                     for found in _scalars(entries, child, root, path + [key], named)]
         return []
     if isinstance(value, list):
+        if resolved.get("type") not in (None, "array"):
+            return []  # a list where the answer holds one value: not this field's
         items = resolved.get("items") if isinstance(resolved.get("items"), dict) else {}
         value = _as_items(value, items, root)
         return [found for index, child in enumerate(value)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from wmstudio.world.checks.explained_codes import CODE_WORD
+from wmstudio.world.checks.refused_requests import CLAUSE
 from wmstudio.world.episode.state import state_after
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.records import found_by_field, json_leaves, normalised, pages_or_signs, plain_name
@@ -18,7 +19,6 @@ from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 from wmstudio.world.tools.reading import read_only
 
-CLAUSE = re.compile(r"[;,()\n]|\.\s")
 FOUND_WORDS = frozenset({"unknown", "found", "such", "exist", "exists", "nonexistent"})  # UNKNOWN_TENANT, NOT_FOUND
 OTHER_WORDS = frozenset({"token", "page", "cursor", "session", "argument", "parameter", "tool", "operation"})
 

@@ -24,8 +24,8 @@ from wmstudio.world.synth.handlers import handle, matching, page_window, session
 from wmstudio.world.synth.messages import say
 from wmstudio.world.synth.naming import random_now, stamp
 from wmstudio.world.synth.records import shaped, view
-from wmstudio.world.synth.shapes import ERROR_TEXT
 from wmstudio.world.synth.rules import world_rules
+from wmstudio.world.synth.shapes import ERROR_TEXT
 from wmstudio.world.tools import Tool
 
 PASSWORDS = ("Larch-Bay-42!", "c0ral.Reef.7", "quiet#Harbor9", "Tundra_88_fox", "M1ll-Pond-Road")
