@@ -22,10 +22,10 @@ from wmstudio.model.denoising.sampler import SamplerSettings
 from wmstudio.model.generation.generation import generate
 from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.checks.invention import listing_slips
-from wmstudio.world.prompt.retrieval import listed_property
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools.reading import read_only
+from wmstudio.world.tools.schema import listed_property
 
 GROWN = 220
 SIZE_WORDS = ("limit", "size", "max", "per_page", "perpage", "count")

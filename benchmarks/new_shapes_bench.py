@@ -32,6 +32,7 @@ from wmstudio.model.serving.backends import load_backend
 from wmstudio.train.world_model.baselines import TrainingAnswers, baseline_response
 from wmstudio.train.world_model.evaluation import EvalCase, Rates
 from wmstudio.world.checks.report import check_step
+from wmstudio.world.corpus.rows import with_issuing_page
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.simulators import get_simulator
 from wmstudio.world.spec import Call
@@ -141,19 +142,9 @@ def calls_of(seed: int, worlds: int, per_tool: int
             for turn in range(per_tool if kind else 0):
                 arguments = MAKERS[plan.family](bp, plan, state, rng, rng.random() < 0.75)
                 call = Call(plan.name, with_session(bp, plan, state, arguments))
-                drawn.append((world, kind, call, [*history, *_issuing_page(sim, plan, state, call)],
+                drawn.append((world, kind, call, with_issuing_page(sim, state, call, history),
                               sim.step(state, call)[1], ("message", plan.out.get("next", "message"))))
     return drawn
-
-
-def _issuing_page(sim: Any, plan: Any, state: Any, call: Call) -> list[HistoryStep]:
-    """The page that gave the page token a listing call passes (an agent pages on with a token an answer gave it),
-    as the step before it; none for a call without one."""
-    token = plan.params.get("token")
-    if plan.family != "search" or token not in call.arguments:
-        return []
-    first = Call(call.name, {key: value for key, value in call.arguments.items() if key != token})
-    return [HistoryStep(first, json.dumps(sim.step(state, first)[1]))]
 
 
 def main() -> None:

@@ -17,10 +17,10 @@ from wmstudio.world.checks.invention import listing_slips
 from wmstudio.world.checks.refused_requests import refused_request, unissued_token
 from wmstudio.world.corpus.rows import with_issuing_page
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.prompt.retrieval import listed_property
 from wmstudio.world.simulators import SIMULATORS, get_simulator
 from wmstudio.world.spec import Call, parse_world
 from wmstudio.world.tools.reading import read_only
+from wmstudio.world.tools.schema import listed_property
 
 PAGE = {"type": "object", "properties": {
     "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}}}},

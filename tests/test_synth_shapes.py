@@ -17,7 +17,7 @@ from wmstudio.model.generation.generation import generate
 from wmstudio.model.serving.backends import load_backend
 from wmstudio.world.checks.report import check_step
 from wmstudio.world.checks.unfound import unfound_code
-from wmstudio.world.corpus.rows import write_corpus
+from wmstudio.world.corpus.rows import with_issuing_page, write_corpus
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.records import found_by_field, named_record_at
 from wmstudio.world.simulators import get_simulator
@@ -62,17 +62,8 @@ def calls(family: str, worlds: range = range(6), fair: bool = True):
             if plan.family == family or (family == "nested" and nested):
                 arguments = MAKERS[plan.family](sim.blueprint, plan, state, rng, fair)
                 call = Call(plan.name, with_session(sim.blueprint, plan, state, arguments))
-                found.append((sim, plan, state, [*history, *issuing_page(sim, plan, state, call)], call))
+                found.append((sim, plan, state, with_issuing_page(sim, state, call, history), call))
     return found
-
-
-def issuing_page(sim, plan, state, call: Call) -> list[HistoryStep]:
-    """The first page, whose answer gave the page token a call passes (an agent pages on with a token it was given)."""
-    token = plan.params.get("token")
-    if plan.family != "search" or token not in call.arguments:
-        return []
-    first = Call(call.name, {key: value for key, value in call.arguments.items() if key != token})
-    return [HistoryStep(first, json.dumps(sim.step(state, first)[1]))]
 
 
 def test_a_shapes_world_is_its_base_world_with_a_tool_of_each_shape():

@@ -116,7 +116,7 @@ def helpers_for(backend: Any, world: WorldSpec, call: Call, pinned: Sequence[Anc
     copying = settings.record_copy and not settings.free
     now = state_after(world, history) if copying else None  # the state the episode has reached, worked out once
     written = write_values(world, now, call, schema) if copying and writes(world, call) else {}
-    outcomes = choose_outcomes(backend, world, call, pinned, history, settings, schema, written)
+    outcomes = choose_outcomes(backend, world, call, pinned, history, settings, schema, written, now)
     refused = any(anchor.path == OUTCOME_KEY and anchor.value == ERROR for anchor in pinned)  # a pinned refusal
     copy = state_copy(world, call, history, schema, now) if copying and not refused else None  # its fields are its own
     if fit is not None:

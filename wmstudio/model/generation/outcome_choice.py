@@ -62,13 +62,15 @@ def copied_under(copied: dict[str, Any], outcome: Outcome | None) -> dict[str, A
 
 def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequence[Anchor],
                     history: Sequence[HistoryStep], settings: SamplerSettings,
-                    schema: dict[str, Any] | None, written: dict[str, Any] | None = None) -> list[Outcome] | None:
+                    schema: dict[str, Any] | None, written: dict[str, Any] | None = None,
+                    state: Any = None) -> list[Outcome] | None:
     """The outcome head's choice for each sample of a skeleton with a status: its likeliest outcome when greedy; at
     a temperature, one drawn per sample (seeded) from its distribution sharpened or flattened by the temperature, so
     K samples show the outcomes the head finds likely. A pinned status narrows the choice, never switches it off
     (`within_pins`: with status "error" pinned, the code whose cause holds). `schema` is the response schema
     generation lays out; `written` what an ok write's answer states on the episode's state (world/episode/answers.py:
-    a running total above what a rule allows refuses the ok). None when the head is switched off, the
+    a running total above what a rule allows refuses the ok); `state` the one the history left, when worked out
+    already. None when the head is switched off, the
     model has none, the user pinned the error code (their steering is whole), the schema has no outcome status
     (is_outcome), or the head never saw the tool."""
     head = getattr(backend, "outcome_head", None)
@@ -81,7 +83,7 @@ def choose_outcomes(backend: Backend, world: WorldSpec, call: Call, pinned: Sequ
     if settings.rule_outcomes:
         known = call_identifiers(call, schema) if settings.record_copy else {}
         ranked = within_rules(ranked, world, call, history, schema, known, written)
-    ranked = unfound_first(ranked, world, call, history, pinned)
+    ranked = unfound_first(ranked, world, call, history, pinned, state)
     ranked = with_stated_codes(ranked, world, call, history, schema)
     if not ranked:
         return None
@@ -125,7 +127,7 @@ def refused_first(ranked: list[Outcome], world: WorldSpec, call: Call, history: 
 
 
 def unfound_first(ranked: list[Outcome], world: WorldSpec, call: Call, history: Sequence[HistoryStep],
-                  pinned: Sequence[Anchor]) -> list[Outcome]:
+                  pinned: Sequence[Anchor], state: Any = None) -> list[Outcome]:
     """`ranked` with a lookup's outcome as the world's records decide it (world/checks/unfound.py), where the head
     answers without a cause the world states (a tool it never saw: its refusal has no code, or the outage's): a
     lookup by values the world holds nowhere answers first the not-found error its tool states; one whose value a
@@ -134,7 +136,7 @@ def unfound_first(ranked: list[Outcome], world: WorldSpec, call: Call, history: 
     if not ranked or any(anchor.path == OUTCOME_KEY for anchor in pinned) or \
             (ranked[0].status == ERROR and ranked[0].error not in (None, outage_code(world))):
         return ranked
-    state = state_after(world, history)
+    state = state_after(world, history) if state is None else state
     code = unfound_code(world, call, history, state)
     if code is not None:
         return [Outcome(ERROR, code, 1.0, None), *ranked]

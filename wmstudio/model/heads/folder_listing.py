@@ -22,9 +22,9 @@ from wmstudio.world.episode.lookup import SHELL_READS
 from wmstudio.world.episode.paths import absolute, working_folder
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.prompt.retrieval import listed_property
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools.reading import read_only
+from wmstudio.world.tools.schema import listed_property
 
 PAGE = re.compile(r"\bat most (\d+)\b", re.IGNORECASE)  # "List a folder's entries in name order (at most 8)."
 FOLDER_WORDS = frozenset({"dir", "directory", "folder"})

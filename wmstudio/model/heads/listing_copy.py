@@ -31,12 +31,13 @@ from wmstudio.world.episode.state import state_after
 from wmstudio.world.heads.copy_sources import shown_leaves
 from wmstudio.world.history import HistoryStep
 from wmstudio.world.jsonpath import format_path
-from wmstudio.world.prompt.retrieval import find_listing, listed_items, understood
+from wmstudio.world.prompt.retrieval import find_listing, understood
 from wmstudio.world.records import ENVELOPE_FIELDS, json_leaves, newest_answer_naming
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.steering.directives import Steering, steering
 from wmstudio.world.tools import Tool
 from wmstudio.world.tools.reading import read_only
+from wmstudio.world.tools.schema import listed_items
 
 NEWEST_FIRST = re.compile(r"\b(newest|latest|most recent)\s+first\b", re.IGNORECASE)  # a new record leads
 

@@ -18,6 +18,7 @@ from wmstudio.world.records import found_by_field, json_leaves, normalised, page
 from wmstudio.world.spec import Call, WorldSpec
 from wmstudio.world.tools import Tool
 from wmstudio.world.tools.reading import read_only
+from wmstudio.world.tools.schema import listed_items
 
 FOUND_WORDS = frozenset({"unknown", "found", "such", "exist", "exists", "nonexistent"})  # UNKNOWN_TENANT, NOT_FOUND
 OTHER_WORDS = frozenset({"token", "page", "cursor", "session", "argument", "parameter", "tool", "operation"})
@@ -41,17 +42,9 @@ def looked_up(world: WorldSpec, call: Call) -> Tool | None:
     """The tool when `call` reads one record (read-only, no listing, no text answer), else None."""
     tool = next((t for t in world.tools if t.name == call.name), None)
     if tool is None or not read_only(tool) or not isinstance(tool.response, dict) \
-            or tool.response.get("type") == "string" or _lists(tool.response):
+            or tool.response.get("type") == "string" or listed_items(tool.response) is not None:
         return None
     return tool
-
-
-def _lists(schema: dict[str, Any]) -> bool:
-    """Whether an answer is (or holds at its top) an array of records: a page, never a not-found."""
-    arrays = [schema, *((schema.get("properties") or {}).values() if isinstance(schema.get("properties"), dict)
-                        else ())]
-    return any(isinstance(node, dict) and node.get("type") == "array" and isinstance(node.get("items"), dict)
-               and (node["items"].get("type") == "object" or "$ref" in node["items"]) for node in arrays)
 
 
 def names_nothing(world: WorldSpec, call: Call, history: Sequence[HistoryStep], state: Any) -> bool:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from wmstudio.world.history import HistoryStep
-from wmstudio.world.jsonpath import resolve_local
 from wmstudio.world.prompt.call_local import is_collection
 from wmstudio.world.records import (  # noqa: F401 - matches and understood are read from here too
     CONTAINS_ARGS,
@@ -35,6 +34,7 @@ from wmstudio.world.records import (  # noqa: F401 - matches and understood are 
 )
 from wmstudio.world.spec import Call
 from wmstudio.world.tools import Tool
+from wmstudio.world.tools.schema import listed_items
 
 MAX_PAGE = 10  # records shown when neither the call nor the tool says how many a page holds
 SIZE_WORDS = re.compile(r"(\d+)\s+(?:per page|at most|results? per)|at most\s+(\d+)|up to\s+(\d+)|(\d+)\s+max",
@@ -121,26 +121,6 @@ def _same_record(listed: dict[str, Any], record: dict[str, Any]) -> bool:
     """Whether a listed item is this record: every id-like value it shows (text with a digit) is one of the record's."""
     ids = [v for v in listed.values() if isinstance(v, str) and any(ch.isdigit() for ch in v)]
     return bool(ids) and all(v in record.values() for v in ids)
-
-
-def listed_property(schema: Any) -> tuple[str, dict[str, Any]] | None:
-    """(key, item properties) of the first top-level array of objects in a response schema (through `$ref`s)."""
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    for key, value in (properties or {}).items():
-        value = resolve_local(value, schema)
-        items = resolve_local(value.get("items"), schema) if value.get("type") == "array" else None
-        if isinstance(items, dict) and isinstance(items.get("properties"), dict) and items["properties"]:
-            return key, items["properties"]
-    return None
-
-
-def listed_items(schema: Any) -> tuple[str, dict[str, Any]] | None:
-    """listed_property, or ("", item properties) where the response is itself an array of objects."""
-    if isinstance(schema, dict) and schema.get("type") == "array":
-        items = resolve_local(schema.get("items"), schema)
-        if isinstance(items, dict) and isinstance(items.get("properties"), dict) and items["properties"]:
-            return "", items["properties"]
-    return listed_property(schema)
 
 
 def _collection(state: dict[str, Any], key: str, items: dict[str, Any]) -> list[dict[str, Any]] | None:

@@ -94,10 +94,11 @@ def invalid_call(bp: Blueprint, state: JSON, rng: random.Random) -> Call:
 # --- arguments per family (`fair`: a reasonable call; else a mistake) -------------------------------------------
 
 
-def get_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, fair: bool) -> JSON:
-    entity = bp.entities[plan.entity]
+def get_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, fair: bool,
+             entity: Entity | None = None) -> JSON:
+    """An id of one of `entity`'s records (the tool's own by default), or (unfair) one no record has."""
     make = _record_id if fair else _unknown_id
-    return {plan.params["id"]: make(bp, entity, state, rng)}
+    return {plan.params["id"]: make(bp, entity or bp.entities[plan.entity], state, rng)}
 
 
 def search_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, fair: bool) -> JSON:
@@ -287,9 +288,7 @@ def find_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, fa
 
 
 def union_args(bp: Blueprint, plan: ToolPlan, state: JSON, rng: random.Random, fair: bool) -> JSON:
-    entity = bp.entities[rng.choice(plan.out["kinds"].split(","))]
-    make = _record_id if fair else _unknown_id
-    return {plan.params["id"]: make(bp, entity, state, rng)}
+    return get_args(bp, plan, state, rng, fair, bp.entities[rng.choice(plan.out["kinds"].split(","))])
 
 
 MAKERS = {"get": get_args, "search": search_args, "create": create_args, "update": update_args,

@@ -46,11 +46,17 @@ def _missing(bp: Blueprint, plan: ToolPlan, entity: Entity, record_id: object) -
     return fail(plan.errors["not_found"], say(bp.style.voice, "not_found", id=record_id, **_words(bp, entity)))
 
 
-def get(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering) -> Reply:
+def _named(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering
+           ) -> tuple[Entity, str, JSON | None]:
+    """(the tool's entity, the id the call names, its record; None when none holds it or the world answers empty)."""
     entity = bp.entities[plan.entity]
     record_id = args[plan.params["id"]]
-    found = find(state, entity, record_id)
-    if found is None or steer.empty_result:
+    return entity, record_id, None if steer.empty_result else find(state, entity, record_id)
+
+
+def get(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering) -> Reply:
+    entity, record_id, found = _named(bp, plan, state, args, steer)
+    if found is None:
         return _missing(bp, plan, entity, record_id)
     return _got(bp, plan, state, entity, record_id, found)
 
@@ -79,11 +85,10 @@ def find_by(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steer
 
 def owned(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering) -> Reply:
     """A record with every record of the child kind whose reference names it, in the state's order."""
-    entity, child = bp.entities[plan.entity], bp.entities[plan.params["child"]]
-    record_id = args[plan.params["id"]]
-    found = find(state, entity, record_id)
-    if found is None or steer.empty_result:
+    entity, record_id, found = _named(bp, plan, state, args, steer)
+    if found is None:
         return _missing(bp, plan, entity, record_id)
+    child = bp.entities[plan.params["child"]]
     own = tuple(k for k in plan.view if k in found)
     theirs = tuple(f.key for f in child.fields if f.key in plan.view)
     items = [view(child, child_id, record, theirs) for child_id, record in each(state, child)
@@ -107,10 +112,8 @@ def union(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steerin
 
 def text(bp: Blueprint, plan: ToolPlan, state: JSON, args: JSON, steer: Steering) -> Reply:
     """One field of the record, as text (the simulator writes the reply out as a string)."""
-    entity = bp.entities[plan.entity]
-    record_id = args[plan.params["id"]]
-    found = find(state, entity, record_id)
-    if found is None or steer.empty_result:
+    entity, record_id, found = _named(bp, plan, state, args, steer)
+    if found is None:
         return _missing(bp, plan, entity, record_id)
     return Reply({"text": str(found[plan.view[0]])})
 

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from jsonschema import Draft202012Validator
 
 from wmstudio.world.json_types import describe_value
-from wmstudio.world.jsonpath import NOT_FOUND, follow_pointer
+from wmstudio.world.jsonpath import NOT_FOUND, follow_pointer, resolve_local
 from wmstudio.world.tools.findings import Findings, at
 from wmstudio.world.tools.linear_patterns import pattern_problems
 from wmstudio.world.tools.type_names import STANDARD_TYPES, map_type_name
@@ -274,3 +274,21 @@ def _ref_resolves(root: Any, ref: str) -> bool:
     return follow_pointer(root, fragment) is not NOT_FOUND
 
 
+def listed_property(schema: Any) -> tuple[str, dict[str, Any]] | None:
+    """(key, item properties) of the first top-level array of objects in a response schema (through `$ref`s)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    for key, value in (properties or {}).items():
+        value = resolve_local(value, schema)
+        items = resolve_local(value.get("items"), schema) if value.get("type") == "array" else None
+        if isinstance(items, dict) and isinstance(items.get("properties"), dict) and items["properties"]:
+            return key, items["properties"]
+    return None
+
+
+def listed_items(schema: Any) -> tuple[str, dict[str, Any]] | None:
+    """listed_property, or ("", item properties) where the response is itself an array of objects."""
+    if isinstance(schema, dict) and schema.get("type") == "array":
+        items = resolve_local(schema.get("items"), schema)
+        if isinstance(items, dict) and isinstance(items.get("properties"), dict) and items["properties"]:
+            return "", items["properties"]
+    return listed_property(schema)
